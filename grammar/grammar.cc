@@ -1,0 +1,439 @@
+#include "grammar/grammar.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace zapgram::grammar {
+
+namespace {
+
+// Surrogates never match: strip them so classes compare equal however written.
+std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& in) {
+  std::vector<CodepointRange> out;
+  for (CodepointRange r : in) {
+    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
+      out.push_back(r);
+      continue;
+    }
+    if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
+    if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negated) {
+  for (CodepointRange& r : ranges) {
+    if (r.lo > r.hi) std::swap(r.lo, r.hi);
+    r.hi = std::min(r.hi, kMaxCodepoint);
+  }
+  ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
+                              [](const CodepointRange& r) { return r.lo > kMaxCodepoint; }),
+               ranges.end());
+  std::sort(ranges.begin(), ranges.end(),
+            [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
+  std::vector<CodepointRange> merged;
+  for (CodepointRange r : ranges) {
+    if (!merged.empty() && r.lo <= merged.back().hi + 1) {
+      merged.back().hi = std::max(merged.back().hi, r.hi);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  if (negated) {
+    std::vector<CodepointRange> complement;
+    uint32_t next = 0;
+    for (CodepointRange r : merged) {
+      if (r.lo > next) complement.push_back({next, r.lo - 1});
+      next = r.hi + 1;
+    }
+    if (next <= kMaxCodepoint) complement.push_back({next, kMaxCodepoint});
+    merged = std::move(complement);
+  }
+  return WithoutSurrogates(merged);
+}
+
+ExprId Grammar::AddEmpty(SourceLocation loc) {
+  Expr e;
+  e.kind = ExprKind::kEmpty;
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+ExprId Grammar::AddLiteral(std::string bytes, SourceLocation loc) {
+  if (bytes.empty()) return AddEmpty(loc);
+  Expr e;
+  e.kind = ExprKind::kLiteral;
+  e.literal = std::move(bytes);
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+ExprId Grammar::AddCharClass(std::vector<CodepointRange> ranges, bool negated,
+                             SourceLocation loc) {
+  Expr e;
+  e.kind = ExprKind::kCharClass;
+  e.ranges = NormalizeRanges(std::move(ranges), negated);
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+ExprId Grammar::AddRuleRef(RuleId rule, SourceLocation loc) {
+  Expr e;
+  e.kind = ExprKind::kRuleRef;
+  e.rule = rule;
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+ExprId Grammar::AddSequence(std::vector<ExprId> children, SourceLocation loc) {
+  if (children.empty()) return AddEmpty(loc);
+  if (children.size() == 1) return children[0];
+  Expr e;
+  e.kind = ExprKind::kSequence;
+  e.children = std::move(children);
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+ExprId Grammar::AddChoice(std::vector<ExprId> children, SourceLocation loc) {
+  if (children.empty()) return AddEmpty(loc);
+  if (children.size() == 1) return children[0];
+  Expr e;
+  e.kind = ExprKind::kChoice;
+  e.children = std::move(children);
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+ExprId Grammar::AddRepeat(ExprId child, uint32_t min, uint32_t max, SourceLocation loc) {
+  Expr e;
+  e.kind = ExprKind::kRepeat;
+  e.children = {child};
+  e.min = min;
+  e.max = max;
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+int64_t Grammar::FindRule(std::string_view name) const {
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (rules[i].name == name) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+absl::Status Grammar::Validate() const {
+  if (rules.empty()) return absl::InvalidArgumentError(absl::StrCat(source_name, ": no rules"));
+  if (root >= rules.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": root rule out of range"));
+  }
+  for (const Rule& rule : rules) {
+    if (rule.body >= exprs.size()) {
+      return absl::InternalError(absl::StrCat(source_name, ": rule '", rule.name,
+                                              "' has a body out of range"));
+    }
+  }
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const Expr& e = exprs[i];
+    for (ExprId c : e.children) {
+      if (c >= exprs.size()) {
+        return absl::InternalError(absl::StrCat(source_name, ": expression ", i,
+                                                " has a child out of range"));
+      }
+    }
+    switch (e.kind) {
+      case ExprKind::kRuleRef:
+        if (e.rule >= rules.size()) {
+          return absl::InternalError(absl::StrCat(source_name, ": expression ", i,
+                                                  " refers to a rule out of range"));
+        }
+        break;
+      case ExprKind::kRepeat:
+        if (e.children.size() != 1 || e.min > e.max) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s:%d:%d: repetition {%d,%d} is malformed", source_name, e.loc.line, e.loc.col,
+              e.min, e.max));
+        }
+        break;
+      case ExprKind::kCharClass:
+        if (e.ranges != NormalizeRanges(e.ranges, false)) {
+          return absl::InternalError(absl::StrCat(source_name, ": class ", i,
+                                                  " is not normalized"));
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+void AppendEscapedCodepoint(uint32_t cp, bool in_class, std::string* out) {
+  switch (cp) {
+    case '\n': *out += "\\n"; return;
+    case '\r': *out += "\\r"; return;
+    case '\t': *out += "\\t"; return;
+    case '\\': *out += "\\\\"; return;
+    default: break;
+  }
+  if ((in_class && (cp == ']' || cp == '-' || cp == '^')) || (!in_class && cp == '"')) {
+    out->push_back('\\');
+    out->push_back(static_cast<char>(cp));
+    return;
+  }
+  if (cp >= 0x20 && cp < 0x7F) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x100) {
+    *out += absl::StrFormat("\\x%02X", cp);
+  } else if (cp < 0x10000) {
+    *out += absl::StrFormat("\\u%04X", cp);
+  } else {
+    *out += absl::StrFormat("\\U%08X", cp);
+  }
+}
+
+// Literal bytes printed as a GBNF string. Bytes that do not form valid UTF-8
+// are printed as \xNN, which GBNF reads back as the code point U+00NN; such
+// literals only arise from non-GBNF readers, and the dump marks them so.
+void AppendLiteral(std::string_view bytes, std::string* out) {
+  out->push_back('"');
+  size_t i = 0;
+  while (i < bytes.size()) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    uint32_t cp = c;
+    size_t len = 1;
+    if (c >= 0x80) {
+      len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+      bool ok = len > 0 && i + len <= bytes.size();
+      if (ok) {
+        cp = c & (0x7F >> len);
+        for (size_t k = 1; k < len; ++k) {
+          unsigned char cc = static_cast<unsigned char>(bytes[i + k]);
+          if ((cc & 0xC0) != 0x80) ok = false;
+          cp = (cp << 6) | (cc & 0x3F);
+        }
+      }
+      if (!ok) {
+        *out += absl::StrFormat("\\x%02X", c);
+        ++i;
+        continue;
+      }
+    }
+    AppendEscapedCodepoint(cp, /*in_class=*/false, out);
+    i += len;
+  }
+  out->push_back('"');
+}
+
+void AppendClass(const std::vector<CodepointRange>& ranges, std::string* out) {
+  out->push_back('[');
+  for (CodepointRange r : ranges) {
+    AppendEscapedCodepoint(r.lo, /*in_class=*/true, out);
+    if (r.hi != r.lo) {
+      out->push_back('-');
+      AppendEscapedCodepoint(r.hi, /*in_class=*/true, out);
+    }
+  }
+  out->push_back(']');
+}
+
+// Iterative printer: a stack of (expr, next child, needs parens) frames.
+void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
+  struct Frame {
+    ExprId id;
+    size_t next;
+    bool parens;
+  };
+  std::vector<Frame> stack;
+  auto needs_parens = [&](ExprId parent, ExprId child) {
+    ExprKind pk = g.exprs[parent].kind;
+    ExprKind ck = g.exprs[child].kind;
+    if (ck == ExprKind::kChoice) return true;
+    if (pk == ExprKind::kRepeat && ck == ExprKind::kSequence) return true;
+    if (pk == ExprKind::kRepeat && ck == ExprKind::kRepeat) return true;
+    return false;
+  };
+  stack.push_back({root, 0, false});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const Expr& e = g.exprs[f.id];
+    if (f.next == 0 && f.parens) out->push_back('(');
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        *out += "\"\"";
+        break;
+      case ExprKind::kLiteral:
+        AppendLiteral(e.literal, out);
+        break;
+      case ExprKind::kCharClass:
+        AppendClass(e.ranges, out);
+        break;
+      case ExprKind::kRuleRef:
+        *out += g.rules[e.rule].name;
+        break;
+      case ExprKind::kSequence:
+      case ExprKind::kChoice:
+      case ExprKind::kRepeat:
+        if (f.next < e.children.size()) {
+          if (f.next > 0) *out += e.kind == ExprKind::kChoice ? " | " : " ";
+          ExprId child = e.children[f.next];
+          bool parens = needs_parens(f.id, child);
+          ++f.next;
+          stack.push_back({child, 0, parens});
+          continue;
+        }
+        if (e.kind == ExprKind::kRepeat) {
+          if (e.min == 0 && e.max == kUnbounded) {
+            out->push_back('*');
+          } else if (e.min == 1 && e.max == kUnbounded) {
+            out->push_back('+');
+          } else if (e.min == 0 && e.max == 1) {
+            out->push_back('?');
+          } else if (e.max == kUnbounded) {
+            *out += absl::StrFormat("{%d,}", e.min);
+          } else if (e.min == e.max) {
+            *out += absl::StrFormat("{%d}", e.min);
+          } else {
+            *out += absl::StrFormat("{%d,%d}", e.min, e.max);
+          }
+        }
+        break;
+    }
+    if (stack.back().parens) out->push_back(')');
+    stack.pop_back();
+  }
+}
+
+// Calls visit(child) for every expression reachable from `root` (root included).
+template <typename Visit>
+void ForEachSubexpr(const Grammar& g, ExprId root, Visit visit) {
+  std::vector<ExprId> stack = {root};
+  while (!stack.empty()) {
+    ExprId id = stack.back();
+    stack.pop_back();
+    visit(id);
+    for (ExprId c : g.exprs[id].children) stack.push_back(c);
+  }
+}
+
+}  // namespace
+
+std::string DumpExpr(const Grammar& grammar, ExprId id) {
+  std::string out;
+  AppendExpr(grammar, id, &out);
+  return out;
+}
+
+std::string Dump(const Grammar& grammar) {
+  std::string out;
+  std::vector<RuleId> order = {grammar.root};
+  for (RuleId r = 0; r < grammar.rules.size(); ++r) {
+    if (r != grammar.root) order.push_back(r);
+  }
+  for (RuleId r : order) {
+    const Rule& rule = grammar.rules[r];
+    out += rule.name;
+    out += " ::= ";
+    AppendExpr(grammar, rule.body, &out);
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::vector<bool> ReachableRules(const Grammar& grammar) {
+  std::vector<bool> reached(grammar.rules.size(), false);
+  if (grammar.rules.empty()) return reached;
+  std::vector<RuleId> work = {grammar.root};
+  reached[grammar.root] = true;
+  while (!work.empty()) {
+    RuleId r = work.back();
+    work.pop_back();
+    ForEachSubexpr(grammar, grammar.rules[r].body, [&](ExprId id) {
+      const Expr& e = grammar.exprs[id];
+      if (e.kind == ExprKind::kRuleRef && !reached[e.rule]) {
+        reached[e.rule] = true;
+        work.push_back(e.rule);
+      }
+    });
+  }
+  return reached;
+}
+
+std::vector<bool> ProductiveRules(const Grammar& grammar) {
+  // Fixpoint: a rule is productive once its body is, given the rules known
+  // productive so far. Each round evaluates every body bottom-up (post-order
+  // with an explicit stack); at most one round per rule.
+  std::vector<bool> productive(grammar.rules.size(), false);
+  std::vector<int8_t> value(grammar.exprs.size(), -1);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::fill(value.begin(), value.end(), -1);
+    for (RuleId r = 0; r < grammar.rules.size(); ++r) {
+      if (productive[r]) continue;
+      std::vector<std::pair<ExprId, bool>> stack = {{grammar.rules[r].body, false}};
+      while (!stack.empty()) {
+        auto [id, expanded] = stack.back();
+        const Expr& e = grammar.exprs[id];
+        if (value[id] >= 0) {
+          stack.pop_back();
+          continue;
+        }
+        if (!expanded && !e.children.empty()) {
+          stack.back().second = true;
+          for (ExprId c : e.children) stack.push_back({c, false});
+          continue;
+        }
+        stack.pop_back();
+        bool v = false;
+        switch (e.kind) {
+          case ExprKind::kEmpty:
+          case ExprKind::kLiteral:
+            v = true;
+            break;
+          case ExprKind::kCharClass:
+            v = !e.ranges.empty();
+            break;
+          case ExprKind::kRuleRef:
+            v = productive[e.rule];
+            break;
+          case ExprKind::kSequence:
+            v = std::all_of(e.children.begin(), e.children.end(),
+                            [&](ExprId c) { return value[c] == 1; });
+            break;
+          case ExprKind::kChoice:
+            v = std::any_of(e.children.begin(), e.children.end(),
+                            [&](ExprId c) { return value[c] == 1; });
+            break;
+          case ExprKind::kRepeat:
+            v = e.min == 0 || value[e.children[0]] == 1;
+            break;
+        }
+        value[id] = v ? 1 : 0;
+      }
+      if (value[grammar.rules[r].body] == 1) {
+        productive[r] = true;
+        changed = true;
+      }
+    }
+  }
+  return productive;
+}
+
+}  // namespace zapgram::grammar

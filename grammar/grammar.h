@@ -1,0 +1,124 @@
+// The grammar IR: what every reader produces and every transform consumes.
+//
+// A Grammar is a list of named rules; each rule's body is an expression tree
+// stored in one arena (`exprs`), addressed by ExprId. Expressions are the
+// operators the surface syntaxes share: literal byte strings, code-point
+// classes, references to rules, sequences, choices and counted repetition
+// (`*` = {0,inf}, `+` = {1,inf}, `?` = {0,1}, `{m,n}`).
+//
+// Text is UTF-8 throughout. A literal holds the exact bytes it matches (escapes
+// such as \u00e9 are already encoded as UTF-8). A character class holds a
+// sorted, merged list of *positive* code-point ranges: readers resolve
+// negation (`[^...]`) and `.` against the full Unicode range, so the class
+// `[^"]` is stored as {[0,0x21],[0x23,0x10FFFF]}. Surrogates (U+D800..DFFF)
+// have no UTF-8 encoding and never match, whatever a class says.
+//
+// Nothing here knows about parsing: the parser lowers this tree to its own
+// flat form (parser/flat_grammar.h). Every walk over an expression tree uses
+// an explicit stack (user grammars may nest deeply).
+//
+// Tests: tests/grammar/grammar_test.cc (dump golden), tests/grammar/gbnf_reader_test.cc.
+#ifndef ZAPGRAM_GRAMMAR_GRAMMAR_H_
+#define ZAPGRAM_GRAMMAR_GRAMMAR_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace zapgram::grammar {
+
+using ExprId = uint32_t;
+using RuleId = uint32_t;
+inline constexpr uint32_t kUnbounded = std::numeric_limits<uint32_t>::max();
+inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+
+// 1-based line and column (column counts bytes) in the source text.
+struct SourceLocation {
+  uint32_t line = 0;
+  uint32_t col = 0;
+};
+
+struct CodepointRange {
+  uint32_t lo = 0;  // inclusive
+  uint32_t hi = 0;  // inclusive
+  friend bool operator==(const CodepointRange&, const CodepointRange&) = default;
+};
+
+enum class ExprKind : uint8_t {
+  kEmpty,      // matches the empty string
+  kLiteral,    // `literal` bytes; never empty (readers turn "" into kEmpty)
+  kCharClass,  // one code point out of `ranges` (UTF-8 encoded in the input)
+  kRuleRef,    // `rule`
+  kSequence,   // `children` in order; at least two
+  kChoice,     // one of `children`; at least two
+  kRepeat,     // `children[0]` repeated min..max times (max may be kUnbounded)
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kEmpty;
+  std::string literal;                 // kLiteral
+  std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent
+  RuleId rule = 0;                     // kRuleRef
+  std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)
+  uint32_t min = 0;                    // kRepeat
+  uint32_t max = 0;                    // kRepeat
+  SourceLocation loc;                  // where the reader saw it (0:0 when synthesized)
+};
+
+struct Rule {
+  std::string name;
+  ExprId body = 0;
+  SourceLocation loc;  // of the rule name at its definition
+};
+
+// A grammar as read. Invariants (checked by Validate()): every ExprId and
+// RuleId in range, root in range, classes normalized, every rule defined once.
+class Grammar {
+ public:
+  std::string source_name;  // file path or "<builtin:json>", for messages
+  std::vector<Rule> rules;
+  std::vector<Expr> exprs;
+  RuleId root = 0;
+
+  // Builders. Each returns the id of the new expression.
+  ExprId AddEmpty(SourceLocation loc = {});
+  ExprId AddLiteral(std::string bytes, SourceLocation loc = {});  // "" -> kEmpty
+  // `ranges` in any order, possibly overlapping; normalized here.
+  ExprId AddCharClass(std::vector<CodepointRange> ranges, bool negated,
+                      SourceLocation loc = {});
+  ExprId AddRuleRef(RuleId rule, SourceLocation loc = {});
+  // One child is returned as is; zero children give kEmpty.
+  ExprId AddSequence(std::vector<ExprId> children, SourceLocation loc = {});
+  ExprId AddChoice(std::vector<ExprId> children, SourceLocation loc = {});
+  ExprId AddRepeat(ExprId child, uint32_t min, uint32_t max, SourceLocation loc = {});
+
+  // Returns the rule with this name, or -1.
+  int64_t FindRule(std::string_view name) const;
+
+  // Checks the invariants above; the message names the offending rule.
+  absl::Status Validate() const;
+};
+
+// Sorts, merges and (when `negated`) complements ranges within [0, kMaxCodepoint].
+std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negated);
+
+// GBNF text of the grammar, one rule per line, `root` first. Literals and
+// classes are printed with escapes for non-printable bytes, so the dump of a
+// grammar re-reads to an equal grammar. Used by golden tests and `zapgram check --dump`.
+std::string Dump(const Grammar& grammar);
+
+// Text of one expression in the same syntax.
+std::string DumpExpr(const Grammar& grammar, ExprId id);
+
+// Rules reachable from the root, and rules that derive at least one string
+// (productive). Both are fixpoints over the rule graph without recursion.
+std::vector<bool> ReachableRules(const Grammar& grammar);
+std::vector<bool> ProductiveRules(const Grammar& grammar);
+
+}  // namespace zapgram::grammar
+
+#endif  // ZAPGRAM_GRAMMAR_GRAMMAR_H_

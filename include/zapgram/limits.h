@@ -1,0 +1,43 @@
+// Budgets of the Earley engine. Every limit is explicit, with its default and
+// its cost beside it; running out is reported as a status distinct from
+// "input rejected" (kResourceExhausted, naming the limit and its value).
+#ifndef ZAPGRAM_LIMITS_H_
+#define ZAPGRAM_LIMITS_H_
+
+#include <cstdint>
+
+namespace zapgram {
+
+struct ParserLimits {
+  // Items created in one Earley set (one input byte). Guards against
+  // pathological ambiguity; 12 bytes each.
+  uint32_t max_items_per_set = 1u << 20;
+  // Items retained in the whole chart after a step (with pruning: proportional
+  // to nesting depth; without: to input length). 12 bytes each.
+  uint64_t max_total_items = 1ull << 27;
+  // Earley sets retained after a step (with pruning this is the nesting depth
+  // of the input; without, its length). 24 bytes each.
+  uint32_t max_sets = 1u << 24;
+};
+
+struct RecognizerOptions {
+  // ZapFormat compaction after every step. Off only for ablation and tests.
+  bool pruning = true;
+  // How many bytes Rollback() can undo while pruning is on (each costs one
+  // snapshot of the pruned chart). Without pruning, any number can be undone.
+  uint32_t max_rollback = 64;
+  ParserLimits limits;
+};
+
+struct CompileLimits {
+  // States of all terminal automata together.
+  uint32_t max_dfa_states = 1u << 20;
+  // Rules of the lowered grammar (after repetition expansion).
+  uint32_t max_productions = 1u << 22;
+  // Symbols of all right-hand sides together.
+  uint64_t max_rhs_symbols = 1ull << 26;
+};
+
+}  // namespace zapgram
+
+#endif  // ZAPGRAM_LIMITS_H_

@@ -1,0 +1,110 @@
+// The Earley chart: a stack of sets stored as ranges of four flat arrays.
+//
+// Textbook Earley keeps every item of every set. We keep only what later
+// steps can use:
+//  - waiting items (the dot before a nonterminal): later completions look
+//    them up by (origin set, nonterminal), so each set stores them grouped by
+//    that nonterminal, sorted, for binary search;
+//  - Leo entries (Leo 1991): when a set has exactly one item waiting on A and
+//    that item ends right after A, completing A there is deterministic; the
+//    group for A then records the topmost item of the deterministic chain, and
+//    completion jumps to it in one step. This makes right recursion linear,
+//    and lets pruning forget the chain;
+//  - items sitting on a terminal (with their automaton state): only the
+//    newest set's are used (by the next scan); older sets' are dropped by
+//    pruning and ignored otherwise.
+// Completed items are transient: they are processed while the set is closed
+// and never stored.
+//
+// Sets are appended and popped at the end (Push/Pop of the recognizer);
+// compaction (pruning/compact.h) builds a new, smaller chart from an old one.
+#ifndef ZAPGRAM_PARSER_CHART_H_
+#define ZAPGRAM_PARSER_CHART_H_
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/hash/hash.h"
+
+namespace zapgram::parser {
+
+inline constexpr uint32_t kNoLeo = 0xFFFFFFFFu;
+
+// An item sitting on a terminal. `dot` indexes FlatGrammar::rhs, `origin` the
+// chart's sets, `state` the terminal table (never 0, the dead state).
+struct Item {
+  uint32_t dot;
+  uint32_t origin;
+  uint32_t state;
+  friend bool operator==(const Item&, const Item&) = default;
+};
+static_assert(sizeof(Item) == 12 && std::is_trivially_copyable_v<Item>);
+
+struct ItemHash {
+  size_t operator()(const Item& i) const {
+    return absl::HashOf(i.dot, i.origin, i.state);
+  }
+};
+
+// An item whose dot stands before a nonterminal (the nonterminal is rhs[dot]).
+struct WaitingItem {
+  uint32_t dot;
+  uint32_t origin;
+};
+static_assert(sizeof(WaitingItem) == 8 && std::is_trivially_copyable_v<WaitingItem>);
+
+// The waiting items of one set that wait on one nonterminal.
+struct WaitingGroup {
+  uint32_t nt;
+  uint32_t first;       // into Chart::waiting
+  uint32_t count;
+  uint32_t leo_dot;     // kNoLeo, or the dot of the topmost completed item (at an end marker)
+  uint32_t leo_origin;  // its origin
+};
+static_assert(sizeof(WaitingGroup) == 20 && std::is_trivially_copyable_v<WaitingGroup>);
+
+struct EarleySet {
+  uint64_t position;      // bytes consumed before this set
+  uint32_t waiting_begin;
+  uint32_t group_begin;   // groups [group_begin, group_end), sorted by nt
+  uint32_t group_end;
+  uint32_t scan_begin;    // items on terminals [scan_begin, scan_end)
+  uint32_t scan_end;
+  uint32_t accepting;     // 1 when the start symbol completed here from set 0
+};
+static_assert(sizeof(EarleySet) == 32 && std::is_trivially_copyable_v<EarleySet>);
+
+struct Chart {
+  std::vector<EarleySet> sets;
+  std::vector<WaitingItem> waiting;
+  std::vector<WaitingGroup> groups;
+  std::vector<Item> scan;
+  uint64_t leo_entries = 0;  // groups with a Leo entry
+
+  void Clear() {
+    leo_entries = 0;
+    sets.clear();
+    waiting.clear();
+    groups.clear();
+    scan.clear();
+  }
+  // Drops the newest set.
+  void PopSet() {
+    const EarleySet& s = sets.back();
+    for (uint32_t g = s.group_begin; g < s.group_end; ++g) leo_entries -= groups[g].leo_dot != kNoLeo;
+    waiting.resize(s.waiting_begin);
+    groups.resize(s.group_begin);
+    scan.resize(s.scan_begin);
+    sets.pop_back();
+  }
+  // The group of `set` waiting on `nt`, or nullptr.
+  const WaitingGroup* FindGroup(uint32_t set, uint32_t nt) const;
+  // Items held now: waiting items, items on terminals, Leo entries.
+  size_t ItemCount() const { return waiting.size() + scan.size() + leo_entries; }
+};
+
+}  // namespace zapgram::parser
+
+#endif  // ZAPGRAM_PARSER_CHART_H_

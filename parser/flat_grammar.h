@@ -1,0 +1,105 @@
+// The parser's view of a grammar: flat BNF over byte-level terminals.
+//
+// Lowering (this file's .cc) turns the IR's expression trees into plain
+// productions `A -> X1 ... Xk` without recursion on the C++ stack: every
+// choice, repetition and nested sequence gets a fresh nonterminal, and
+// `x{m,n}` unrolls to m copies followed by a right-nested chain of optionals.
+// Terminals are literals and code-point classes; each becomes a small byte
+// automaton (grammar/byte_automaton.h) and all of them are merged into one
+// global table, so that an Earley item sitting on a terminal carries its
+// automaton state and scanning a byte is one table lookup.
+//
+// Layout (llguidance's CGrammar, XGrammar's CSR arrays): one array `rhs` holds
+// every production's symbols followed by an end marker that names the
+// production's left-hand side. An Earley item's dot is an index into `rhs`.
+// Symbols are tagged in their top two bits (see Symbol below).
+//
+// Also precomputed here, so that no fixpoint runs per input byte:
+//  - nullable nonterminals (Aycock–Horspool: the parser steps over them when predicting);
+//  - for every nonterminal, its prediction closure: the dots of every item
+//    that predicting it adds to a set (transitively through leftmost
+//    nonterminals and over nullable ones), split into items waiting on a
+//    nonterminal and items sitting on a terminal.
+// Unproductive productions are dropped (they can never complete), so an item
+// alive in the chart always has a completion: "can continue" is exact.
+//
+// Tests: tests/parser/recognizer_test.cc (dump golden, lowering), differential_test.cc.
+#ifndef ZAPGRAM_PARSER_FLAT_GRAMMAR_H_
+#define ZAPGRAM_PARSER_FLAT_GRAMMAR_H_
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+#include "zapgram/limits.h"
+
+namespace zapgram::parser {
+
+// A right-hand-side entry. Top two bits: 0 = nonterminal, 1 = terminal,
+// 2 = end of production (payload = the production's left-hand side).
+using Symbol = uint32_t;
+inline constexpr uint32_t kSymbolPayloadMask = 0x3FFFFFFFu;
+inline constexpr uint32_t kTerminalTag = 1u << 30;
+inline constexpr uint32_t kEndTag = 2u << 30;
+inline bool IsNonterminal(Symbol s) { return (s >> 30) == 0; }
+inline bool IsTerminal(Symbol s) { return (s >> 30) == 1; }
+inline bool IsEnd(Symbol s) { return (s >> 30) == 2; }
+inline uint32_t Payload(Symbol s) { return s & kSymbolPayloadMask; }
+
+using ByteSet = std::bitset<256>;
+
+// All terminal automata merged into one table. State 0 is the dead state.
+struct TerminalTable {
+  std::vector<uint32_t> start;         // per terminal: its start state
+  std::array<uint8_t, 256> byte_class; // byte -> column
+  uint32_t num_classes = 0;
+  std::vector<uint32_t> next;          // [state * num_classes + class] -> state (0 = dead)
+  std::vector<uint8_t> accepting;      // per state: the terminal may end here
+  std::vector<uint8_t> has_next;       // per state: some byte leads to a live state
+  std::vector<ByteSet> live_bytes;     // per state: bytes leading to a live state
+  std::vector<std::string> names;      // per terminal, for dumps: "\"true\"", "[0-9]"
+
+  uint32_t Step(uint32_t state, uint8_t byte) const {
+    return next[state * num_classes + byte_class[byte]];
+  }
+  uint32_t num_states() const { return static_cast<uint32_t>(accepting.size()); }
+};
+
+struct FlatGrammar {
+  std::vector<Symbol> rhs;
+  std::vector<uint32_t> dot_lhs;             // per rhs index: lhs of the production it belongs to
+  std::vector<uint32_t> production_begin;    // rhs index of each production's first symbol
+  std::vector<uint32_t> nt_production_begin; // per nonterminal (+1): range into production_begin
+  std::vector<std::string> nt_names;
+  std::vector<uint8_t> nullable;             // per nonterminal
+  // Prediction closure of nonterminal A: waiting dots in
+  // predict_waiting[predict_waiting_begin[A] .. predict_waiting_begin[A+1]),
+  // terminal dots likewise in predict_scan.
+  std::vector<uint32_t> predict_waiting_begin;
+  std::vector<uint32_t> predict_waiting;
+  std::vector<uint32_t> predict_scan_begin;
+  std::vector<uint32_t> predict_scan;
+  uint32_t start_nt = 0;   // augmented start S' -> root
+  uint32_t start_dot = 0;  // rhs index of S' -> . root
+  TerminalTable terminals;
+
+  uint32_t num_nonterminals() const { return static_cast<uint32_t>(nt_names.size()); }
+  uint32_t num_productions() const { return static_cast<uint32_t>(production_begin.size()); }
+};
+
+// Lowers `grammar` (rooted at grammar.root). Errors: a budget of `limits`
+// exceeded, or a root that derives no string at all.
+absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
+                                             const CompileLimits& limits = {});
+
+// One production per line, `A -> x y "lit" [class]`, with a `.` at `dot` if given.
+std::string DumpFlatGrammar(const FlatGrammar& g);
+std::string DumpDottedProduction(const FlatGrammar& g, uint32_t dot);
+
+}  // namespace zapgram::parser
+
+#endif  // ZAPGRAM_PARSER_FLAT_GRAMMAR_H_

@@ -1,0 +1,113 @@
+// The incremental byte-level Earley recognizer.
+//
+// Feed bytes one at a time; after each, ask whether the input so far is a
+// sentence (IsAccepting), whether it can still be extended (CanContinue) and
+// by which bytes (NextBytes); undo bytes with Rollback. Correct on every
+// context-free grammar: left and right recursion (Leo items), empty rules
+// (Aycock–Horspool prediction), ambiguity and cycles.
+//
+// Each step: scan (every item sitting on a terminal moves its automaton state
+// by the byte), then close the new set (completion through the origin sets'
+// waiting items, or in one jump through a Leo entry; prediction from the
+// grammar's precomputed closures). With pruning on, pruning/compact.h then
+// drops whatever the newest set can no longer reach (ZapFormat), so the chart
+// stays proportional to nesting depth rather than input length.
+//
+// Push/Pop are the speculative form of Feed used by mask computation: they
+// append or drop one set without compaction; Feed = Push + compaction.
+//
+// Thread safety: a Recognizer is used by one thread at a time; the FlatGrammar
+// it points to is immutable and may be shared by any number of recognizers.
+#ifndef ZAPGRAM_PARSER_RECOGNIZER_H_
+#define ZAPGRAM_PARSER_RECOGNIZER_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "parser/chart.h"
+#include "parser/flat_grammar.h"
+#include "zapgram/limits.h"
+
+namespace zapgram::parser {
+
+class Recognizer {
+ public:
+  // `grammar` must outlive the recognizer.
+  Recognizer(const FlatGrammar* grammar, RecognizerOptions options = {});
+
+  // Consumes one byte. Returns true when the byte was accepted. Returns false,
+  // leaving the state unchanged, when the byte cannot follow the input so far,
+  // or when a budget ran out (then status() says which; the recognizer stays
+  // usable at its previous state).
+  bool Feed(uint8_t byte);
+  // Feeds bytes until one is rejected; returns how many were accepted.
+  size_t FeedBytes(std::string_view bytes);
+
+  // Undoes the last n accepted bytes. Returns false (and does nothing) when n
+  // exceeds Position() or, with pruning on, the rollback window.
+  bool Rollback(size_t n);
+  // Back to the empty input; clears status().
+  void Reset();
+
+  bool IsAccepting() const;   // the input so far is a sentence
+  bool CanContinue() const;   // some byte can follow
+  ByteSet NextBytes() const;  // exactly the bytes b for which Feed(b) would succeed
+
+  // Speculative steps on top of the current state (no compaction, no snapshot).
+  bool Push(uint8_t byte);
+  void Pop();
+
+  size_t Position() const;        // bytes consumed
+  size_t RetainedItems() const;   // items held by the chart now
+  size_t RetainedSets() const;
+  const absl::Status& status() const { return status_; }
+  const RecognizerOptions& options() const { return options_; }
+  const FlatGrammar& grammar() const { return *grammar_; }
+
+  // The chart as text: one block per set with its items in dotted form.
+  std::string DumpChart() const;
+
+ private:
+  // Builds the set after `byte` onto `chart`; false if empty (nothing pushed).
+  bool BuildNextSet(Chart& chart, uint8_t byte);
+  void BuildInitialSet(Chart& chart);
+  // Adds the item to the set being built (deduplicated).
+  void AddItem(uint32_t dot, uint32_t origin, uint32_t state);
+  void AddPrediction(uint32_t nt);
+  void CloseSet(Chart& chart, uint32_t set_index);
+  Chart& current() { return history_.back(); }
+  const Chart& current() const { return history_.back(); }
+
+  const FlatGrammar* grammar_;
+  RecognizerOptions options_;
+  absl::Status status_;
+  // With pruning: snapshots of the compacted chart after each of the last
+  // steps, newest last (at most max_rollback + 1). Without: one chart.
+  std::deque<Chart> history_;
+  std::vector<Chart> spare_charts_;
+
+  // Scratch of the set under construction.
+  struct PendingItem {
+    uint32_t dot, origin, state;
+  };
+  std::vector<PendingItem> worklist_;
+  std::vector<Item> new_scan_;
+  std::vector<WaitingItem> new_waiting_;   // ordered by nonterminal at finalization
+  std::vector<uint32_t> new_waiting_nt_;
+  absl::flat_hash_set<uint64_t> seen_;     // (dot, origin) of non-predicted, state-0 items
+  absl::flat_hash_set<Item, ItemHash> seen_scan_;  // items on a terminal
+  std::vector<uint32_t> predicted_stamp_;  // per nonterminal: set serial when predicted
+  uint32_t serial_ = 0;
+  bool new_accepting_ = false;
+  uint64_t items_this_set_ = 0;
+  bool budget_hit_ = false;
+};
+
+}  // namespace zapgram::parser
+
+#endif  // ZAPGRAM_PARSER_RECOGNIZER_H_

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages zapgram builds with, when any is missing.
+# Idempotent; needs root (or sudo) only when something must be installed.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libabsl-dev libre2-dev libmimalloc-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
