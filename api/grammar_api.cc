@@ -1,1 +1,111 @@
-// placeholder: filled in by the foundation work
+// The public Grammar and Recognizer: thin wrappers over the readers, the
+// lowering (parser/flat_grammar.h) and the pruned recognizer (pruning/compact.h).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
+#include "api/grammar_data.h"
+#include "grammar/builtin.h"
+#include "grammar/gbnf_reader.h"
+#include "pruning/compact.h"
+#include "zapgram/grammar.h"
+
+namespace zapgram {
+
+namespace internal {
+
+absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
+                                                 std::string_view data_root) {
+  // Debian's abseil keeps its own string_view type: StrFormat takes
+  // std::string_view, StrCat does not.
+  if (spec.starts_with("builtin:")) {
+    std::string_view name = spec.substr(8);
+    std::string_view text = grammar::BuiltinGrammarText(name);
+    if (text.empty()) {
+      return absl::NotFoundError(absl::StrFormat("unknown builtin grammar '%s'", spec));
+    }
+    return grammar::ReadGbnf(text, absl::StrFormat("<%s>", spec));
+  }
+  std::filesystem::path path{std::string(spec)};
+  if (path.is_relative() && !data_root.empty()) {
+    path = std::filesystem::path(std::string(data_root)) / path;
+  }
+  std::string ext = path.extension().string();
+  if (ext != ".gbnf" && ext != ".ebnf") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cannot tell the grammar format of '%s': expected a .gbnf or .ebnf path, or builtin:NAME",
+        spec));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read grammar file '", path.string(), "'"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return grammar::ReadGbnf(buffer.str(), path.string());
+}
+
+}  // namespace internal
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
+    absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits) {
+  if (!ir.ok()) return ir.status();
+  auto data = std::make_shared<internal::CompiledGrammarData>();
+  data->ir = *std::move(ir);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(data->ir, limits);
+  if (!flat.ok()) return flat.status();
+  data->flat = *std::move(flat);
+  return data;
+}
+
+}  // namespace
+
+absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view data_root,
+                                      const CompileLimits& limits) {
+  auto data = Compile(internal::ReadGrammarSpec(spec, data_root), limits);
+  if (!data.ok()) return data.status();
+  return Grammar(*std::move(data));
+}
+
+absl::StatusOr<Grammar> Grammar::FromGbnf(std::string_view text, std::string_view source_name,
+                                          const CompileLimits& limits) {
+  auto data = Compile(grammar::ReadGbnf(text, source_name), limits);
+  if (!data.ok()) return data.status();
+  return Grammar(*std::move(data));
+}
+
+GrammarStats Grammar::stats() const {
+  GrammarStats s;
+  s.rules = data_->ir.rules.size();
+  s.nonterminals = data_->flat.num_nonterminals();
+  s.productions = data_->flat.num_productions();
+  s.rhs_symbols = data_->flat.rhs.size();
+  s.terminals = data_->flat.terminals.start.size();
+  s.terminal_states = data_->flat.terminals.num_states();
+  return s;
+}
+
+Recognizer::Recognizer(const Grammar& grammar, const RecognizerOptions& options)
+    : grammar_(grammar),
+      state_(std::make_unique<internal::RecognizerState>(
+          pruning::MakeRecognizer(&grammar_.data().flat, options))) {}
+Recognizer::~Recognizer() = default;
+Recognizer::Recognizer(Recognizer&&) noexcept = default;
+Recognizer& Recognizer::operator=(Recognizer&&) noexcept = default;
+
+bool Recognizer::Feed(uint8_t byte) { return state_->recognizer.Feed(byte); }
+size_t Recognizer::FeedBytes(std::string_view bytes) { return state_->recognizer.FeedBytes(bytes); }
+bool Recognizer::Rollback(size_t n) { return state_->recognizer.Rollback(n); }
+void Recognizer::Reset() { state_->recognizer.Reset(); }
+bool Recognizer::IsAccepting() const { return state_->recognizer.IsAccepting(); }
+bool Recognizer::CanContinue() const { return state_->recognizer.CanContinue(); }
+std::bitset<256> Recognizer::NextBytes() const { return state_->recognizer.NextBytes(); }
+size_t Recognizer::Position() const { return state_->recognizer.Position(); }
+size_t Recognizer::RetainedItems() const { return state_->recognizer.RetainedItems(); }
+absl::Status Recognizer::status() const { return state_->recognizer.status(); }
+
+}  // namespace zapgram

@@ -1,1 +1,345 @@
-// placeholder: filled in by the foundation work
+// The Earley step: scan, then close the new set (complete and predict).
+//
+// Textbook Earley (Earley 1970) over bytes, with three well-known refinements:
+//  - Aycock–Horspool (2002): when an item's dot stands before a nullable
+//    nonterminal, the item advanced over it is added at once. Completions
+//    whose origin is the current set are then redundant and skipped, so no
+//    fixpoint over empty rules ever runs.
+//  - Leo (1991): a set whose only item waiting on A ends right after A makes
+//    completing A deterministic; the set's group for A stores the topmost
+//    item of the chain and completion jumps there (see chart.h). Right
+//    recursion costs O(1) per step instead of O(depth).
+//  - Prediction from precomputed closures (flat_grammar.h): predicting a
+//    nonterminal adds its whole closure at once, deduplicated per dot.
+//
+// Item identity: items whose origin is the current set come only from
+// prediction and are deduplicated by dot (a per-dot stamp); every other item
+// is deduplicated by (dot, origin[, state]) in hash sets cleared per step.
+//
+// Glossary, textbook -> here: "state" (Earley item) -> Item / WaitingItem;
+// "state set S_i" -> EarleySet (ranges of the chart's arrays); "scanner" ->
+// the scan loop of BuildNextSet; "completer" and "predictor" -> CloseSet.
+//
+// Tests: tests/parser/recognizer_test.cc, differential_test.cc (against a
+// textbook oracle), hard_cases_test.cc.
+#include "parser/recognizer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace zapgram::parser {
+
+Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& options,
+                       std::unique_ptr<ChartCompactor> compactor)
+    : grammar_(grammar), options_(options), compactor_(std::move(compactor)) {
+  predicted_stamp_.assign(grammar_->num_nonterminals(), 0);
+  dot_stamp_.assign(grammar_->rhs.size(), 0);
+  Reset();
+}
+
+void Recognizer::Reset() {
+  status_ = absl::OkStatus();
+  while (!history_.empty()) {
+    spare_charts_.push_back(std::move(history_.back()));
+    history_.pop_back();
+  }
+  history_.emplace_back();
+  BuildInitialSet(current());
+}
+
+void Recognizer::NextSerial() {
+  if (++serial_ == 0) {
+    std::fill(predicted_stamp_.begin(), predicted_stamp_.end(), 0);
+    std::fill(dot_stamp_.begin(), dot_stamp_.end(), 0);
+    serial_ = 1;
+  }
+}
+
+void Recognizer::BeginSet() {
+  NextSerial();
+  worklist_.clear();
+  new_scan_.clear();
+  new_waiting_.clear();
+  seen_.clear();
+  seen_scan_.clear();
+  new_accepting_ = false;
+  items_this_set_ = 0;
+  budget_hit_ = false;
+}
+
+void Recognizer::BuildInitialSet(Chart& chart) {
+  chart.Clear();
+  BeginSet();
+  set_index_ = 0;
+  AddItem(grammar_->start_dot, 0);
+  CloseSet();
+  FinishSet(chart, /*position=*/0);
+}
+
+void Recognizer::CountItem() {
+  if (++items_this_set_ > options_.limits.max_items_per_set) budget_hit_ = true;
+}
+
+void Recognizer::AddScanItem(uint32_t dot, uint32_t origin, uint32_t state) {
+  if (origin == set_index_) {
+    if (dot_stamp_[dot] == serial_) return;
+    dot_stamp_[dot] = serial_;
+  } else if (!seen_scan_.insert(Item{dot, origin, state}).second) {
+    return;
+  }
+  CountItem();
+  new_scan_.push_back({dot, origin, state});
+}
+
+void Recognizer::AddItem(uint32_t dot, uint32_t origin) {
+  Symbol s = grammar_->rhs[dot];
+  if (IsTerminal(s)) {
+    AddScanItem(dot, origin, grammar_->terminals.start[Payload(s)]);
+    return;
+  }
+  if (!seen_.insert((static_cast<uint64_t>(dot) << 32) | origin).second) return;
+  CountItem();
+  worklist_.push_back({dot, origin});
+}
+
+void Recognizer::Predict(uint32_t nt) {
+  if (predicted_stamp_[nt] == serial_) return;
+  predicted_stamp_[nt] = serial_;
+  const FlatGrammar& g = *grammar_;
+  for (uint32_t i = g.predict_waiting_begin[nt]; i < g.predict_waiting_begin[nt + 1]; ++i) {
+    uint32_t dot = g.predict_waiting[i];
+    if (dot_stamp_[dot] == serial_) continue;
+    dot_stamp_[dot] = serial_;
+    CountItem();
+    new_waiting_.push_back({g.rhs[dot], dot, set_index_});
+  }
+  for (uint32_t i = g.predict_scan_begin[nt]; i < g.predict_scan_begin[nt + 1]; ++i) {
+    uint32_t dot = g.predict_scan[i];
+    AddScanItem(dot, set_index_, g.terminals.start[Payload(g.rhs[dot])]);
+  }
+}
+
+void Recognizer::CloseSet() {
+  const FlatGrammar& g = *grammar_;
+  const Chart& chart = current();
+  while (!worklist_.empty() && !budget_hit_) {
+    PendingItem item = worklist_.back();
+    worklist_.pop_back();
+    Symbol s = g.rhs[item.dot];
+    if (IsEnd(s)) {
+      uint32_t lhs = Payload(s);
+      if (lhs == g.start_nt && item.origin == 0) new_accepting_ = true;
+      // Aycock–Horspool: empty completions were applied at prediction time.
+      if (item.origin == set_index_) continue;
+      const WaitingGroup* group = chart.FindGroup(item.origin, lhs);
+      if (group == nullptr) continue;
+      if (group->leo_dot != kNoLeo) {
+        AddItem(group->leo_dot, group->leo_origin);
+        continue;
+      }
+      const WaitingItem* w = chart.waiting.data() + group->first;
+      for (uint32_t k = 0; k < group->count; ++k) AddItem(w[k].dot + 1, w[k].origin);
+      continue;
+    }
+    // The dot stands before a nonterminal (terminals never enter the worklist).
+    new_waiting_.push_back({s, item.dot, item.origin});
+    Predict(s);
+    if (g.nullable[s]) AddItem(item.dot + 1, item.origin);
+  }
+}
+
+void Recognizer::FinishSet(Chart& chart, uint64_t position) {
+  const FlatGrammar& g = *grammar_;
+  EarleySet set;
+  set.position = position;
+  set.waiting_begin = static_cast<uint32_t>(chart.waiting.size());
+  set.group_begin = static_cast<uint32_t>(chart.groups.size());
+  set.scan_begin = static_cast<uint32_t>(chart.scan.size());
+  set.accepting = new_accepting_ ? 1 : 0;
+  std::sort(new_waiting_.begin(), new_waiting_.end(),
+            [](const PendingWaiting& a, const PendingWaiting& b) { return a.nt < b.nt; });
+  for (size_t i = 0; i < new_waiting_.size();) {
+    size_t j = i;
+    while (j < new_waiting_.size() && new_waiting_[j].nt == new_waiting_[i].nt) ++j;
+    WaitingGroup group{new_waiting_[i].nt, static_cast<uint32_t>(chart.waiting.size()),
+                       static_cast<uint32_t>(j - i), kNoLeo, 0};
+    for (size_t k = i; k < j; ++k) {
+      chart.waiting.push_back({new_waiting_[k].dot, new_waiting_[k].origin});
+    }
+    // Leo: one waiting item, ending right after the nonterminal, from an
+    // earlier set (chains through the current set are left to completion).
+    if (j - i == 1) {
+      const PendingWaiting& w = new_waiting_[i];
+      if (IsEnd(g.rhs[w.dot + 1]) && w.origin < set_index_) {
+        const WaitingGroup* above = chart.FindGroup(w.origin, g.dot_lhs[w.dot]);
+        if (above != nullptr && above->leo_dot != kNoLeo) {
+          group.leo_dot = above->leo_dot;
+          group.leo_origin = above->leo_origin;
+        } else {
+          group.leo_dot = w.dot + 1;
+          group.leo_origin = w.origin;
+        }
+        ++chart.leo_entries;
+      }
+    }
+    chart.groups.push_back(group);
+    i = j;
+  }
+  set.group_end = static_cast<uint32_t>(chart.groups.size());
+  chart.scan.insert(chart.scan.end(), new_scan_.begin(), new_scan_.end());
+  set.scan_end = static_cast<uint32_t>(chart.scan.size());
+  chart.sets.push_back(set);
+}
+
+bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
+  const FlatGrammar& g = *grammar_;
+  const TerminalTable& t = g.terminals;
+  const EarleySet& last = chart.sets.back();
+  const uint64_t position = last.position + 1;
+  BeginSet();
+  set_index_ = static_cast<uint32_t>(chart.sets.size());
+  // Scan: every item on a terminal steps its automaton.
+  for (uint32_t i = last.scan_begin; i < last.scan_end; ++i) {
+    const Item item = chart.scan[i];
+    uint32_t next = t.Step(item.state, byte);
+    if (next == 0) continue;
+    if (t.has_next[next]) AddScanItem(item.dot, item.origin, next);
+    if (t.accepting[next]) AddItem(item.dot + 1, item.origin);
+  }
+  if (worklist_.empty() && new_scan_.empty()) return false;
+  CloseSet();
+  if (budget_hit_) {
+    status_ = absl::ResourceExhaustedError(absl::StrCat(
+        "Earley set at byte ", position, " exceeds max_items_per_set = ",
+        options_.limits.max_items_per_set));
+    return false;
+  }
+  if (new_scan_.empty() && !new_accepting_) return false;
+  FinishSet(chart, position);
+  return true;
+}
+
+bool Recognizer::Push(uint8_t byte) {
+  if (!status_.ok()) return false;
+  return BuildNextSet(current(), byte);
+}
+
+void Recognizer::Pop() { current().PopSet(); }
+
+bool Recognizer::Feed(uint8_t byte) {
+  if (!Push(byte)) return false;
+  Chart& chart = current();
+  const ParserLimits& limits = options_.limits;
+  if (compactor_ == nullptr) {
+    if (chart.sets.size() > limits.max_sets || chart.ItemCount() > limits.max_total_items) {
+      status_ = absl::ResourceExhaustedError(absl::StrCat(
+          "chart after byte ", chart.sets.back().position, " exceeds ",
+          chart.sets.size() > limits.max_sets
+              ? absl::StrCat("max_sets = ", limits.max_sets)
+              : absl::StrCat("max_total_items = ", limits.max_total_items)));
+      chart.PopSet();
+      return false;
+    }
+    return true;
+  }
+  Chart next;
+  if (!spare_charts_.empty()) {
+    next = std::move(spare_charts_.back());
+    spare_charts_.pop_back();
+  }
+  compactor_->Compact(*grammar_, chart, &next);
+  chart.PopSet();  // the snapshot keeps the state before this byte
+  if (next.sets.size() > limits.max_sets || next.ItemCount() > limits.max_total_items) {
+    status_ = absl::ResourceExhaustedError(absl::StrCat(
+        "pruned chart after byte ", next.sets.back().position, " exceeds ",
+        next.sets.size() > limits.max_sets
+            ? absl::StrCat("max_sets = ", limits.max_sets, " (nesting too deep)")
+            : absl::StrCat("max_total_items = ", limits.max_total_items)));
+    spare_charts_.push_back(std::move(next));
+    return false;
+  }
+  history_.push_back(std::move(next));
+  while (history_.size() > static_cast<size_t>(options_.max_rollback) + 1) {
+    spare_charts_.push_back(std::move(history_.front()));
+    history_.pop_front();
+  }
+  return true;
+}
+
+size_t Recognizer::FeedBytes(std::string_view bytes) {
+  size_t n = 0;
+  for (char c : bytes) {
+    if (!Feed(static_cast<uint8_t>(c))) break;
+    ++n;
+  }
+  return n;
+}
+
+bool Recognizer::Rollback(size_t n) {
+  if (n == 0) return true;
+  if (compactor_ != nullptr) {
+    if (n >= history_.size()) return false;
+    for (size_t i = 0; i < n; ++i) {
+      spare_charts_.push_back(std::move(history_.back()));
+      history_.pop_back();
+    }
+  } else {
+    Chart& chart = current();
+    if (n >= chart.sets.size()) return false;
+    for (size_t i = 0; i < n; ++i) chart.PopSet();
+  }
+  status_ = absl::OkStatus();
+  return true;
+}
+
+bool Recognizer::IsAccepting() const { return current().sets.back().accepting != 0; }
+
+bool Recognizer::CanContinue() const {
+  const EarleySet& last = current().sets.back();
+  return last.scan_end > last.scan_begin;
+}
+
+ByteSet Recognizer::NextBytes() const {
+  ByteSet out;
+  const Chart& chart = current();
+  const EarleySet& last = chart.sets.back();
+  for (uint32_t i = last.scan_begin; i < last.scan_end; ++i) {
+    out |= grammar_->terminals.live_bytes[chart.scan[i].state];
+  }
+  return out;
+}
+
+size_t Recognizer::Position() const { return current().sets.back().position; }
+size_t Recognizer::RetainedItems() const { return current().ItemCount(); }
+size_t Recognizer::RetainedSets() const { return current().sets.size(); }
+
+std::string Recognizer::DumpChart() const {
+  const Chart& chart = current();
+  const FlatGrammar& g = *grammar_;
+  std::string out;
+  for (uint32_t i = 0; i < chart.sets.size(); ++i) {
+    const EarleySet& s = chart.sets[i];
+    absl::StrAppend(&out, "set ", i, " @", s.position, s.accepting ? " accepting" : "", "\n");
+    for (uint32_t gi = s.group_begin; gi < s.group_end; ++gi) {
+      const WaitingGroup& group = chart.groups[gi];
+      if (group.leo_dot != kNoLeo) {
+        absl::StrAppend(&out, "  leo ", g.nt_names[group.nt], " => ",
+                        DumpDottedProduction(g, group.leo_dot), " (", group.leo_origin, ")\n");
+      }
+      for (uint32_t k = 0; k < group.count; ++k) {
+        const WaitingItem& w = chart.waiting[group.first + k];
+        absl::StrAppend(&out, "  ", DumpDottedProduction(g, w.dot), " (", w.origin, ")\n");
+      }
+    }
+    for (uint32_t k = s.scan_begin; k < s.scan_end; ++k) {
+      const Item& item = chart.scan[k];
+      absl::StrAppend(&out, "  ", DumpDottedProduction(g, item.dot), " (", item.origin,
+                      ") state ", item.state, "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace zapgram::parser

@@ -13,6 +13,10 @@
 // drops whatever the newest set can no longer reach (ZapFormat), so the chart
 // stays proportional to nesting depth rather than input length.
 //
+// Compaction is injected (ChartCompactor, below) so that parser/ does not
+// depend on pruning/; pruning::MakeRecognizer wires ZapFormat in when
+// RecognizerOptions::pruning is set. Without a compactor nothing is dropped.
+//
 // Push/Pop are the speculative form of Feed used by mask computation: they
 // append or drop one set without compaction; Feed = Push + compaction.
 //
@@ -23,6 +27,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,10 +40,20 @@
 
 namespace zapgram::parser {
 
+// Builds a smaller chart equivalent to `in` for every future step. `out` is a
+// recycled chart to overwrite. One compactor per recognizer (it may keep scratch).
+class ChartCompactor {
+ public:
+  virtual ~ChartCompactor() = default;
+  virtual void Compact(const FlatGrammar& grammar, const Chart& in, Chart* out) = 0;
+};
+
 class Recognizer {
  public:
-  // `grammar` must outlive the recognizer.
-  Recognizer(const FlatGrammar* grammar, RecognizerOptions options = {});
+  // `grammar` must outlive the recognizer. With `compactor` null the chart is
+  // never compacted (options.pruning is not consulted here).
+  Recognizer(const FlatGrammar* grammar, const RecognizerOptions& options,
+             std::unique_ptr<ChartCompactor> compactor);
 
   // Consumes one byte. Returns true when the byte was accepted. Returns false,
   // leaving the state unchanged, when the byte cannot follow the input so far,
@@ -49,7 +64,7 @@ class Recognizer {
   size_t FeedBytes(std::string_view bytes);
 
   // Undoes the last n accepted bytes. Returns false (and does nothing) when n
-  // exceeds Position() or, with pruning on, the rollback window.
+  // exceeds Position() or, with a compactor, the rollback window (max_rollback).
   bool Rollback(size_t n);
   // Back to the empty input; clears status().
   void Reset();
@@ -67,19 +82,25 @@ class Recognizer {
   size_t RetainedSets() const;
   const absl::Status& status() const { return status_; }
   const RecognizerOptions& options() const { return options_; }
+  bool compacting() const { return compactor_ != nullptr; }
   const FlatGrammar& grammar() const { return *grammar_; }
 
   // The chart as text: one block per set with its items in dotted form.
   std::string DumpChart() const;
 
  private:
-  // Builds the set after `byte` onto `chart`; false if empty (nothing pushed).
+  // Builds the set after `byte` on top of `chart`; false (nothing pushed) when
+  // the byte is rejected or a budget ran out.
   bool BuildNextSet(Chart& chart, uint8_t byte);
   void BuildInitialSet(Chart& chart);
-  // Adds the item to the set being built (deduplicated).
-  void AddItem(uint32_t dot, uint32_t origin, uint32_t state);
-  void AddPrediction(uint32_t nt);
-  void CloseSet(Chart& chart, uint32_t set_index);
+  void NextSerial();
+  void BeginSet();
+  void CountItem();
+  void AddItem(uint32_t dot, uint32_t origin);
+  void AddScanItem(uint32_t dot, uint32_t origin, uint32_t state);
+  void Predict(uint32_t nt);
+  void CloseSet();
+  void FinishSet(Chart& chart, uint64_t position);
   Chart& current() { return history_.back(); }
   const Chart& current() const { return history_.back(); }
 
@@ -90,18 +111,23 @@ class Recognizer {
   // steps, newest last (at most max_rollback + 1). Without: one chart.
   std::deque<Chart> history_;
   std::vector<Chart> spare_charts_;
+  std::unique_ptr<ChartCompactor> compactor_;
 
   // Scratch of the set under construction.
   struct PendingItem {
-    uint32_t dot, origin, state;
+    uint32_t dot, origin;
   };
-  std::vector<PendingItem> worklist_;
+  struct PendingWaiting {
+    uint32_t nt, dot, origin;
+  };
+  uint32_t set_index_ = 0;
+  std::vector<PendingItem> worklist_;   // items to complete or predict from
   std::vector<Item> new_scan_;
-  std::vector<WaitingItem> new_waiting_;   // ordered by nonterminal at finalization
-  std::vector<uint32_t> new_waiting_nt_;
-  absl::flat_hash_set<uint64_t> seen_;     // (dot, origin) of non-predicted, state-0 items
-  absl::flat_hash_set<Item, ItemHash> seen_scan_;  // items on a terminal
-  std::vector<uint32_t> predicted_stamp_;  // per nonterminal: set serial when predicted
+  std::vector<PendingWaiting> new_waiting_;
+  absl::flat_hash_set<uint64_t> seen_;              // (dot, origin) of items before an end or a nonterminal
+  absl::flat_hash_set<Item, ItemHash> seen_scan_;   // items on a terminal, origin before this set
+  std::vector<uint32_t> predicted_stamp_;  // per nonterminal: serial of the set that predicted it
+  std::vector<uint32_t> dot_stamp_;        // per dot: serial of the set holding (dot, this set)
   uint32_t serial_ = 0;
   bool new_accepting_ = false;
   uint64_t items_this_set_ = 0;

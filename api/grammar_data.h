@@ -1,0 +1,28 @@
+// What a zapgram::Grammar holds: the IR as read and its lowered flat form.
+// Internal to the library; the CLI and tests reach it through Grammar::data().
+#ifndef ZAPGRAM_API_GRAMMAR_DATA_H_
+#define ZAPGRAM_API_GRAMMAR_DATA_H_
+
+#include "grammar/grammar.h"
+#include "parser/flat_grammar.h"
+#include "parser/recognizer.h"
+
+namespace zapgram::internal {
+
+struct CompiledGrammarData {
+  grammar::Grammar ir;
+  parser::FlatGrammar flat;
+};
+
+struct RecognizerState {
+  explicit RecognizerState(parser::Recognizer r) : recognizer(std::move(r)) {}
+  parser::Recognizer recognizer;
+};
+
+// Reads a grammar argument (see include/zapgram/grammar.h) to IR.
+absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
+                                                 std::string_view data_root);
+
+}  // namespace zapgram::internal
+
+#endif  // ZAPGRAM_API_GRAMMAR_DATA_H_

@@ -1,0 +1,73 @@
+// Byte automata for terminals: an NFA builder and its determinization.
+//
+// Every terminal zapgram scans (a literal, a code-point class, and later a
+// regular expression) is first built as an NFA over bytes with byte-range
+// transitions and epsilon moves, then determinized by subset construction
+// into a dense DFA (256 columns; state 0 is dead). The DFA is trimmed: states
+// from which no accepting state can be reached become dead, so "a live state"
+// always means "the bytes so far are a prefix of some match". A state cap
+// bounds the construction (error past it, never a silent truncation).
+//
+// Tests: tests/grammar/byte_automaton_test.cc.
+#ifndef ZAPGRAM_GRAMMAR_BYTE_AUTOMATON_H_
+#define ZAPGRAM_GRAMMAR_BYTE_AUTOMATON_H_
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+
+namespace zapgram::grammar {
+
+class ByteNfa {
+ public:
+  ByteNfa() { AddState(); }  // state 0 is the start state
+
+  uint32_t AddState();
+  void AddRange(uint32_t from, uint8_t lo, uint8_t hi, uint32_t to);
+  void AddEpsilon(uint32_t from, uint32_t to);
+  void SetAccepting(uint32_t state) { accepting_[state] = 1; }
+
+  // Fragments from `from` to a fresh state, which is returned.
+  uint32_t AddLiteral(uint32_t from, std::string_view bytes);
+  uint32_t AddCodepoints(uint32_t from, const std::vector<CodepointRange>& ranges);
+
+  struct Range {
+    uint8_t lo, hi;
+    uint32_t to;
+  };
+  uint32_t num_states() const { return static_cast<uint32_t>(ranges_.size()); }
+  const std::vector<Range>& ranges(uint32_t s) const { return ranges_[s]; }
+  const std::vector<uint32_t>& epsilons(uint32_t s) const { return epsilons_[s]; }
+  bool accepting(uint32_t s) const { return accepting_[s] != 0; }
+
+ private:
+  std::vector<std::vector<Range>> ranges_;
+  std::vector<std::vector<uint32_t>> epsilons_;
+  std::vector<uint8_t> accepting_;
+};
+
+// A trimmed DFA. State 0 is dead, state 1 the start. A DFA whose language is
+// empty has only the dead state and `empty()` is true.
+struct ByteDfa {
+  std::vector<std::array<uint32_t, 256>> next;
+  std::vector<uint8_t> accepting;
+
+  uint32_t num_states() const { return static_cast<uint32_t>(next.size()); }
+  bool empty() const { return next.size() <= 1; }
+  // Whole-string match, for tests.
+  bool Matches(std::string_view bytes) const;
+};
+
+absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states);
+
+// Convenience builders.
+absl::StatusOr<ByteDfa> LiteralDfa(std::string_view bytes);
+absl::StatusOr<ByteDfa> CodepointClassDfa(const std::vector<CodepointRange>& ranges);
+
+}  // namespace zapgram::grammar
+
+#endif  // ZAPGRAM_GRAMMAR_BYTE_AUTOMATON_H_
