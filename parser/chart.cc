@@ -13,4 +13,11 @@ const WaitingGroup* Chart::FindGroup(uint32_t set, uint32_t nt) const {
   return (it != end && it->nt == nt) ? it : nullptr;
 }
 
+uint32_t Chart::SetOfGroup(uint32_t group) const {
+  if (group == kNoParent) return 0;
+  auto it = std::upper_bound(sets.begin(), sets.end(), group,
+                             [](uint32_t g, const EarleySet& s) { return g < s.group_end; });
+  return static_cast<uint32_t>(it - sets.begin());
+}
+
 }  // namespace zapgram::parser

@@ -31,12 +31,20 @@
 namespace zapgram::parser {
 
 inline constexpr uint32_t kNoLeo = 0xFFFFFFFFu;
+// The parent of the start item (nothing waits on the start symbol).
+inline constexpr uint32_t kNoParent = 0xFFFFFFFFu;
 
-// An item sitting on a terminal. `dot` indexes FlatGrammar::rhs, `origin` the
-// chart's sets, `state` the terminal table (never 0, the dead state).
+// Items do not store their origin set but their *parent*: the index (into
+// Chart::groups) of the group of the origin set that waits on the item's
+// left-hand side — exactly what the item's completion will consult. So
+// completion and pruning follow one index instead of searching the origin
+// set, and the origin set is implied (the set holding the parent group).
+
+// An item sitting on a terminal. `dot` indexes FlatGrammar::rhs, `parent`
+// Chart::groups, `state` the terminal table (never 0, the dead state).
 struct Item {
   uint32_t dot;
-  uint32_t origin;
+  uint32_t parent;
   uint32_t state;
   friend bool operator==(const Item&, const Item&) = default;
 };
@@ -44,14 +52,14 @@ static_assert(sizeof(Item) == 12 && std::is_trivially_copyable_v<Item>);
 
 struct ItemHash {
   size_t operator()(const Item& i) const {
-    return absl::HashOf(i.dot, i.origin, i.state);
+    return absl::HashOf(i.dot, i.parent, i.state);
   }
 };
 
 // An item whose dot stands before a nonterminal (the nonterminal is rhs[dot]).
 struct WaitingItem {
   uint32_t dot;
-  uint32_t origin;
+  uint32_t parent;
 };
 static_assert(sizeof(WaitingItem) == 8 && std::is_trivially_copyable_v<WaitingItem>);
 
@@ -61,7 +69,7 @@ struct WaitingGroup {
   uint32_t first;       // into Chart::waiting
   uint32_t count;
   uint32_t leo_dot;     // kNoLeo, or the dot of the topmost completed item (at an end marker)
-  uint32_t leo_origin;  // its origin
+  uint32_t leo_parent;  // its parent
 };
 static_assert(sizeof(WaitingGroup) == 20 && std::is_trivially_copyable_v<WaitingGroup>);
 
@@ -101,6 +109,8 @@ struct Chart {
   }
   // The group of `set` waiting on `nt`, or nullptr.
   const WaitingGroup* FindGroup(uint32_t set, uint32_t nt) const;
+  // The set holding group `group` (0 for kNoParent): an item's origin.
+  uint32_t SetOfGroup(uint32_t group) const;
   // Items held now: waiting items, items on terminals, Leo entries.
   size_t ItemCount() const { return waiting.size() + scan.size() + leo_entries; }
 };

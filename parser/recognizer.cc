@@ -14,7 +14,10 @@
 //
 // Item identity: items whose origin is the current set come only from
 // prediction and are deduplicated by dot (a per-dot stamp); every other item
-// is deduplicated by (dot, origin[, state]) in hash sets cleared per step.
+// is deduplicated by (dot, parent[, state]) in hash sets cleared per step.
+// Items store their parent group rather than their origin (chart.h); while a
+// set is being built, the parents of its own predicted items are not known
+// yet and are written as kPendingParent | lhs, resolved when the set is done.
 //
 // Glossary, textbook -> here: "state" (Earley item) -> Item / WaitingItem;
 // "state set S_i" -> EarleySet (ranges of the chart's arrays); "scanner" ->
@@ -25,6 +28,7 @@
 #include "parser/recognizer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,7 +38,10 @@ namespace zapgram::parser {
 Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& options,
                        std::unique_ptr<ChartCompactor> compactor)
     : grammar_(grammar), options_(options), compactor_(std::move(compactor)) {
+  // Group indices must stay below kPendingParent.
+  options_.limits.max_total_items = std::min<uint64_t>(options_.limits.max_total_items, 1u << 30);
   predicted_stamp_.assign(grammar_->num_nonterminals(), 0);
+  group_of_nt_.assign(grammar_->num_nonterminals(), kNoParent);
   dot_stamp_.assign(grammar_->rhs.size(), 0);
   Reset();
 }
@@ -73,7 +80,7 @@ void Recognizer::BuildInitialSet(Chart& chart) {
   chart.Clear();
   BeginSet();
   set_index_ = 0;
-  AddItem(grammar_->start_dot, 0);
+  AddItem(grammar_->start_dot, kNoParent);
   CloseSet();
   FinishSet(chart, /*position=*/0);
 }
@@ -82,26 +89,26 @@ void Recognizer::CountItem() {
   if (++items_this_set_ > options_.limits.max_items_per_set) budget_hit_ = true;
 }
 
-void Recognizer::AddScanItem(uint32_t dot, uint32_t origin, uint32_t state) {
-  if (origin == set_index_) {
+void Recognizer::AddScanItem(uint32_t dot, uint32_t parent, uint32_t state) {
+  if (IsPending(parent)) {
     if (dot_stamp_[dot] == serial_) return;
     dot_stamp_[dot] = serial_;
-  } else if (!seen_scan_.insert(Item{dot, origin, state}).second) {
+  } else if (!seen_scan_.insert(Item{dot, parent, state}).second) {
     return;
   }
   CountItem();
-  new_scan_.push_back({dot, origin, state});
+  new_scan_.push_back({dot, parent, state});
 }
 
-void Recognizer::AddItem(uint32_t dot, uint32_t origin) {
+void Recognizer::AddItem(uint32_t dot, uint32_t parent) {
   Symbol s = grammar_->rhs[dot];
   if (IsTerminal(s)) {
-    AddScanItem(dot, origin, grammar_->terminals.start[Payload(s)]);
+    AddScanItem(dot, parent, grammar_->terminals.start[Payload(s)]);
     return;
   }
-  if (!seen_.insert((static_cast<uint64_t>(dot) << 32) | origin).second) return;
+  if (!seen_.insert((static_cast<uint64_t>(dot) << 32) | parent).second) return;
   CountItem();
-  worklist_.push_back({dot, origin});
+  worklist_.push_back({dot, parent});
 }
 
 void Recognizer::Predict(uint32_t nt) {
@@ -113,11 +120,11 @@ void Recognizer::Predict(uint32_t nt) {
     if (dot_stamp_[dot] == serial_) continue;
     dot_stamp_[dot] = serial_;
     CountItem();
-    new_waiting_.push_back({g.rhs[dot], dot, set_index_});
+    new_waiting_.push_back({g.rhs[dot], dot, kPendingParent | g.dot_lhs[dot]});
   }
   for (uint32_t i = g.predict_scan_begin[nt]; i < g.predict_scan_begin[nt + 1]; ++i) {
     uint32_t dot = g.predict_scan[i];
-    AddScanItem(dot, set_index_, g.terminals.start[Payload(g.rhs[dot])]);
+    AddScanItem(dot, kPendingParent | g.dot_lhs[dot], g.terminals.start[Payload(g.rhs[dot])]);
   }
 }
 
@@ -129,24 +136,25 @@ void Recognizer::CloseSet() {
     worklist_.pop_back();
     Symbol s = g.rhs[item.dot];
     if (IsEnd(s)) {
-      uint32_t lhs = Payload(s);
-      if (lhs == g.start_nt && item.origin == 0) new_accepting_ = true;
-      // Aycock–Horspool: empty completions were applied at prediction time.
-      if (item.origin == set_index_) continue;
-      const WaitingGroup* group = chart.FindGroup(item.origin, lhs);
-      if (group == nullptr) continue;
-      if (group->leo_dot != kNoLeo) {
-        AddItem(group->leo_dot, group->leo_origin);
+      if (item.parent == kNoParent) {  // the start symbol completed from set 0
+        new_accepting_ = true;
         continue;
       }
-      const WaitingItem* w = chart.waiting.data() + group->first;
-      for (uint32_t k = 0; k < group->count; ++k) AddItem(w[k].dot + 1, w[k].origin);
+      // Aycock–Horspool: empty completions were applied at prediction time.
+      if (IsPending(item.parent)) continue;
+      const WaitingGroup& group = chart.groups[item.parent];
+      if (group.leo_dot != kNoLeo) {
+        AddItem(group.leo_dot, group.leo_parent);
+        continue;
+      }
+      const WaitingItem* w = chart.waiting.data() + group.first;
+      for (uint32_t k = 0; k < group.count; ++k) AddItem(w[k].dot + 1, w[k].parent);
       continue;
     }
     // The dot stands before a nonterminal (terminals never enter the worklist).
-    new_waiting_.push_back({s, item.dot, item.origin});
+    new_waiting_.push_back({s, item.dot, item.parent});
     Predict(s);
-    if (g.nullable[s]) AddItem(item.dot + 1, item.origin);
+    if (g.nullable[s]) AddItem(item.dot + 1, item.parent);
   }
 }
 
@@ -160,35 +168,45 @@ void Recognizer::FinishSet(Chart& chart, uint64_t position) {
   set.accepting = new_accepting_ ? 1 : 0;
   std::sort(new_waiting_.begin(), new_waiting_.end(),
             [](const PendingWaiting& a, const PendingWaiting& b) { return a.nt < b.nt; });
+  // Groups first (their indices resolve the pending parents), then items.
   for (size_t i = 0; i < new_waiting_.size();) {
     size_t j = i;
     while (j < new_waiting_.size() && new_waiting_[j].nt == new_waiting_[i].nt) ++j;
-    WaitingGroup group{new_waiting_[i].nt, static_cast<uint32_t>(chart.waiting.size()),
-                       static_cast<uint32_t>(j - i), kNoLeo, 0};
-    for (size_t k = i; k < j; ++k) {
-      chart.waiting.push_back({new_waiting_[k].dot, new_waiting_[k].origin});
-    }
-    // Leo: one waiting item, ending right after the nonterminal, from an
-    // earlier set (chains through the current set are left to completion).
-    if (j - i == 1) {
-      const PendingWaiting& w = new_waiting_[i];
-      if (IsEnd(g.rhs[w.dot + 1]) && w.origin < set_index_) {
-        const WaitingGroup* above = chart.FindGroup(w.origin, g.dot_lhs[w.dot]);
-        if (above != nullptr && above->leo_dot != kNoLeo) {
-          group.leo_dot = above->leo_dot;
-          group.leo_origin = above->leo_origin;
-        } else {
-          group.leo_dot = w.dot + 1;
-          group.leo_origin = w.origin;
-        }
-        ++chart.leo_entries;
-      }
-    }
-    chart.groups.push_back(group);
+    group_of_nt_[new_waiting_[i].nt] = static_cast<uint32_t>(chart.groups.size());
+    chart.groups.push_back({new_waiting_[i].nt, static_cast<uint32_t>(chart.waiting.size() + i),
+                            static_cast<uint32_t>(j - i), kNoLeo, 0});
     i = j;
   }
+  auto resolve = [&](uint32_t parent) {
+    if (!IsPending(parent)) return parent;
+    uint32_t group = group_of_nt_[parent & ~kPendingParent];
+    // Whatever predicted an item waits on its lhs in this very set.
+    assert(group >= set.group_begin && group < chart.groups.size());
+    return group;
+  };
+  for (const PendingWaiting& w : new_waiting_) chart.waiting.push_back({w.dot, resolve(w.parent)});
   set.group_end = static_cast<uint32_t>(chart.groups.size());
-  chart.scan.insert(chart.scan.end(), new_scan_.begin(), new_scan_.end());
+  // Leo: a group with one item that ends right after the nonterminal and
+  // whose parent lies in an earlier set (chains through this set are left to
+  // ordinary completion).
+  for (uint32_t gi = set.group_begin; gi < set.group_end; ++gi) {
+    WaitingGroup& group = chart.groups[gi];
+    if (group.count != 1) continue;
+    const WaitingItem& w = chart.waiting[group.first];
+    if (!IsEnd(g.rhs[w.dot + 1])) continue;
+    if (w.parent != kNoParent && w.parent >= set.group_begin) continue;
+    if (w.parent != kNoParent && chart.groups[w.parent].leo_dot != kNoLeo) {
+      group.leo_dot = chart.groups[w.parent].leo_dot;
+      group.leo_parent = chart.groups[w.parent].leo_parent;
+    } else {
+      group.leo_dot = w.dot + 1;
+      group.leo_parent = w.parent;
+    }
+    ++chart.leo_entries;
+  }
+  for (const Item& item : new_scan_) {
+    chart.scan.push_back({item.dot, resolve(item.parent), item.state});
+  }
   set.scan_end = static_cast<uint32_t>(chart.scan.size());
   chart.sets.push_back(set);
 }
@@ -205,8 +223,8 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
     const Item item = chart.scan[i];
     uint32_t next = t.Step(item.state, byte);
     if (next == 0) continue;
-    if (t.has_next[next]) AddScanItem(item.dot, item.origin, next);
-    if (t.accepting[next]) AddItem(item.dot + 1, item.origin);
+    if (t.has_next[next]) AddScanItem(item.dot, item.parent, next);
+    if (t.accepting[next]) AddItem(item.dot + 1, item.parent);
   }
   if (worklist_.empty() && new_scan_.empty()) return false;
   CloseSet();
@@ -326,17 +344,19 @@ std::string Recognizer::DumpChart() const {
       const WaitingGroup& group = chart.groups[gi];
       if (group.leo_dot != kNoLeo) {
         absl::StrAppend(&out, "  leo ", g.nt_names[group.nt], " => ",
-                        DumpDottedProduction(g, group.leo_dot), " (", group.leo_origin, ")\n");
+                        DumpDottedProduction(g, group.leo_dot), " (",
+                        chart.SetOfGroup(group.leo_parent), ")\n");
       }
       for (uint32_t k = 0; k < group.count; ++k) {
         const WaitingItem& w = chart.waiting[group.first + k];
-        absl::StrAppend(&out, "  ", DumpDottedProduction(g, w.dot), " (", w.origin, ")\n");
+        absl::StrAppend(&out, "  ", DumpDottedProduction(g, w.dot), " (",
+                        chart.SetOfGroup(w.parent), ")\n");
       }
     }
     for (uint32_t k = s.scan_begin; k < s.scan_end; ++k) {
       const Item& item = chart.scan[k];
-      absl::StrAppend(&out, "  ", DumpDottedProduction(g, item.dot), " (", item.origin,
-                      ") state ", item.state, "\n");
+      absl::StrAppend(&out, "  ", DumpDottedProduction(g, item.dot), " (",
+                      chart.SetOfGroup(item.parent), ") state ", item.state, "\n");
     }
   }
   return out;

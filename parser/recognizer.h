@@ -96,8 +96,8 @@ class Recognizer {
   void NextSerial();
   void BeginSet();
   void CountItem();
-  void AddItem(uint32_t dot, uint32_t origin);
-  void AddScanItem(uint32_t dot, uint32_t origin, uint32_t state);
+  void AddItem(uint32_t dot, uint32_t parent);
+  void AddScanItem(uint32_t dot, uint32_t parent, uint32_t state);
   void Predict(uint32_t nt);
   void CloseSet();
   void FinishSet(Chart& chart, uint64_t position);
@@ -114,18 +114,25 @@ class Recognizer {
   std::unique_ptr<ChartCompactor> compactor_;
 
   // Scratch of the set under construction.
+  // Parent of an item predicted in the set being built: the group of that
+  // set waiting on the item's lhs, known once the set is finished.
+  static constexpr uint32_t kPendingParent = 0x80000000u;
+  static bool IsPending(uint32_t parent) {
+    return parent != kNoParent && (parent & kPendingParent) != 0;
+  }
   struct PendingItem {
-    uint32_t dot, origin;
+    uint32_t dot, parent;
   };
   struct PendingWaiting {
-    uint32_t nt, dot, origin;
+    uint32_t nt, dot, parent;
   };
+  std::vector<uint32_t> group_of_nt_;  // per nonterminal: its group in the set being finished
   uint32_t set_index_ = 0;
   std::vector<PendingItem> worklist_;   // items to complete or predict from
   std::vector<Item> new_scan_;
   std::vector<PendingWaiting> new_waiting_;
-  absl::flat_hash_set<uint64_t> seen_;              // (dot, origin) of items before an end or a nonterminal
-  absl::flat_hash_set<Item, ItemHash> seen_scan_;   // items on a terminal, origin before this set
+  absl::flat_hash_set<uint64_t> seen_;              // (dot, parent) of items before an end or a nonterminal
+  absl::flat_hash_set<Item, ItemHash> seen_scan_;   // items on a terminal, parent in an earlier set
   std::vector<uint32_t> predicted_stamp_;  // per nonterminal: serial of the set that predicted it
   std::vector<uint32_t> dot_stamp_;        // per dot: serial of the set holding (dot, this set)
   uint32_t serial_ = 0;

@@ -8,14 +8,13 @@
 //
 // The mark phase starts from the newest set's terminal items and follows
 // "needs": an item with origin j whose rule has left-hand side A needs the
-// group of set j waiting on A. A group with a Leo entry needs only the Leo
-// target's origin set (the chain it stands for is never consulted again);
-// a group without one needs, for each of its items, the group its own
-// completion will consult. Each group is marked once, so the walk is linear
-// in what is kept. The sweep copies the marked groups and the newest set's
-// terminal items into a fresh chart and renumbers sets (origins) densely.
-// Set 0 is always kept (accepting means "the start symbol completed from
-// set 0").
+// group of set j waiting on A — its parent, which the item stores (chart.h).
+// A group with a Leo entry needs only the Leo target's parent (the chain it
+// stands for is never consulted again); a group without one needs the
+// parents of its items. Each group is marked once, so the walk is linear in
+// what is kept. The sweep copies the marked groups and the newest set's
+// terminal items into a fresh chart, renumbering parents densely; sets left
+// without groups disappear, except set 0 and the newest.
 //
 // With Leo entries, right recursion keeps O(1) sets; nested brackets keep
 // O(depth); flat sequences (JSON arrays, statements) keep O(1).
@@ -42,8 +41,7 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
 
  private:
   std::vector<uint8_t> group_marked_;  // per group of `in`
-  std::vector<uint8_t> set_kept_;      // per set of `in`
-  std::vector<uint32_t> new_index_;    // per set of `in`: its index in `out`
+  std::vector<uint32_t> new_group_;    // per marked group of `in`: its index in `out`
   std::vector<uint32_t> stack_;        // groups to visit
 };
 

@@ -121,12 +121,13 @@ TEST(RecognizerTest, ChartDumpGolden) {
   ASSERT_TRUE(flat.ok());
   Recognizer r = pruning::MakeRecognizer(&*flat);
   ASSERT_EQ(r.FeedBytes("[[1"), 3u);
-  // After "[[1": set 0 holds the start item; sets 1 and 2 the open lists
+  // After "[[1": set 0 holds the start item (as a Leo entry: it is the only
+  // item waiting on root); sets 1 and 2 the open lists
   // (the items waiting for their elements); set 3 the items that can scan
   // the next byte (another digit, a comma or the closing bracket).
   EXPECT_EQ(r.DumpChart(),
             "set 0 @0\n"
-            "  <start> -> . root (0)\n"
+            "  leo root => <start> -> root . (0)\n"
             "set 1 @1\n"
             "  item -> . root (1)\n"
             "  root#rep3#item -> . item root#rep3#rep4 (1)\n"
