@@ -1,1 +1,474 @@
-// placeholder: filled in by the foundation work
+// End-to-end tests of the `zapgram` binary (cli/): each test runs the built
+// executable (ZAPGRAM_CLI_PATH) through popen on real grammars and documents
+// and checks what a user or a script sees: exit statuses (0 yes, 1 no, 2 could
+// not run), the human and JSON output of `parse` (each JSON line is parsed
+// back with nlohmann::json; field names and order are fixed by DESIGN.md),
+// rejection offsets with their line:col and expected bytes, the --stats fields
+// and the pruning invariant max_items <= max_items_unpruned, and the
+// diagnostics of `check` (unreachable/unproductive rules named with their
+// definition line:col, syntax errors naming file:line:col).
+//
+// Grammars come from ZAPGRAM_DATA_DIR (the shared data folder) and from
+// tests/testdata/gbnf_docs; small ad-hoc grammars and documents are written to
+// testing::TempDir(). Standard error is captured through a temporary file.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+fs::path DataDir() { return fs::path(ZAPGRAM_DATA_DIR); }
+fs::path DocsDir() { return fs::path(ZAPGRAM_SOURCE_DIR) / "tests" / "testdata" / "gbnf_docs"; }
+std::string JsonGbnf() { return (DataDir() / "grammars/gbnf/llama.cpp/json.gbnf").string(); }
+
+std::string ShellQuote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+// A fresh path under the test temp dir.
+std::string TempPath(std::string_view name) {
+  static int counter = 0;
+  return (fs::path(testing::TempDir()) / ("zapgram_cli_" + std::to_string(getpid()) + "_" +
+                                          std::to_string(counter++) + "_" + std::string(name)))
+      .string();
+}
+
+std::string WriteTemp(std::string_view name, std::string_view content) {
+  std::string path = TempPath(name);
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  return path;
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+CliResult RunCli(const std::vector<std::string>& args) {
+  std::string err_path = TempPath("stderr.txt");
+  std::string command = ShellQuote(ZAPGRAM_CLI_PATH);
+  for (const std::string& arg : args) {
+    command += ' ';
+    command += ShellQuote(arg);
+  }
+  command += " 2>";
+  command += ShellQuote(err_path);
+  command += " </dev/null";
+  CliResult result;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed: " << command;
+    return result;
+  }
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path, std::ios::binary);
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  fs::remove(err_path);
+  return result;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// Parses `parse --json` output: one object per line.
+std::vector<Json> JsonLines(const std::string& text) {
+  std::vector<Json> objects;
+  for (const std::string& line : Lines(text)) {
+    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << line;
+    if (!j.is_discarded()) objects.push_back(std::move(j));
+  }
+  return objects;
+}
+
+std::vector<std::string> Keys(const Json& j) {
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
+bool Contains(const std::string& haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// ---------------------------------------------------------------- help / usage
+
+TEST(CliTest, HelpListsCommands) {
+  CliResult r = RunCli({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.out, "check")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "parse")) << r.out;
+
+  r = RunCli({"help", "parse"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.out, "--json")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "--no-pruning")) << r.out;
+
+  r = RunCli({"check", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.out, "--dump")) << r.out;
+}
+
+TEST(CliTest, UsageErrorsExitTwoWithAMessage) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate"},
+      {"help", "frobnicate"},
+      {"check"},
+      {"check", "builtin:json", "builtin:json"},
+      {"check", "grammar.txt"},
+      {"check", "builtin:nosuch"},
+      {"check", "/nonexistent/grammar.gbnf"},
+      {"check", "builtin:json", "--bogus"},
+      {"parse"},
+      {"parse", "builtin:json"},
+      {"parse", "builtin:json", "x.json", "--bogus"},
+      {"parse", "builtin:json", "x.json", "--data-root"},
+  };
+  for (const std::vector<std::string>& args : cases) {
+    std::string shown;
+    for (const std::string& a : args) shown += " " + a;
+    CliResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << "zapgram" << shown;
+    EXPECT_FALSE(r.err.empty()) << "zapgram" << shown << ": no message on stderr";
+  }
+}
+
+// ----------------------------------------------------------------------- check
+
+TEST(CliTest, CheckSharedGrammarsAreUsable) {
+  int checked = 0;
+  for (const fs::directory_entry& entry :
+       fs::recursive_directory_iterator(DataDir() / "grammars" / "gbnf")) {
+    if (entry.path().extension() != ".gbnf") continue;
+    CliResult r = RunCli({"check", entry.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.out << r.err;
+    EXPECT_TRUE(Contains(r.out, "compiled: ")) << r.out;
+    EXPECT_TRUE(Contains(r.out, ": ok (")) << r.out;
+    ++checked;
+  }
+  EXPECT_GE(checked, 9);
+}
+
+TEST(CliTest, CheckReportsStatistics) {
+  CliResult r = RunCli({"check", JsonGbnf()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // root, value, object, array, string, number, ws.
+  EXPECT_TRUE(Contains(r.out, "grammar: 7 rules, ")) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\d+ literal terminals, \d+ class terminals)")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex(R"(compiled: \d+ nonterminals, \d+ productions, \d+ rhs symbols, )"
+                        R"(\d+ terminals, \d+ terminal automaton states)")))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, ": ok (0 warnings)")) << r.out;
+}
+
+TEST(CliTest, CheckBuiltinJson) {
+  CliResult r = RunCli({"check", "builtin:json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "<builtin:json>: ok")) << r.out;
+}
+
+TEST(CliTest, CheckResolvesRelativePathsAgainstDataRoot) {
+  CliResult r =
+      RunCli({"check", "grammars/gbnf/llama.cpp/json.gbnf", "--data-root", DataDir().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = RunCli({"check", "--data-root=" + DataDir().string(), "grammars/gbnf/llama.cpp/list.gbnf"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(CliTest, CheckWarnsAboutUnreachableRule) {
+  std::string path = WriteTemp("unreachable.gbnf",
+                               "root ::= \"a\" b\n"
+                               "b ::= \"b\"\n"
+                               "\n"
+                               "# nobody refers to this one\n"
+                               "unused ::= \"x\"\n");
+  CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":5:1: warning: rule 'unused' is unreachable")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "rule 'b'")) << r.out;
+  EXPECT_TRUE(Contains(r.out, ": ok (1 warning)")) << r.out;
+}
+
+TEST(CliTest, CheckWarnsAboutUnproductiveRule) {
+  std::string path = WriteTemp("unproductive.gbnf",
+                               "root ::= \"a\" | loop\n"
+                               "loop ::= \"x\" loop\n");
+  CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":2:1: warning: rule 'loop' is unproductive")) << r.out;
+}
+
+TEST(CliTest, CheckUnproductiveRootIsAnError) {
+  std::string path = WriteTemp("empty_language.gbnf", "root ::= \"x\" root\n");
+  CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":1:1: error: root rule 'root' is unproductive")) << r.out;
+}
+
+TEST(CliTest, CheckSyntaxErrorNamesFileLineCol) {
+  std::string path = WriteTemp("syntax.gbnf",
+                               "root ::= item\n"
+                               "item ::= \"a\" ]\n");
+  CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":2:")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "error")) << r.out;
+}
+
+TEST(CliTest, CheckUndefinedSymbolIsAnError) {
+  std::string path = WriteTemp("undefined.gbnf", "root ::= \"a\" missing\n");
+  CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":1:")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "missing")) << r.out;
+}
+
+TEST(CliTest, CheckDumpPrintsTheGrammar) {
+  CliResult r = RunCli({"check", "--dump", JsonGbnf()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "\nroot ::= object\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\nws ::= ")) << r.out;
+}
+
+// ----------------------------------------------------------------------- parse
+
+TEST(CliTest, ParseExitStatus) {
+  std::string good = (DocsDir() / "json/accept/flat.txt").string();
+  std::string bad = (DocsDir() / "json/reject/trailing_comma@8.txt").string();
+  EXPECT_EQ(RunCli({"parse", JsonGbnf(), good}).exit_code, 0);
+  EXPECT_EQ(RunCli({"parse", JsonGbnf(), good, bad}).exit_code, 1);
+  EXPECT_EQ(RunCli({"parse", JsonGbnf(), good, "/nonexistent/doc.json"}).exit_code, 2);
+  std::string broken = WriteTemp("broken.gbnf", "root ::= (\"a\"\n");
+  CliResult r = RunCli({"parse", broken, good});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, broken)) << r.err;
+  EXPECT_EQ(RunCli({"parse", "/nonexistent/grammar.gbnf", good}).exit_code, 2);
+}
+
+TEST(CliTest, ParseHumanOutput) {
+  std::string good = (DocsDir() / "json/accept/flat.txt").string();
+  std::string bad = (DocsDir() / "json/reject/trailing_comma@8.txt").string();
+  CliResult r = RunCli({"parse", JsonGbnf(), good, bad});
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0], good + ": accepted");
+  // `{"a": 1,}`: after ", " json.gbnf's ws allows ' ' or '\n', then a key.
+  EXPECT_EQ(lines[1], bad + ":1:9: rejected at byte 8; expected '\\x0A', ' ', '\"'");
+}
+
+TEST(CliTest, ParseJsonOutputFields) {
+  std::vector<std::string> args = {"parse", "--json", JsonGbnf()};
+  std::vector<fs::path> files;
+  for (const char* kind : {"accept", "reject"}) {
+    for (const fs::directory_entry& e : fs::directory_iterator(DocsDir() / "json" / kind)) {
+      files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) args.push_back(f.string());
+  CliResult r = RunCli(args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<Json> objects = JsonLines(r.out);
+  ASSERT_EQ(objects.size(), files.size()) << r.out;
+  const std::vector<std::string> kFields = {"file", "accepted", "offset",
+                                            "line", "col",      "expected"};
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Json& j = objects[i];
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(Keys(j), kFields);
+    EXPECT_EQ(j["file"], files[i].string());
+    bool want = files[i].parent_path().filename() == "accept";
+    ASSERT_TRUE(j["accepted"].is_boolean());
+    EXPECT_EQ(j["accepted"].get<bool>(), want);
+    if (want) {
+      for (const char* field : {"offset", "line", "col", "expected"}) {
+        EXPECT_TRUE(j[field].is_null()) << field;
+      }
+    } else {
+      std::string stem = files[i].stem().string();
+      size_t offset = std::stoul(stem.substr(stem.rfind('@') + 1));
+      EXPECT_EQ(j["offset"], offset);
+      EXPECT_EQ(j["line"], 1);  // every json reject doc is one line
+      EXPECT_EQ(j["col"], offset + 1);
+      ASSERT_TRUE(j["expected"].is_array());
+      for (const Json& e : j["expected"]) EXPECT_TRUE(e.is_string());
+    }
+  }
+}
+
+TEST(CliTest, ParseReportsRejectionLineColAndExpectedBytes) {
+  // The stray ',' is taken (a key may follow), so the '}' at byte 12 is the
+  // first rejected byte: line 3, column 1.
+  std::string doc = WriteTemp("bad.json", "{\n  \"a\": 1,\n}\n");
+  CliResult r = RunCli({"parse", "--json", "builtin:json", doc});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<Json> objects = JsonLines(r.out);
+  ASSERT_EQ(objects.size(), 1u) << r.out;
+  const Json& j = objects[0];
+  EXPECT_EQ(j["accepted"], false);
+  EXPECT_EQ(j["offset"], 12);
+  EXPECT_EQ(j["line"], 3);
+  EXPECT_EQ(j["col"], 1);
+  // RFC 8259 allows whitespace or the opening quote of a key there.
+  EXPECT_EQ(j["expected"], Json::parse(R"(["'\\x09'", "'\\x0A'", "'\\x0D'", "' '", "'\"'"])"));
+
+  r = RunCli({"parse", "builtin:json", doc});
+  EXPECT_EQ(r.out, doc +
+                       ":3:1: rejected at byte 12; expected '\\x09', '\\x0A', '\\x0D', ' ', "
+                       "'\"'\n");
+}
+
+TEST(CliTest, ParseReportsEndOfInputNotAllowed) {
+  std::string doc = WriteTemp("truncated.json", "{\"a\": [1, 2");
+  CliResult r = RunCli({"parse", "builtin:json", doc});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.out, doc + ":1:12: rejected at byte 11; end of input not allowed; "
+                                    "expected "))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "']'")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "'0'-'9'")) << r.out;
+
+  r = RunCli({"parse", "--json", "builtin:json", doc});
+  std::vector<Json> objects = JsonLines(r.out);
+  ASSERT_EQ(objects.size(), 1u) << r.out;
+  EXPECT_EQ(objects[0]["offset"], 11);
+  EXPECT_EQ(objects[0]["col"], 12);
+}
+
+TEST(CliTest, ParseRejectionInsideUtf8Sequence) {
+  // U+3000 (E3 80 80) is outside japanese.gbnf's ranges, but E3 80 starts
+  // U+3001..U+303E: the third byte is the first rejected one.
+  std::string doc = (DocsDir() / "japanese/reject/ideographic_space@8.txt").string();
+  std::string grammar = (DataDir() / "grammars/gbnf/llama.cpp/japanese.gbnf").string();
+  CliResult r = RunCli({"parse", "--json", grammar, doc});
+  std::vector<Json> objects = JsonLines(r.out);
+  ASSERT_EQ(objects.size(), 1u) << r.out << r.err;
+  EXPECT_EQ(objects[0]["offset"], 8);
+  EXPECT_EQ(objects[0]["col"], 9);
+  EXPECT_EQ(objects[0]["expected"], Json::parse(R"(["'\\x81'-'\\xBE'"])"));
+}
+
+TEST(CliTest, ParseStatsFields) {
+  std::vector<std::string> args = {"parse", "--json", "--stats", "builtin:json"};
+  std::vector<fs::path> docs;
+  for (const fs::directory_entry& e :
+       fs::recursive_directory_iterator(DataDir() / "docs" / "json")) {
+    if (e.is_regular_file() && e.path().extension() == ".json") docs.push_back(e.path());
+  }
+  std::sort(docs.begin(), docs.end());
+  ASSERT_GE(docs.size(), 20u);
+  docs.resize(20);
+  // The largest document is where pruning must show.
+  fs::path largest;
+  for (const fs::directory_entry& e :
+       fs::recursive_directory_iterator(DataDir() / "docs" / "json")) {
+    if (e.is_regular_file() && e.path().extension() == ".json" &&
+        (largest.empty() || e.file_size() > fs::file_size(largest))) {
+      largest = e.path();
+    }
+  }
+  docs.push_back(largest);
+  for (const fs::path& d : docs) args.push_back(d.string());
+  CliResult r = RunCli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<Json> objects = JsonLines(r.out);
+  ASSERT_EQ(objects.size(), docs.size()) << r.out;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const Json& j = objects[i];
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["accepted"], true);
+    ASSERT_TRUE(j.contains("bytes"));
+    ASSERT_TRUE(j.contains("max_items"));
+    ASSERT_TRUE(j.contains("max_items_unpruned"));
+    EXPECT_EQ(j["bytes"].get<uint64_t>(), fs::file_size(docs[i]));
+    EXPECT_GT(j["max_items"].get<uint64_t>(), 0u);
+    EXPECT_LE(j["max_items"].get<uint64_t>(), j["max_items_unpruned"].get<uint64_t>());
+  }
+  const Json& big = objects.back();
+  EXPECT_LT(big["max_items"].get<uint64_t>() * 4, big["max_items_unpruned"].get<uint64_t>())
+      << "pruning should keep far fewer items than the unpruned chart on a " << big["bytes"]
+      << "-byte document";
+}
+
+TEST(CliTest, ParseHumanStats) {
+  std::string doc = (DocsDir() / "json/accept/pretty.txt").string();
+  CliResult r = RunCli({"parse", "--stats", JsonGbnf(), doc});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0], doc + ": accepted");
+  EXPECT_TRUE(std::regex_search(lines[1], std::regex(R"(36 bytes; items max \d+, mean [0-9.]+; )"
+                                                     R"(unpruned max \d+, mean [0-9.]+; )"
+                                                     R"(items every 2 bytes: (\d+ ){18}\d+$)")))
+      << lines[1];
+}
+
+TEST(CliTest, ParseNoPruningGivesTheSameVerdicts) {
+  std::vector<std::string> files;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(DocsDir() / "json")) {
+    if (e.is_regular_file()) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> args = {"parse", "--json", JsonGbnf()};
+  args.insert(args.end(), files.begin(), files.end());
+  CliResult pruned = RunCli(args);
+  args.push_back("--no-pruning");
+  CliResult unpruned = RunCli(args);
+  EXPECT_EQ(pruned.exit_code, unpruned.exit_code);
+  EXPECT_EQ(pruned.out, unpruned.out);
+  EXPECT_EQ(JsonLines(pruned.out).size(), files.size());
+}
+
+TEST(CliTest, ParseReadsStandardInput) {
+  std::string doc = WriteTemp("stdin.json", "[1, 2, 3]");
+  std::string command = ShellQuote(ZAPGRAM_CLI_PATH) + " parse builtin:json - < " + ShellQuote(doc);
+  std::FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[256] = {};
+  size_t n = std::fread(buffer, 1, sizeof buffer - 1, pipe);
+  int status = pclose(pipe);
+  EXPECT_EQ(std::string(buffer, n), "-: accepted\n");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+}  // namespace

@@ -1,0 +1,65 @@
+// The subcommands of the `zapgram` tool and the few helpers they share.
+//
+// main.cc owns the dispatch: it looks the first argument up in the command
+// table below and hands the remaining arguments to the command's Run function.
+// Each command parses its own options, prints its own help, and returns the
+// process exit status. The statuses are the same for every command, so that
+// scripts can rely on them:
+//   0  the command did what was asked and the answer is "yes" (grammar usable,
+//      every file accepted);
+//   1  the answer is "no" (grammar errors, some file rejected);
+//   2  the command could not run: bad usage, unreadable input, a grammar that
+//      does not load (for `parse`), or an engine budget that ran out.
+//
+// Layering: cli/ sees only include/zapgram/ and the grammar readers
+// (grammar/gbnf_reader.h, grammar/builtin.h); nothing includes cli/.
+//
+// Tests: tests/cli/cli_test.cc runs the built binary on real grammars.
+#ifndef ZAPGRAM_CLI_COMMANDS_H_
+#define ZAPGRAM_CLI_COMMANDS_H_
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace zapgram::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNo = 1;
+inline constexpr int kExitError = 2;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;  // one line, for `zapgram --help`
+  std::string_view help;     // full text, for `zapgram help NAME`
+  // `args` are the arguments after the command name.
+  int (*run)(const std::vector<std::string>& args);
+};
+
+// `zapgram check GRAMMAR [--dump] [--data-root DIR]` (check_command.cc).
+extern const Command kCheckCommand;
+// `zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--data-root DIR]`
+// (parse_command.cc).
+extern const Command kParseCommand;
+
+// Prints "zapgram CMD: MESSAGE" and a pointer to the command's help on stderr;
+// returns kExitError so that callers can `return UsageError(...)`.
+int UsageError(std::string_view command, std::string_view message);
+
+// The whole content of a file as bytes; "-" reads standard input. Errors name the path.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+
+// `path` itself when absolute or when `data_root` is empty; else data_root/path.
+std::string ResolvePath(std::string_view path, std::string_view data_root);
+
+// Splits `--name=value` into its value; for `--name`, takes the next argument
+// (advancing *i). Returns false when the value is missing.
+bool TakeOptionValue(const std::vector<std::string>& args, size_t* i, std::string_view name,
+                     std::string* value);
+
+}  // namespace zapgram::cli
+
+#endif  // ZAPGRAM_CLI_COMMANDS_H_
