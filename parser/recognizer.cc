@@ -48,12 +48,27 @@ Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& opti
 
 void Recognizer::Reset() {
   status_ = absl::OkStatus();
-  while (!history_.empty()) {
-    spare_charts_.push_back(std::move(history_.back()));
-    history_.pop_back();
+  BuildInitialSet(chart_);
+  checkpoints_.clear();
+  replay_.clear();
+  if (compactor_ != nullptr) {
+    compactor_->Reset(*grammar_, chart_);
+    if (options_.max_rollback > 0) TakeCheckpoint();
   }
-  history_.emplace_back();
-  BuildInitialSet(current());
+}
+
+void Recognizer::TakeCheckpoint() {
+  Checkpoint cp;
+  cp.position = Position();
+  compactor_->CopyLive(*grammar_, chart_, &cp.chart);
+  checkpoints_.push_back(std::move(cp));
+  // Keep the newest checkpoint at or before the rollback window's start.
+  const uint64_t window_start =
+      Position() > options_.max_rollback ? Position() - options_.max_rollback : 0;
+  while (checkpoints_.size() > 1 && checkpoints_[1].position <= window_start) {
+    replay_.erase(0, checkpoints_[1].position - checkpoints_[0].position);
+    checkpoints_.pop_front();
+  }
 }
 
 void Recognizer::NextSerial() {
@@ -247,41 +262,31 @@ bool Recognizer::Push(uint8_t byte) {
 void Recognizer::Pop() { current().PopSet(); }
 
 bool Recognizer::Feed(uint8_t byte) {
-  if (!Push(byte)) return false;
-  Chart& chart = current();
+  status_ = absl::OkStatus();
   const ParserLimits& limits = options_.limits;
-  if (compactor_ == nullptr) {
-    if (chart.sets.size() > limits.max_sets || chart.ItemCount() > limits.max_total_items) {
-      status_ = absl::ResourceExhaustedError(absl::StrCat(
-          "chart after byte ", chart.sets.back().position, " exceeds ",
-          chart.sets.size() > limits.max_sets
-              ? absl::StrCat("max_sets = ", limits.max_sets)
-              : absl::StrCat("max_total_items = ", limits.max_total_items)));
-      chart.PopSet();
-      return false;
-    }
-    return true;
-  }
-  Chart next;
-  if (!spare_charts_.empty()) {
-    next = std::move(spare_charts_.back());
-    spare_charts_.pop_back();
-  }
-  compactor_->Compact(*grammar_, chart, &next);
-  chart.PopSet();  // the snapshot keeps the state before this byte
-  if (next.sets.size() > limits.max_sets || next.ItemCount() > limits.max_total_items) {
+  // Budgets are checked against an upper bound of what the step can retain,
+  // before anything is committed, so a refused step changes nothing.
+  const size_t items_before = RetainedItems();
+  const size_t sets_before = RetainedSets();
+  if (!Push(byte)) return false;
+  const EarleySet& top = chart_.sets.back();
+  const size_t new_items = (chart_.waiting.size() - top.waiting_begin) +
+                           (top.scan_end - top.scan_begin) + (top.group_end - top.group_begin);
+  if (sets_before + 1 > limits.max_sets || items_before + new_items > limits.max_total_items) {
     status_ = absl::ResourceExhaustedError(absl::StrCat(
-        "pruned chart after byte ", next.sets.back().position, " exceeds ",
-        next.sets.size() > limits.max_sets
-            ? absl::StrCat("max_sets = ", limits.max_sets, " (nesting too deep)")
+        "chart after byte ", top.position, " would exceed ",
+        sets_before + 1 > limits.max_sets
+            ? absl::StrCat("max_sets = ", limits.max_sets,
+                           compactor_ ? " (input nested too deeply)" : " (input too long)")
             : absl::StrCat("max_total_items = ", limits.max_total_items)));
-    spare_charts_.push_back(std::move(next));
+    chart_.PopSet();
     return false;
   }
-  history_.push_back(std::move(next));
-  while (history_.size() > static_cast<size_t>(options_.max_rollback) + 1) {
-    spare_charts_.push_back(std::move(history_.front()));
-    history_.pop_front();
+  if (compactor_ == nullptr) return true;
+  compactor_->AfterPush(*grammar_, &chart_);
+  if (options_.max_rollback > 0) {
+    replay_.push_back(static_cast<char>(byte));
+    if (Position() - checkpoints_.back().position >= kCheckpointInterval) TakeCheckpoint();
   }
   return true;
 }
@@ -297,18 +302,32 @@ size_t Recognizer::FeedBytes(std::string_view bytes) {
 
 bool Recognizer::Rollback(size_t n) {
   if (n == 0) return true;
-  if (compactor_ != nullptr) {
-    if (n >= history_.size()) return false;
-    for (size_t i = 0; i < n; ++i) {
-      spare_charts_.push_back(std::move(history_.back()));
-      history_.pop_back();
-    }
-  } else {
-    Chart& chart = current();
-    if (n >= chart.sets.size()) return false;
-    for (size_t i = 0; i < n; ++i) chart.PopSet();
+  if (n > Position()) return false;
+  if (compactor_ == nullptr) {
+    for (size_t i = 0; i < n; ++i) chart_.PopSet();
+    status_ = absl::OkStatus();
+    return true;
   }
+  const uint64_t target = Position() - n;
+  if (n > options_.max_rollback || checkpoints_.empty() ||
+      checkpoints_.front().position > target) {
+    return false;
+  }
+  size_t k = checkpoints_.size();
+  while (checkpoints_[k - 1].position > target) --k;
+  const Checkpoint& cp = checkpoints_[k - 1];
+  chart_ = cp.chart;
+  compactor_->Reset(*grammar_, chart_);
+  const uint64_t offset = cp.position - checkpoints_.front().position;
+  const std::string bytes = replay_.substr(offset, target - cp.position);
+  replay_.resize(offset);
+  checkpoints_.resize(k);
   status_ = absl::OkStatus();
+  for (char c : bytes) {
+    bool ok = Feed(static_cast<uint8_t>(c));
+    assert(ok);  // these bytes were accepted before
+    (void)ok;
+  }
   return true;
 }
 
@@ -330,11 +349,17 @@ ByteSet Recognizer::NextBytes() const {
 }
 
 size_t Recognizer::Position() const { return current().sets.back().position; }
-size_t Recognizer::RetainedItems() const { return current().ItemCount(); }
-size_t Recognizer::RetainedSets() const { return current().sets.size(); }
+size_t Recognizer::RetainedItems() const {
+  return compactor_ ? compactor_->LiveItems() : chart_.ItemCount();
+}
+size_t Recognizer::RetainedSets() const {
+  return compactor_ ? compactor_->LiveSets() : chart_.sets.size();
+}
 
 std::string Recognizer::DumpChart() const {
-  const Chart& chart = current();
+  Chart live;
+  if (compactor_ != nullptr) compactor_->CopyLive(*grammar_, chart_, &live);
+  const Chart& chart = compactor_ != nullptr ? live : chart_;
   const FlatGrammar& g = *grammar_;
   std::string out;
   for (uint32_t i = 0; i < chart.sets.size(); ++i) {

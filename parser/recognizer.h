@@ -40,12 +40,21 @@
 
 namespace zapgram::parser {
 
-// Builds a smaller chart equivalent to `in` for every future step. `out` is a
-// recycled chart to overwrite. One compactor per recognizer (it may keep scratch).
+// Decides which parts of the chart later steps can still use, and drops the
+// rest. One compactor per recognizer (it keeps per-group bookkeeping).
+// "Live" below means: reachable from the newest set's items on terminals.
 class ChartCompactor {
  public:
   virtual ~ChartCompactor() = default;
-  virtual void Compact(const FlatGrammar& grammar, const Chart& in, Chart* out) = 0;
+  // Derives the bookkeeping of `chart` from scratch (after a restore).
+  virtual void Reset(const FlatGrammar& grammar, const Chart& chart) = 0;
+  // A new newest set was pushed onto `chart` (whose older sets the compactor
+  // has seen). Updates liveness; may rewrite `chart` to drop dead entries.
+  virtual void AfterPush(const FlatGrammar& grammar, Chart* chart) = 0;
+  // Copies the live part of `in` into `out`, renumbered densely.
+  virtual void CopyLive(const FlatGrammar& grammar, const Chart& in, Chart* out) = 0;
+  virtual size_t LiveItems() const = 0;
+  virtual size_t LiveSets() const = 0;
 };
 
 class Recognizer {
@@ -57,14 +66,17 @@ class Recognizer {
 
   // Consumes one byte. Returns true when the byte was accepted. Returns false,
   // leaving the state unchanged, when the byte cannot follow the input so far,
-  // or when a budget ran out (then status() says which; the recognizer stays
-  // usable at its previous state).
+  // or when a budget would run out (then status() says which; the recognizer
+  // stays usable at its previous state, and the next successful step or a
+  // Rollback/Reset clears status()).
   bool Feed(uint8_t byte);
   // Feeds bytes until one is rejected; returns how many were accepted.
   size_t FeedBytes(std::string_view bytes);
 
   // Undoes the last n accepted bytes. Returns false (and does nothing) when n
   // exceeds Position() or, with a compactor, the rollback window (max_rollback).
+  // With a compactor, rollback restores the newest checkpoint at or before the
+  // target (one every kCheckpointInterval bytes) and replays the bytes after it.
   bool Rollback(size_t n);
   // Back to the empty input; clears status().
   void Reset();
@@ -78,15 +90,17 @@ class Recognizer {
   void Pop();
 
   size_t Position() const;        // bytes consumed
-  size_t RetainedItems() const;   // items held by the chart now
+  size_t RetainedItems() const;   // live items (all items without a compactor)
   size_t RetainedSets() const;
   const absl::Status& status() const { return status_; }
   const RecognizerOptions& options() const { return options_; }
   bool compacting() const { return compactor_ != nullptr; }
   const FlatGrammar& grammar() const { return *grammar_; }
 
-  // The chart as text: one block per set with its items in dotted form.
+  // The chart as text: one block per set with its live items in dotted form.
   std::string DumpChart() const;
+  // The physical chart (with a compactor it may hold dead entries).
+  const Chart& chart_for_testing() const { return chart_; }
 
  private:
   // Builds the set after `byte` on top of `chart`; false (nothing pushed) when
@@ -101,17 +115,24 @@ class Recognizer {
   void Predict(uint32_t nt);
   void CloseSet();
   void FinishSet(Chart& chart, uint64_t position);
-  Chart& current() { return history_.back(); }
-  const Chart& current() const { return history_.back(); }
+  Chart& current() { return chart_; }
+  const Chart& current() const { return chart_; }
+  void TakeCheckpoint();
 
   const FlatGrammar* grammar_;
   RecognizerOptions options_;
   absl::Status status_;
-  // With pruning: snapshots of the compacted chart after each of the last
-  // steps, newest last (at most max_rollback + 1). Without: one chart.
-  std::deque<Chart> history_;
-  std::vector<Chart> spare_charts_;
+  Chart chart_;
   std::unique_ptr<ChartCompactor> compactor_;
+  // Rollback with a compactor: compacted copies of the chart taken every
+  // kCheckpointInterval bytes, oldest first, and the bytes fed since the oldest.
+  static constexpr uint64_t kCheckpointInterval = 32;
+  struct Checkpoint {
+    uint64_t position;
+    Chart chart;
+  };
+  std::deque<Checkpoint> checkpoints_;
+  std::string replay_;  // bytes from checkpoints_.front().position on
 
   // Scratch of the set under construction.
   // Parent of an item predicted in the set being built: the group of that

@@ -1,5 +1,7 @@
 #include "pruning/compact.h"
 
+#include <algorithm>
+
 namespace zapgram::pruning {
 
 using parser::Chart;
@@ -10,35 +12,213 @@ using parser::kNoParent;
 using parser::WaitingGroup;
 using parser::WaitingItem;
 
-void ZapFormatCompactor::Compact(const parser::FlatGrammar&, const Chart& in, Chart* out) {
+namespace {
+
+// Calls f(parent) for every reference a group holds: its Leo target's parent,
+// or its items' parents.
+template <typename F>
+void ForEachRef(const Chart& chart, const WaitingGroup& g, F f) {
+  if (g.leo_dot != kNoLeo) {
+    if (g.leo_parent != kNoParent) f(g.leo_parent);
+    return;
+  }
+  const WaitingItem* w = chart.waiting.data() + g.first;
+  for (uint32_t k = 0; k < g.count; ++k) {
+    if (w[k].parent != kNoParent) f(w[k].parent);
+  }
+}
+
+}  // namespace
+
+void ZapFormatCompactor::Grow(const Chart& chart) {
+  const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
+  const EarleySet& newest = chart.sets[top];
+  const size_t n = chart.groups.size();
+  // Entries from the newest set on are fresh (a popped speculative set may
+  // have left stale ones behind).
+  external_refs_.resize(n);
+  live_.resize(n);
+  set_of_.resize(n);
+  for (uint32_t g = newest.group_begin; g < n; ++g) {
+    external_refs_[g] = 0;
+    live_[g] = 0;
+    set_of_[g] = top;
+  }
+  set_live_groups_.resize(chart.sets.size());
+  if (set_live_groups_[top] > 0) --sets_with_live_groups_;
+  set_live_groups_[top] = 0;
+  dirty_.resize(chart.sets.size());
+  dirty_[top] = 0;
+}
+
+void ZapFormatCompactor::ReleaseRef(uint32_t group) {
+  if (--external_refs_[group] == 0) {
+    uint32_t set = set_of_[group];
+    if (!dirty_[set]) {
+      dirty_[set] = 1;
+      dirty_sets_.push_back(set);
+      std::push_heap(dirty_sets_.begin(), dirty_sets_.end());
+    }
+  }
+}
+
+void ZapFormatCompactor::AddScanRoots(const Chart& chart, uint32_t set, int delta) {
+  const EarleySet& s = chart.sets[set];
+  for (uint32_t i = s.scan_begin; i < s.scan_end; ++i) {
+    uint32_t p = chart.scan[i].parent;
+    if (p == kNoParent || p >= s.group_begin) continue;  // none, or inside the set
+    if (delta > 0) {
+      ++external_refs_[p];
+    } else {
+      ReleaseRef(p);
+    }
+  }
+}
+
+void ZapFormatCompactor::RecomputeSet(const Chart& chart, uint32_t set, bool as_newest) {
+  const EarleySet& s = chart.sets[set];
+  const uint32_t begin = s.group_begin;
+  const uint32_t end = s.group_end;
+  local_live_.assign(end - begin, 0);
+  stack_.clear();
+  auto reach = [&](uint32_t g) {
+    if (g >= begin && g < end && !local_live_[g - begin]) {
+      local_live_[g - begin] = 1;
+      stack_.push_back(g);
+    }
+  };
+  for (uint32_t g = begin; g < end; ++g) {
+    if (external_refs_[g] > 0) reach(g);
+  }
+  if (as_newest) {
+    for (uint32_t i = s.scan_begin; i < s.scan_end; ++i) {
+      if (chart.scan[i].parent != kNoParent) reach(chart.scan[i].parent);
+    }
+  }
+  while (!stack_.empty()) {
+    uint32_t g = stack_.back();
+    stack_.pop_back();
+    ForEachRef(chart, chart.groups[g], reach);
+  }
+  const bool had_live = set_live_groups_[set] > 0;
+  for (uint32_t g = begin; g < end; ++g) {
+    const bool now = local_live_[g - begin] != 0;
+    if (now == (live_[g] != 0)) continue;
+    live_[g] = now;
+    const WaitingGroup& group = chart.groups[g];
+    if (now) {
+      live_group_items_ += GroupItems(group);
+      ++set_live_groups_[set];
+      ForEachRef(chart, group, [&](uint32_t r) {
+        if (r < begin) ++external_refs_[r];
+      });
+    } else {
+      live_group_items_ -= GroupItems(group);
+      --set_live_groups_[set];
+      ForEachRef(chart, group, [&](uint32_t r) {
+        if (r < begin) ReleaseRef(r);
+      });
+    }
+  }
+  const bool has_live = set_live_groups_[set] > 0;
+  if (has_live != had_live) {
+    if (has_live) {
+      ++sets_with_live_groups_;
+    } else {
+      --sets_with_live_groups_;
+    }
+  }
+}
+
+void ZapFormatCompactor::ProcessDirty(const Chart& chart) {
+  const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
+  while (!dirty_sets_.empty()) {
+    std::pop_heap(dirty_sets_.begin(), dirty_sets_.end());
+    uint32_t set = dirty_sets_.back();
+    dirty_sets_.pop_back();
+    dirty_[set] = 0;
+    RecomputeSet(chart, set, set == top);
+  }
+}
+
+void ZapFormatCompactor::FinishStep(const Chart& chart) {
+  const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
+  const EarleySet& newest = chart.sets[top];
+  newest_scan_items_ = newest.scan_end - newest.scan_begin;
+  // Sets with live groups, plus set 0 and the newest, which always count.
+  size_t always_counted = 0;
+  if (set_live_groups_[0] == 0) ++always_counted;
+  if (top != 0 && set_live_groups_[top] == 0) ++always_counted;
+  live_sets_ = sets_with_live_groups_ + always_counted;
+}
+
+void ZapFormatCompactor::Reset(const parser::FlatGrammar&, const Chart& chart) {
+  const size_t n = chart.groups.size();
+  external_refs_.assign(n, 0);
+  live_.assign(n, 0);
+  set_of_.resize(n);
+  for (uint32_t s = 0; s < chart.sets.size(); ++s) {
+    for (uint32_t g = chart.sets[s].group_begin; g < chart.sets[s].group_end; ++g) set_of_[g] = s;
+  }
+  set_live_groups_.assign(chart.sets.size(), 0);
+  sets_with_live_groups_ = 0;
+  dirty_.assign(chart.sets.size(), 0);
+  dirty_sets_.clear();
+  live_group_items_ = 0;
+  const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
+  AddScanRoots(chart, top, +1);
+  // Top down: each set's external references are final before it is computed.
+  for (uint32_t s = top + 1; s-- > 0;) RecomputeSet(chart, s, s == top);
+  dirty_sets_.clear();
+  std::fill(dirty_.begin(), dirty_.end(), 0);
+  FinishStep(chart);
+}
+
+void ZapFormatCompactor::AfterPush(const parser::FlatGrammar& grammar, Chart* chart) {
+  Grow(*chart);
+  const uint32_t top = static_cast<uint32_t>(chart->sets.size() - 1);
+  AddScanRoots(*chart, top, +1);
+  RecomputeSet(*chart, top, /*as_newest=*/true);
+  if (top > 0) {
+    AddScanRoots(*chart, top - 1, -1);
+    RecomputeSet(*chart, top - 1, /*as_newest=*/false);
+  }
+  ProcessDirty(*chart);
+  FinishStep(*chart);
+  // Rewrite densely once tombstones dominate (amortized O(1) per step).
+  const size_t physical = chart->waiting.size() + chart->scan.size() + chart->groups.size();
+  if (physical > 4 * (LiveItems() + chart->sets.size()) + 4096) {
+    Chart dense;
+    CopyLive(grammar, *chart, &dense);
+    *chart = std::move(dense);
+    Reset(grammar, *chart);
+  }
+}
+
+void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, Chart* out) {
+  // The naive mark, independent of the incremental bookkeeping: from the
+  // newest set's terminal items, follow parents; then copy what is marked.
   const uint32_t num_sets = static_cast<uint32_t>(in.sets.size());
   const uint32_t last = num_sets - 1;
   const uint32_t num_groups = static_cast<uint32_t>(in.groups.size());
-  group_marked_.assign(num_groups, 0);
-  new_group_.resize(num_groups);
-  stack_.clear();
-
+  std::vector<uint8_t> marked(num_groups, 0);
+  std::vector<uint32_t> stack;
   auto need = [&](uint32_t parent) {
-    if (parent == kNoParent || group_marked_[parent]) return;
-    group_marked_[parent] = 1;
-    stack_.push_back(parent);
+    if (parent == kNoParent || marked[parent]) return;
+    marked[parent] = 1;
+    stack.push_back(parent);
   };
   const EarleySet& newest = in.sets[last];
   for (uint32_t i = newest.scan_begin; i < newest.scan_end; ++i) need(in.scan[i].parent);
-  while (!stack_.empty()) {
-    const WaitingGroup& g = in.groups[stack_.back()];
-    stack_.pop_back();
-    if (g.leo_dot != kNoLeo) {
-      need(g.leo_parent);
-      continue;
-    }
-    for (uint32_t k = 0; k < g.count; ++k) need(in.waiting[g.first + k].parent);
+  while (!stack.empty()) {
+    uint32_t g = stack.back();
+    stack.pop_back();
+    ForEachRef(in, in.groups[g], need);
   }
-
-  // New indices of the kept groups (groups are stored in set order).
+  new_group_.resize(num_groups);
   uint32_t kept_groups = 0;
   for (uint32_t gi = 0; gi < num_groups; ++gi) {
-    if (group_marked_[gi]) new_group_[gi] = kept_groups++;
+    if (marked[gi]) new_group_[gi] = kept_groups++;
   }
   auto remap = [&](uint32_t parent) { return parent == kNoParent ? kNoParent : new_group_[parent]; };
 
@@ -47,7 +227,7 @@ void ZapFormatCompactor::Compact(const parser::FlatGrammar&, const Chart& in, Ch
   for (uint32_t s = 0; s < num_sets; ++s) {
     const EarleySet& old = in.sets[s];
     bool keep = s == 0 || s == last;
-    for (uint32_t gi = old.group_begin; gi < old.group_end && !keep; ++gi) keep = group_marked_[gi];
+    for (uint32_t gi = old.group_begin; gi < old.group_end && !keep; ++gi) keep = marked[gi];
     if (!keep) continue;
     EarleySet set;
     set.position = old.position;
@@ -55,7 +235,7 @@ void ZapFormatCompactor::Compact(const parser::FlatGrammar&, const Chart& in, Ch
     set.waiting_begin = static_cast<uint32_t>(out->waiting.size());
     set.group_begin = static_cast<uint32_t>(out->groups.size());
     for (uint32_t gi = old.group_begin; gi < old.group_end; ++gi) {
-      if (!group_marked_[gi]) continue;
+      if (!marked[gi]) continue;
       const WaitingGroup& src = in.groups[gi];
       WaitingGroup g = src;
       g.first = static_cast<uint32_t>(out->waiting.size());

@@ -2,25 +2,40 @@
 //
 // After a step, the future of the parse depends only on the newest set's
 // items on terminals (the next scan consumes them) and on whatever their
-// completions will consult: the items of earlier sets waiting on the
-// completed nonterminals, transitively. Everything else — finished items,
-// items of abandoned alternatives, whole sets nobody points into — is dead.
+// completions will consult: the groups of earlier sets waiting on the
+// completed nonterminals, transitively. An item stores that group as its
+// parent (parser/chart.h); a group with a Leo entry needs only the Leo
+// target's parent (the chain behind it is never consulted again), a group
+// without one needs the parents of its items. Everything not reachable from
+// the newest set this way — finished items, abandoned alternatives, whole
+// sets — is dead.
 //
-// The mark phase starts from the newest set's terminal items and follows
-// "needs": an item with origin j whose rule has left-hand side A needs the
-// group of set j waiting on A — its parent, which the item stores (chart.h).
-// A group with a Leo entry needs only the Leo target's parent (the chain it
-// stands for is never consulted again); a group without one needs the
-// parents of its items. Each group is marked once, so the walk is linear in
-// what is kept. The sweep copies the marked groups and the newest set's
-// terminal items into a fresh chart, renumbering parents densely; sets left
-// without groups disappear, except set 0 and the newest.
+// Done naively (mark from the newest set, copy what is marked) every step
+// costs time proportional to everything kept, i.e. to nesting depth. This
+// compactor gets the same result incrementally:
+//  - Each group counts its *external* references: live references from
+//    items in later sets (`external_refs_`). References inside one set (from
+//    items predicted in that set, which may form cycles, e.g. left recursion)
+//    are not counted; instead a set's liveness is recomputed locally: its
+//    live groups are those reachable, inside the set, from groups with
+//    external references (and, for the newest set, from its terminal items).
+//  - A step recomputes the new newest set and the previous one (whose
+//    terminal items stopped being roots). A group that dies releases its
+//    external references; a count that falls to zero makes the lower set
+//    dirty, and dirty sets are recomputed from the top down. Each group dies
+//    once, so the work is proportional to what changed, not to what is kept.
+//  - Dead entries stay in the arrays as tombstones until they outnumber the
+//    live ones; then the chart is rewritten densely (CopyLive), amortized O(1)
+//    per step.
+// The result after every step equals the naive mark (a test checks
+// LiveItems() against CopyLive on every step of real inputs).
 //
 // With Leo entries, right recursion keeps O(1) sets; nested brackets keep
 // O(depth); flat sequences (JSON arrays, statements) keep O(1).
 //
-// Tests: tests/pruning/compact_test.cc (golden dumps), differential_test.cc
-// (pruning on/off agree with a textbook oracle), hard_cases_test.cc.
+// Tests: tests/pruning/compact_test.cc (golden dumps, incremental = naive),
+// differential_test.cc (pruning on/off agree with a textbook oracle),
+// hard_cases_test.cc.
 #ifndef ZAPGRAM_PRUNING_COMPACT_H_
 #define ZAPGRAM_PRUNING_COMPACT_H_
 
@@ -36,13 +51,42 @@ namespace zapgram::pruning {
 
 class ZapFormatCompactor final : public parser::ChartCompactor {
  public:
-  void Compact(const parser::FlatGrammar& grammar, const parser::Chart& in,
-               parser::Chart* out) override;
+  void Reset(const parser::FlatGrammar& grammar, const parser::Chart& chart) override;
+  void AfterPush(const parser::FlatGrammar& grammar, parser::Chart* chart) override;
+  void CopyLive(const parser::FlatGrammar& grammar, const parser::Chart& in,
+                parser::Chart* out) override;
+  size_t LiveItems() const override { return live_group_items_ + newest_scan_items_; }
+  size_t LiveSets() const override { return live_sets_; }
 
  private:
-  std::vector<uint8_t> group_marked_;  // per group of `in`
-  std::vector<uint32_t> new_group_;    // per marked group of `in`: its index in `out`
-  std::vector<uint32_t> stack_;        // groups to visit
+  // Recomputes which groups of `set` are live; `as_newest` adds the set's
+  // terminal items as roots. Updates counts and marks lower sets dirty.
+  void RecomputeSet(const parser::Chart& chart, uint32_t set, bool as_newest);
+  void AddScanRoots(const parser::Chart& chart, uint32_t set, int delta);
+  void ReleaseRef(uint32_t group);
+  void ProcessDirty(const parser::Chart& chart);
+  void Grow(const parser::Chart& chart);
+  void FinishStep(const parser::Chart& chart);
+  size_t GroupItems(const parser::WaitingGroup& g) const {
+    return g.leo_dot != parser::kNoLeo ? 1 : g.count;
+  }
+
+  // Per group of the chart.
+  std::vector<uint32_t> external_refs_;
+  std::vector<uint8_t> live_;
+  std::vector<uint32_t> set_of_;
+  // Per set: live groups, and whether it waits for recomputation.
+  std::vector<uint32_t> set_live_groups_;
+  std::vector<uint8_t> dirty_;
+  std::vector<uint32_t> dirty_sets_;  // a max-heap of set indices
+  size_t live_group_items_ = 0;   // items of live groups (a Leo group counts 1)
+  size_t newest_scan_items_ = 0;  // the newest set's terminal items
+  size_t live_sets_ = 0;          // sets with a live group, plus set 0 and the newest
+  size_t sets_with_live_groups_ = 0;
+  // Scratch.
+  std::vector<uint8_t> local_live_;
+  std::vector<uint32_t> stack_;
+  std::vector<uint32_t> new_group_;
 };
 
 // A recognizer with ZapFormat compaction when options.pruning is set.

@@ -90,5 +90,40 @@ TEST(CompactTest, PrunedChartGolden) {
             "  root#alt1 -> . \"x\" (5) state 5\n");
 }
 
+// The incremental bookkeeping must agree with the naive mark after every
+// step: LiveItems() equals the item count of CopyLive's dense chart, on a
+// pseudo-random walk through the grammar (with rollbacks mixed in).
+TEST(CompactTest, IncrementalLivenessEqualsNaiveMark) {
+  parser::FlatGrammar flat = Parens();
+  RecognizerOptions options;
+  options.max_rollback = 40;
+  parser::Recognizer r = MakeRecognizer(&flat, options);
+  uint64_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  ZapFormatCompactor naive;
+  for (int step = 0; step < 20000; ++step) {
+    parser::ByteSet allowed = r.NextBytes();
+    std::string choices;
+    for (char c : std::string("(x)")) {
+      if (allowed.test(static_cast<uint8_t>(c))) choices.push_back(c);
+    }
+    // Bias towards opening so that nesting goes deep and comes back.
+    char c = choices[next() % choices.size()];
+    if (step % 1000 > 500 && allowed.test(')')) c = ')';
+    ASSERT_TRUE(r.Feed(static_cast<uint8_t>(c)));
+    if (step % 97 == 0) {
+      size_t n = std::min<size_t>(r.Position(), 1 + next() % 40);
+      ASSERT_TRUE(r.Rollback(n)) << "step " << step << " n " << n;
+    }
+    parser::Chart dense;
+    naive.CopyLive(flat, r.chart_for_testing(), &dense);
+    ASSERT_EQ(r.RetainedItems(), dense.ItemCount()) << "step " << step;
+    ASSERT_EQ(r.RetainedSets(), dense.sets.size()) << "step " << step;
+  }
+}
+
 }  // namespace
 }  // namespace zapgram::pruning
