@@ -219,7 +219,7 @@ void AppendLiteral(std::string_view bytes, std::string* out) {
     uint32_t cp = c;
     size_t len = 1;
     if (c >= 0x80) {
-      len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+      len = c >= 0xF8 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
       bool ok = len > 0 && i + len <= bytes.size();
       if (ok) {
         cp = c & (0x7F >> len);
@@ -228,6 +228,9 @@ void AppendLiteral(std::string_view bytes, std::string* out) {
           if ((cc & 0xC0) != 0x80) ok = false;
           cp = (cp << 6) | (cc & 0x3F);
         }
+        // Overlong forms, surrogates and values above U+10FFFF are not UTF-8 either.
+        const uint32_t smallest = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+        if (cp < smallest || cp > kMaxCodepoint || (cp >= 0xD800 && cp <= 0xDFFF)) ok = false;
       }
       if (!ok) {
         *out += absl::StrFormat("\\x%02X", c);
