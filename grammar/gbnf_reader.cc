@@ -75,6 +75,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "grammar/utf8.h"
 
 namespace zapgram::grammar {
 namespace {
@@ -109,63 +110,17 @@ bool IsSurrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
 // is 0), which absl::StrCat and the hash maps expect; this converts without copying.
 absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-struct Utf8Char {
-  uint32_t codepoint = 0;
-  size_t length = 0;  // 0: the bytes at that offset are not valid UTF-8
-};
-
-// Decodes the character at text[pos] (pos < size). Rejects overlong forms,
-// surrogates, values above U+10FFFF and truncated sequences.
-Utf8Char DecodeUtf8At(std::string_view text, size_t pos) {
-  const auto lead = static_cast<unsigned char>(text[pos]);
-  if (lead < 0x80) return {lead, 1};
-  size_t length = 0;
-  uint32_t smallest = 0;  // the smallest code point that needs `length` bytes
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2;
-    smallest = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3;
-    smallest = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4;
-    smallest = 0x10000;
-  } else {
-    return {};
-  }
-  uint32_t codepoint = lead & (0x7Fu >> length);  // the payload bits of the lead byte
-  if (pos + length > text.size()) return {};
-  for (size_t k = 1; k < length; ++k) {
-    const auto next = static_cast<unsigned char>(text[pos + k]);
-    if ((next & 0xC0) != 0x80) return {};
-    codepoint = (codepoint << 6) | (next & 0x3F);
-  }
-  if (codepoint < smallest || codepoint > kMaxCodepoint || IsSurrogate(codepoint)) return {};
-  return {codepoint, length};
-}
-
-void AppendUtf8Encoding(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+// The code point at text[pos] (pos < size); length 0 when the bytes there
+// are not valid UTF-8 (grammar/utf8.h rejects overlong forms, surrogates,
+// values above U+10FFFF and truncated sequences).
+DecodedCodepoint DecodeUtf8At(std::string_view text, size_t pos) {
+  return DecodeUtf8(text.substr(pos));
 }
 
 // The character at text[pos] quoted for a message: 'a', '\x07', 'é', "end of input".
 std::string DescribeCharAt(std::string_view text, size_t pos) {
   if (pos >= text.size()) return "end of input";
-  const Utf8Char ch = DecodeUtf8At(text, pos);
+  const DecodedCodepoint ch = DecodeUtf8At(text, pos);
   if (ch.length > 1) return absl::StrCat("'", AsAbsl(text.substr(pos, ch.length)), "'");
   const auto byte = static_cast<unsigned char>(text[pos]);
   if (byte >= 0x20 && byte < 0x7F) return absl::StrCat("'", AsAbsl(text.substr(pos, 1)), "'");
@@ -329,7 +284,7 @@ bool GbnfReader::IsLineLeading(size_t offset) const {
 absl::Status GbnfReader::ValidateUtf8() const {
   size_t offset = 0;
   while (offset < text_.size()) {
-    const Utf8Char ch = DecodeUtf8At(text_, offset);
+    const DecodedCodepoint ch = DecodeUtf8At(text_, offset);
     if (ch.length == 0) {
       return ErrorAt(offset, absl::StrFormat("invalid UTF-8 byte 0x%02X",
                                              static_cast<unsigned char>(text_[offset])));
@@ -424,7 +379,7 @@ absl::StatusOr<uint32_t> GbnfReader::ReadEscape() {
       codepoint = static_cast<unsigned char>(kind);
       break;
     default: {
-      const Utf8Char escaped = DecodeUtf8At(text_, escape_offset + 1);
+      const DecodedCodepoint escaped = DecodeUtf8At(text_, escape_offset + 1);
       return ErrorAt(escape_offset,
                      absl::StrCat("bad escape '\\",
                                   AsAbsl(text_.substr(escape_offset + 1, escaped.length)), "'"));
@@ -436,7 +391,7 @@ absl::StatusOr<uint32_t> GbnfReader::ReadEscape() {
 
 absl::StatusOr<uint32_t> GbnfReader::ReadCodepoint() {
   if (text_[pos_] == '\\') return ReadEscape();
-  const Utf8Char ch = DecodeUtf8At(text_, pos_);  // valid: the text was validated
+  const DecodedCodepoint ch = DecodeUtf8At(text_, pos_);  // valid: the text was validated
   pos_ += ch.length;
   return ch.codepoint;
 }
@@ -460,7 +415,7 @@ absl::StatusOr<ExprId> GbnfReader::ReadLiteral() {
                                      "encoding",
                                      *codepoint));
     }
-    AppendUtf8Encoding(*codepoint, &bytes);
+    AppendUtf8(*codepoint, &bytes);
   }
   return grammar_.AddLiteral(std::move(bytes), LocationOf(open_offset));
 }

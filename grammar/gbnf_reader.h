@@ -8,8 +8,9 @@
 //   comments  : `#` to end of line.  Names: [A-Za-z_][A-Za-z0-9_.-]* (also leading digits/`-`, as llama.cpp).
 //   escapes   : \n \r \t \\ \" \' \[ \] \- \^ \/ \? \xNN \uNNNN \UNNNNNNNN — every escape denotes a
 //               code point, stored UTF-8 encoded (so "\xff" is U+00FF, two bytes).
-//   XGrammar lookahead assertions `rule ::= body (= lookahead)` are refused with a clear error (the
-//   engine does not implement them yet); XGrammar macros (TagDispatch, ...) are refused likewise.
+//   Refused with a clear error (each would change the language if ignored): XGrammar lookahead
+//   assertions `rule ::= body (= lookahead)`, XGrammar macro calls (`TagDispatch(`, `Regex(`, ...),
+//   XGrammar rule attributes (`r[max_tokens=3] ::=`), llama.cpp token references (`<[id]>`, `!<...>`).
 // The start rule is `root`. Errors name source:line:col and say what was expected there.
 #ifndef ZAPGRAM_GRAMMAR_GBNF_READER_H_
 #define ZAPGRAM_GRAMMAR_GBNF_READER_H_
