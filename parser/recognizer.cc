@@ -263,27 +263,23 @@ void Recognizer::Pop() { current().PopSet(); }
 
 bool Recognizer::Feed(uint8_t byte) {
   status_ = absl::OkStatus();
-  const ParserLimits& limits = options_.limits;
-  // Budgets are checked against an upper bound of what the step can retain,
-  // before anything is committed, so a refused step changes nothing.
-  const size_t items_before = RetainedItems();
-  const size_t sets_before = RetainedSets();
   if (!Push(byte)) return false;
-  const EarleySet& top = chart_.sets.back();
-  const size_t new_items = (chart_.waiting.size() - top.waiting_begin) +
-                           (top.scan_end - top.scan_begin) + (top.group_end - top.group_begin);
-  if (sets_before + 1 > limits.max_sets || items_before + new_items > limits.max_total_items) {
+  if (compactor_ != nullptr) compactor_->AfterPush(*grammar_, chart_);
+  const ParserLimits& limits = options_.limits;
+  const size_t sets = RetainedSets();
+  if (sets > limits.max_sets || RetainedItems() > limits.max_total_items) {
     status_ = absl::ResourceExhaustedError(absl::StrCat(
-        "chart after byte ", top.position, " would exceed ",
-        sets_before + 1 > limits.max_sets
+        "chart after byte ", chart_.sets.back().position, " exceeds ",
+        sets > limits.max_sets
             ? absl::StrCat("max_sets = ", limits.max_sets,
                            compactor_ ? " (input nested too deeply)" : " (input too long)")
             : absl::StrCat("max_total_items = ", limits.max_total_items)));
+    if (compactor_ != nullptr) compactor_->Undo();
     chart_.PopSet();
     return false;
   }
   if (compactor_ == nullptr) return true;
-  compactor_->AfterPush(*grammar_, &chart_);
+  compactor_->Commit(*grammar_, &chart_);
   if (options_.max_rollback > 0) {
     replay_.push_back(static_cast<char>(byte));
     if (Position() - checkpoints_.back().position >= kCheckpointInterval) TakeCheckpoint();

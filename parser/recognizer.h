@@ -49,8 +49,12 @@ class ChartCompactor {
   // Derives the bookkeeping of `chart` from scratch (after a restore).
   virtual void Reset(const FlatGrammar& grammar, const Chart& chart) = 0;
   // A new newest set was pushed onto `chart` (whose older sets the compactor
-  // has seen). Updates liveness; may rewrite `chart` to drop dead entries.
-  virtual void AfterPush(const FlatGrammar& grammar, Chart* chart) = 0;
+  // has seen). Updates liveness (LiveItems, LiveSets). Then exactly one of:
+  // Commit (may rewrite `chart` to drop dead entries) or Undo (back to the
+  // state before AfterPush; the caller then pops the set).
+  virtual void AfterPush(const FlatGrammar& grammar, const Chart& chart) = 0;
+  virtual void Commit(const FlatGrammar& grammar, Chart* chart) = 0;
+  virtual void Undo() = 0;
   // Copies the live part of `in` into `out`, renumbered densely.
   virtual void CopyLive(const FlatGrammar& grammar, const Chart& in, Chart* out) = 0;
   virtual size_t LiveItems() const = 0;

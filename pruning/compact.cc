@@ -51,7 +51,23 @@ void ZapFormatCompactor::Grow(const Chart& chart) {
   dirty_[top] = 0;
 }
 
+void ZapFormatCompactor::AddRef(uint32_t group) {
+  journal_refs_.push_back({group, external_refs_[group]});
+  ++external_refs_[group];
+}
+
+void ZapFormatCompactor::SetLive(uint32_t group, uint8_t live) {
+  journal_live_.push_back(group);
+  live_[group] = live;
+}
+
+void ZapFormatCompactor::AddSetLiveGroups(uint32_t set, int delta) {
+  journal_set_groups_.push_back({set, set_live_groups_[set]});
+  set_live_groups_[set] += delta;
+}
+
 void ZapFormatCompactor::ReleaseRef(uint32_t group) {
+  journal_refs_.push_back({group, external_refs_[group]});
   if (--external_refs_[group] == 0) {
     uint32_t set = set_of_[group];
     if (!dirty_[set]) {
@@ -68,7 +84,7 @@ void ZapFormatCompactor::AddScanRoots(const Chart& chart, uint32_t set, int delt
     uint32_t p = chart.scan[i].parent;
     if (p == kNoParent || p >= s.group_begin) continue;  // none, or inside the set
     if (delta > 0) {
-      ++external_refs_[p];
+      AddRef(p);
     } else {
       ReleaseRef(p);
     }
@@ -104,17 +120,17 @@ void ZapFormatCompactor::RecomputeSet(const Chart& chart, uint32_t set, bool as_
   for (uint32_t g = begin; g < end; ++g) {
     const bool now = local_live_[g - begin] != 0;
     if (now == (live_[g] != 0)) continue;
-    live_[g] = now;
+    SetLive(g, now);
     const WaitingGroup& group = chart.groups[g];
     if (now) {
       live_group_items_ += GroupItems(group);
-      ++set_live_groups_[set];
+      AddSetLiveGroups(set, +1);
       ForEachRef(chart, group, [&](uint32_t r) {
-        if (r < begin) ++external_refs_[r];
+        if (r < begin) AddRef(r);
       });
     } else {
       live_group_items_ -= GroupItems(group);
-      --set_live_groups_[set];
+      AddSetLiveGroups(set, -1);
       ForEachRef(chart, group, [&](uint32_t r) {
         if (r < begin) ReleaseRef(r);
       });
@@ -174,17 +190,38 @@ void ZapFormatCompactor::Reset(const parser::FlatGrammar&, const Chart& chart) {
   FinishStep(chart);
 }
 
-void ZapFormatCompactor::AfterPush(const parser::FlatGrammar& grammar, Chart* chart) {
-  Grow(*chart);
-  const uint32_t top = static_cast<uint32_t>(chart->sets.size() - 1);
-  AddScanRoots(*chart, top, +1);
-  RecomputeSet(*chart, top, /*as_newest=*/true);
+void ZapFormatCompactor::AfterPush(const parser::FlatGrammar&, const Chart& chart) {
+  journal_refs_.clear();
+  journal_live_.clear();
+  journal_set_groups_.clear();
+  saved_counters_ = {live_group_items_, newest_scan_items_, live_sets_, sets_with_live_groups_};
+  Grow(chart);
+  const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
+  AddScanRoots(chart, top, +1);
+  RecomputeSet(chart, top, /*as_newest=*/true);
   if (top > 0) {
-    AddScanRoots(*chart, top - 1, -1);
-    RecomputeSet(*chart, top - 1, /*as_newest=*/false);
+    AddScanRoots(chart, top - 1, -1);
+    RecomputeSet(chart, top - 1, /*as_newest=*/false);
   }
-  ProcessDirty(*chart);
-  FinishStep(*chart);
+  ProcessDirty(chart);
+  FinishStep(chart);
+}
+
+void ZapFormatCompactor::Undo() {
+  for (auto it = journal_refs_.rbegin(); it != journal_refs_.rend(); ++it) {
+    external_refs_[it->first] = it->second;
+  }
+  for (uint32_t g : journal_live_) live_[g] ^= 1;
+  for (auto it = journal_set_groups_.rbegin(); it != journal_set_groups_.rend(); ++it) {
+    set_live_groups_[it->first] = it->second;
+  }
+  live_group_items_ = saved_counters_.live_group_items;
+  newest_scan_items_ = saved_counters_.newest_scan_items;
+  live_sets_ = saved_counters_.live_sets;
+  sets_with_live_groups_ = saved_counters_.sets_with_live_groups;
+}
+
+void ZapFormatCompactor::Commit(const parser::FlatGrammar& grammar, Chart* chart) {
   // Rewrite densely once tombstones dominate (amortized O(1) per step).
   const size_t physical = chart->waiting.size() + chart->scan.size() + chart->groups.size();
   if (physical > 4 * (LiveItems() + chart->sets.size()) + 4096) {

@@ -52,7 +52,9 @@ namespace zapgram::pruning {
 class ZapFormatCompactor final : public parser::ChartCompactor {
  public:
   void Reset(const parser::FlatGrammar& grammar, const parser::Chart& chart) override;
-  void AfterPush(const parser::FlatGrammar& grammar, parser::Chart* chart) override;
+  void AfterPush(const parser::FlatGrammar& grammar, const parser::Chart& chart) override;
+  void Commit(const parser::FlatGrammar& grammar, parser::Chart* chart) override;
+  void Undo() override;
   void CopyLive(const parser::FlatGrammar& grammar, const parser::Chart& in,
                 parser::Chart* out) override;
   size_t LiveItems() const override { return live_group_items_ + newest_scan_items_; }
@@ -64,6 +66,9 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   void RecomputeSet(const parser::Chart& chart, uint32_t set, bool as_newest);
   void AddScanRoots(const parser::Chart& chart, uint32_t set, int delta);
   void ReleaseRef(uint32_t group);
+  void AddRef(uint32_t group);
+  void SetLive(uint32_t group, uint8_t live);
+  void AddSetLiveGroups(uint32_t set, int delta);
   void ProcessDirty(const parser::Chart& chart);
   void Grow(const parser::Chart& chart);
   void FinishStep(const parser::Chart& chart);
@@ -83,6 +88,14 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   size_t newest_scan_items_ = 0;  // the newest set's terminal items
   size_t live_sets_ = 0;          // sets with a live group, plus set 0 and the newest
   size_t sets_with_live_groups_ = 0;
+  // Undo journal of the step since AfterPush: old values, newest last.
+  struct Counters {
+    size_t live_group_items, newest_scan_items, live_sets, sets_with_live_groups;
+  };
+  Counters saved_counters_{};
+  std::vector<std::pair<uint32_t, uint32_t>> journal_refs_;        // (group, old count)
+  std::vector<uint32_t> journal_live_;                             // groups whose live_ flipped
+  std::vector<std::pair<uint32_t, uint32_t>> journal_set_groups_;  // (set, old count)
   // Scratch.
   std::vector<uint8_t> local_live_;
   std::vector<uint32_t> stack_;
