@@ -51,6 +51,7 @@ void Recognizer::Reset() {
   BuildInitialSet(chart_);
   checkpoints_.clear();
   replay_.clear();
+  rollback_limit_ = 0;
   if (compactor_ != nullptr) {
     compactor_->Reset(*grammar_, chart_);
     if (options_.max_rollback > 0) TakeCheckpoint();
@@ -281,6 +282,7 @@ bool Recognizer::Feed(uint8_t byte) {
   if (compactor_ == nullptr) return true;
   compactor_->Commit(*grammar_, &chart_);
   if (options_.max_rollback > 0) {
+    rollback_limit_ = std::min<size_t>(rollback_limit_ + 1, options_.max_rollback);
     replay_.push_back(static_cast<char>(byte));
     if (Position() - checkpoints_.back().position >= kCheckpointInterval) TakeCheckpoint();
   }
@@ -304,11 +306,11 @@ bool Recognizer::Rollback(size_t n) {
     status_ = absl::OkStatus();
     return true;
   }
+  if (n > rollback_limit_) return false;
   const uint64_t target = Position() - n;
-  if (n > options_.max_rollback || checkpoints_.empty() ||
-      checkpoints_.front().position > target) {
-    return false;
-  }
+  const size_t limit_after = rollback_limit_ - n;
+  // Checkpoints keep the front at or before Position() - rollback_limit_.
+  assert(!checkpoints_.empty() && checkpoints_.front().position <= target);
   size_t k = checkpoints_.size();
   while (checkpoints_[k - 1].position > target) --k;
   const Checkpoint& cp = checkpoints_[k - 1];
@@ -324,7 +326,12 @@ bool Recognizer::Rollback(size_t n) {
     assert(ok);  // these bytes were accepted before
     (void)ok;
   }
+  rollback_limit_ = limit_after;
   return true;
+}
+
+size_t Recognizer::RollbackLimit() const {
+  return compactor_ != nullptr ? rollback_limit_ : Position();
 }
 
 bool Recognizer::IsAccepting() const { return current().sets.back().accepting != 0; }

@@ -78,10 +78,16 @@ class Recognizer {
   size_t FeedBytes(std::string_view bytes);
 
   // Undoes the last n accepted bytes. Returns false (and does nothing) when n
-  // exceeds Position() or, with a compactor, the rollback window (max_rollback).
-  // With a compactor, rollback restores the newest checkpoint at or before the
-  // target (one every kCheckpointInterval bytes) and replays the bytes after it.
+  // exceeds RollbackLimit(). With a compactor, rollback restores the newest
+  // checkpoint at or before the target (one every kCheckpointInterval bytes)
+  // and replays the bytes after it.
   bool Rollback(size_t n);
+  // How many bytes Rollback can undo now. Without a compactor: Position().
+  // With one (as in XGrammar): each accepted byte adds one, up to
+  // options.max_rollback, and each rolled-back byte takes one away, so
+  // rolling back repeatedly never reaches further than max_rollback bytes
+  // behind the furthest position since — memory stays bounded.
+  size_t RollbackLimit() const;
   // Back to the empty input; clears status().
   void Reset();
 
@@ -137,6 +143,7 @@ class Recognizer {
   };
   std::deque<Checkpoint> checkpoints_;
   std::string replay_;  // bytes from checkpoints_.front().position on
+  size_t rollback_limit_ = 0;
 
   // Scratch of the set under construction.
   // Parent of an item predicted in the set being built: the group of that
