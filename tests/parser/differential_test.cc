@@ -14,7 +14,8 @@
 //    iff prefix + b is viable;
 //  - Rollback(k) after a string gives the state of a fresh recognizer fed the
 //    shorter prefix, and feeding the undone bytes again gives the old answers;
-//    long random walks of appends and rollbacks stay in step with the oracle;
+//    long random walks of appends and rollbacks stay in step with the oracle
+//    and with the documented rollback limit;
 //  - a grammar the lowering refuses as "derives no string" has an empty language.
 // Half of the strings are random; the other half are walks that the oracle
 // keeps mostly viable, so that deep prefixes are compared too.
@@ -654,13 +655,13 @@ TEST(Differential, RandomGrammarsAgreeWithReference) {
 TEST(Differential, RandomWalksWithRollback) {
   // Long edit sessions: one engine and one oracle session take the same random
   // walk of appends (mostly viable bytes, sometimes any alphabet byte) and
-  // rollbacks of 1..64 bytes, far past the engine's checkpoint interval, and
-  // are compared after every step. Rollback within max_rollback bytes of the
-  // current position must succeed (also right after another rollback);
-  // past the window (pruning on) it must fail and change nothing; without
-  // pruning it always succeeds.
+  // rollbacks, far past the engine's checkpoint interval, and are compared
+  // after every step. With pruning, Rollback(k) must succeed exactly when k is
+  // within the documented limit (RollbackLimit(): +1 per accepted byte up to
+  // max_rollback, -1 per rolled-back byte), modelled here independently;
+  // without pruning it always succeeds. A refused rollback changes nothing.
   std::mt19937_64 rng(0x2A9F'0003'0A1Cull);
-  const int kGrammars = 25 * kScale;
+  const int kGrammars = 20 * kScale;
   const int kSteps = 400;
   const size_t kMaxDepth = 80;  // longer inputs only slow the oracle down
   const std::vector<uint8_t>& alphabet = testing::AlphabetBytes();
@@ -681,36 +682,38 @@ TEST(Differential, RandomWalksWithRollback) {
     }
     const std::string context = GrammarContext(g, ref, &*flat);
     const uint64_t seed = rng();
-    // Windows smaller than the default reach past several checkpoints at
+    // Limits smaller than the default reach past several checkpoints at
     // depths the oracle handles quickly.
-    const uint32_t window = std::vector<uint32_t>{64, 20, 8, 1}[testing::Uniform(rng, 4)];
+    const uint32_t max_rollback = std::vector<uint32_t>{64, 20, 8, 1, 0}[testing::Uniform(rng, 5)];
     for (bool pruning : {true, false}) {
       std::mt19937_64 walk(seed);  // the same walk for both modes
       RecognizerOptions options;
       options.pruning = pruning;
-      options.max_rollback = window;
+      options.max_rollback = max_rollback;
       parser::Recognizer rec = pruning::MakeRecognizer(&*flat, options);
       ReferenceRecognizer::Session session(&ref);
-      std::string ops;  // the walk so far, for the failure message
+      size_t limit = 0;  // the rollback limit as documented, pruning on
+      std::string ops;   // the walk so far, for the failure message
       for (int step = 0; step < kSteps; ++step) {
         ++steps;
         const size_t pos = session.size();
         if (pos >= kMaxDepth || (pos > 0 && testing::Uniform(walk, 6) == 0)) {
-          // Half short rollbacks, half up to a little past the window.
+          // Half short rollbacks, half up to a little past max_rollback.
           size_t span = testing::Uniform(walk, 2) == 0 ? options.max_rollback + 8 : 3;
           size_t k = 1 + testing::Uniform(walk, std::min<size_t>(pos, span));
           bool ok = rec.Rollback(k);
-          bool expected = !pruning || k <= options.max_rollback;
+          bool expected = !pruning || k <= limit;
           absl::StrAppend(&ops, " -", k);
           if (ok != expected) {
             log.Report(context, "walk" + ops + ", pruning " + (pruning ? "on" : "off") +
-                                    ", max_rollback " + std::to_string(window) + ": Rollback(" +
-                                    std::to_string(k) + ") at position " + std::to_string(pos) +
-                                    " returned " + (ok ? "true" : "false"));
+                                    ", max_rollback " + std::to_string(max_rollback) +
+                                    ": Rollback(" + std::to_string(k) + ") at position " +
+                                    std::to_string(pos) + " returned " + (ok ? "true" : "false"));
             break;
           }
           if (ok) {
             ++rollbacks;
+            if (pruning) limit -= k;
             for (size_t i = 0; i < k; ++i) session.Pop();
           } else {
             ++refused_rollbacks;
@@ -728,6 +731,7 @@ TEST(Differential, RandomWalksWithRollback) {
           bool expected = session.IsViable();
           if (!expected) session.Pop();
           bool fed = rec.Feed(b);
+          if (fed) limit = std::min<size_t>(limit + 1, options.max_rollback);
           absl::StrAppend(&ops, " ", testing::EscapeBytes(std::string(1, static_cast<char>(b))));
           if (fed != expected) {
             log.Report(context, "walk" + ops + ", pruning " + (pruning ? "on" : "off") +
@@ -745,6 +749,14 @@ TEST(Differential, RandomWalksWithRollback) {
           if (viable[k]) expected_next.set(probes[k]);
         }
         ByteSet got = rec.NextBytes() & mask;
+        const size_t expected_limit = pruning ? limit : session.size();
+        if (rec.RollbackLimit() != expected_limit) {
+          log.Report(context, "walk" + ops + ", pruning " + (pruning ? "on" : "off") +
+                                  ", max_rollback " + std::to_string(max_rollback) +
+                                  ": RollbackLimit() = " + std::to_string(rec.RollbackLimit()) +
+                                  ", expected " + std::to_string(expected_limit));
+          break;
+        }
         if (rec.Position() != session.size() || rec.IsAccepting() != session.IsAccepting() ||
             got != expected_next || !rec.status().ok()) {
           log.Report(context, "walk" + ops + ", pruning " + (pruning ? "on" : "off") + ": at \"" +
@@ -763,7 +775,7 @@ TEST(Differential, RandomWalksWithRollback) {
   }
   std::printf(
       "[differential] random walks: %d grammars x %d steps, pruning on and off: %llu "
-      "steps, %llu rollbacks, %llu refused beyond the window, deepest input %zu bytes; "
+      "steps, %llu rollbacks, %llu refused beyond the limit, deepest input %zu bytes; "
       "%d mismatches\n",
       kGrammars, kSteps, static_cast<unsigned long long>(steps),
       static_cast<unsigned long long>(rollbacks),

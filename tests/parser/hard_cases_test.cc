@@ -11,7 +11,7 @@
 //  - budgets (ParserLimits): running out gives Feed() == false and a
 //    kResourceExhausted status naming the limit, never a crash, and the
 //    recognizer stays usable at its previous state;
-//  - the rollback window of a pruned recognizer.
+//  - the rollback limit of a pruned recognizer (RollbackLimit()).
 // The shapes: S ::= S S | "a" (ambiguous, cubic), A ::= A "a" | "" (left
 // recursion + empty), A ::= "a" A | "a" (right recursion), nested nullable
 // rules, cycles A ::= A | "a", S ::= "[" S "]" | "" (deep nesting), and
@@ -407,32 +407,55 @@ TEST(HardCases, AmbiguousSumOf300Terms) {
   }
 }
 
-TEST(HardCases, RollbackWindow) {
+TEST(HardCases, RollbackLimit) {
+  // With pruning, Recognizer::RollbackLimit() follows XGrammar: each accepted
+  // byte adds one up to max_rollback, each rolled-back byte takes one away.
   parser::FlatGrammar flat = Flatten(BracketGrammar());
   RecognizerOptions options;
   options.pruning = true;
   options.max_rollback = 4;
   parser::Recognizer rec = pruning::MakeRecognizer(&flat, options);
+  EXPECT_EQ(rec.RollbackLimit(), 0u);
   ASSERT_EQ(rec.FeedBytes("[[[[[[[["), 8u);
-  EXPECT_FALSE(rec.Rollback(5));  // beyond the window: nothing happens
+  EXPECT_EQ(rec.RollbackLimit(), 4u);
+  EXPECT_FALSE(rec.Rollback(5));  // beyond the limit: nothing happens
   EXPECT_EQ(rec.Position(), 8u);
-  ASSERT_TRUE(rec.Rollback(4));
-  EXPECT_EQ(rec.Position(), 4u);
+  ASSERT_TRUE(rec.Rollback(3));
+  EXPECT_EQ(rec.Position(), 5u);
+  EXPECT_EQ(rec.RollbackLimit(), 1u);
+  EXPECT_FALSE(rec.Rollback(2));
+  ASSERT_TRUE(rec.Rollback(1));
+  EXPECT_EQ(rec.RollbackLimit(), 0u);
+  EXPECT_FALSE(rec.Rollback(1));
   EXPECT_EQ(rec.FeedBytes("]]]]"), 4u);
   EXPECT_TRUE(rec.IsAccepting());
-  // The window is max_rollback bytes back from wherever the input is now,
-  // also after an earlier rollback.
-  parser::Recognizer again = pruning::MakeRecognizer(&flat, {});
-  ASSERT_EQ(again.FeedBytes(std::string(100, '[')), 100u);
-  ASSERT_TRUE(again.Rollback(60));
-  EXPECT_EQ(again.Position(), 40u);
-  EXPECT_TRUE(again.Rollback(30));  // 30 <= max_rollback (64) and <= Position()
-  EXPECT_EQ(again.Position(), 10u);
-  EXPECT_EQ(again.FeedBytes(std::string(10, ']')), 10u);
-  EXPECT_TRUE(again.IsAccepting());
+  EXPECT_EQ(rec.RollbackLimit(), 4u);
+  ASSERT_TRUE(rec.Rollback(4));
+  EXPECT_EQ(rec.Position(), 4u);
+  parser::Recognizer fresh = Make(flat, true);
+  ASSERT_EQ(fresh.FeedBytes("[[[["), 4u);
+  EXPECT_EQ(rec.NextBytes(), fresh.NextBytes());
+  EXPECT_EQ(rec.IsAccepting(), fresh.IsAccepting());
+
+  // Across checkpoints (one every 32 bytes) with the default limit (64).
+  parser::Recognizer deep = pruning::MakeRecognizer(&flat, {});
+  ASSERT_EQ(deep.FeedBytes(std::string(100, '[')), 100u);
+  EXPECT_EQ(deep.RollbackLimit(), 64u);
+  ASSERT_TRUE(deep.Rollback(60));
+  EXPECT_EQ(deep.Position(), 40u);
+  EXPECT_EQ(deep.RollbackLimit(), 4u);
+  EXPECT_FALSE(deep.Rollback(30));
+  ASSERT_EQ(deep.FeedBytes(std::string(30, '[')), 30u);
+  EXPECT_EQ(deep.RollbackLimit(), 34u);
+  ASSERT_TRUE(deep.Rollback(34));
+  EXPECT_EQ(deep.Position(), 36u);
+  EXPECT_EQ(deep.FeedBytes(std::string(36, ']')), 36u);
+  EXPECT_TRUE(deep.IsAccepting());
+
   // Without pruning any number of bytes can be undone.
   parser::Recognizer full = Make(flat, false);
   ASSERT_EQ(full.FeedBytes("[[[[[[[["), 8u);
+  EXPECT_EQ(full.RollbackLimit(), 8u);
   ASSERT_TRUE(full.Rollback(8));
   EXPECT_TRUE(full.IsAccepting());
   EXPECT_FALSE(full.Rollback(1));
