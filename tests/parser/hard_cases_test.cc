@@ -375,7 +375,29 @@ TEST(HardCases, SetBudgetIsAnErrorNotACrash) {
     if (pruning) {
       EXPECT_TRUE(rec.Feed(']')) << rec.status();
       EXPECT_EQ(rec.Position(), fed + 1);
+      EXPECT_TRUE(rec.status().ok()) << rec.status();  // cleared by the successful step
     }
+  }
+}
+
+TEST(HardCases, TotalItemBudgetIsAnErrorNotACrash) {
+  parser::FlatGrammar flat = Flatten(BracketGrammar());
+  for (bool pruning : {true, false}) {
+    RecognizerOptions options;
+    options.pruning = pruning;
+    options.limits.max_total_items = 60;
+    parser::Recognizer rec = pruning::MakeRecognizer(&flat, options);
+    size_t fed = 0;
+    while (fed < 200 && rec.Feed('[')) ++fed;
+    EXPECT_LT(fed, 200u);
+    EXPECT_EQ(rec.Position(), fed);
+    EXPECT_LE(rec.RetainedItems(), 60u);
+    EXPECT_EQ(rec.status().code(), absl::StatusCode::kResourceExhausted) << rec.status();
+    EXPECT_NE(rec.status().message().find("max_total_items"), std::string::npos) << rec.status();
+    rec.Reset();
+    EXPECT_TRUE(rec.status().ok());
+    EXPECT_EQ(rec.FeedBytes("[[]]"), 4u);
+    EXPECT_TRUE(rec.IsAccepting());
   }
 }
 
