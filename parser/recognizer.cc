@@ -284,7 +284,12 @@ bool Recognizer::Feed(uint8_t byte) {
   if (options_.max_rollback > 0) {
     rollback_limit_ = std::min<size_t>(rollback_limit_ + 1, options_.max_rollback);
     replay_.push_back(static_cast<char>(byte));
-    if (Position() - checkpoints_.back().position >= kCheckpointInterval) TakeCheckpoint();
+    // A checkpoint copies the live chart, so it is taken once per
+    // max(kCheckpointInterval, live items / 4) bytes: amortized O(1) per
+    // byte even when deep nesting keeps a large chart alive (rollback then
+    // replays more bytes).
+    const uint64_t interval = std::max<uint64_t>(kCheckpointInterval, RetainedItems() / 4);
+    if (Position() - checkpoints_.back().position >= interval) TakeCheckpoint();
   }
   return true;
 }

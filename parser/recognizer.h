@@ -79,8 +79,8 @@ class Recognizer {
 
   // Undoes the last n accepted bytes. Returns false (and does nothing) when n
   // exceeds RollbackLimit(). With a compactor, rollback restores the newest
-  // checkpoint at or before the target (one every kCheckpointInterval bytes)
-  // and replays the bytes after it.
+  // checkpoint at or before the target (see checkpoints_) and replays the
+  // bytes after it.
   bool Rollback(size_t n);
   // How many bytes Rollback can undo now. Without a compactor: Position().
   // With one (as in XGrammar): each accepted byte adds one, up to
@@ -135,7 +135,8 @@ class Recognizer {
   Chart chart_;
   std::unique_ptr<ChartCompactor> compactor_;
   // Rollback with a compactor: compacted copies of the chart taken every
-  // kCheckpointInterval bytes, oldest first, and the bytes fed since the oldest.
+  // kCheckpointInterval bytes (more when the chart is large), oldest first,
+  // and the bytes fed since the oldest.
   static constexpr uint64_t kCheckpointInterval = 32;
   struct Checkpoint {
     uint64_t position;
