@@ -111,6 +111,7 @@ struct Run {
 Run Recognize(const Grammar& grammar, std::string_view bytes, bool pruning) {
   RecognizerOptions options;
   options.pruning = pruning;
+  options.max_rollback = 0;  // parse never rolls back
   Recognizer recognizer(grammar, options);
   Run run;
   run.items.reserve(bytes.size() + 1);

@@ -62,6 +62,10 @@ void Recognizer::TakeCheckpoint() {
   Checkpoint cp;
   cp.position = Position();
   compactor_->CopyLive(*grammar_, chart_, &cp.chart);
+  // The dense copy also replaces the working chart, dropping its tombstones:
+  // the next checkpoint then costs O(live + bytes since), not O(everything).
+  chart_ = cp.chart;
+  compactor_->Reset(*grammar_, chart_);
   checkpoints_.push_back(std::move(cp));
   // Keep the newest checkpoint at or before the rollback window's start.
   const uint64_t window_start =
