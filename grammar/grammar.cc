@@ -284,6 +284,14 @@ void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
       case ExprKind::kLiteral:
         AppendLiteral(e.literal, out);
         break;
+      case ExprKind::kRegex:
+        // Not GBNF: regexes come from the Lark reader; the dump shows them Lark-style.
+        *out += "/" + e.literal + "/";
+        if (e.flags & kRegexIgnoreCase) out->push_back('i');
+        if (e.flags & kRegexMultiline) out->push_back('m');
+        if (e.flags & kRegexDotAll) out->push_back('s');
+        if (e.flags & kRegexVerbose) out->push_back('x');
+        break;
       case ExprKind::kCharClass:
         AppendClass(e.ranges, out);
         break;
@@ -408,6 +416,7 @@ std::vector<bool> ProductiveRules(const Grammar& grammar) {
         switch (e.kind) {
           case ExprKind::kEmpty:
           case ExprKind::kLiteral:
+          case ExprKind::kRegex:  // an empty regex language is caught when lowering
             v = true;
             break;
           case ExprKind::kCharClass:

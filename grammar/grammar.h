@@ -56,11 +56,21 @@ enum class ExprKind : uint8_t {
   kSequence,   // `children` in order; at least two
   kChoice,     // one of `children`; at least two
   kRepeat,     // `children[0]` repeated min..max times (max may be kUnbounded)
+  kRegex,      // a regular expression terminal: `literal` holds the pattern, `flags` RegexFlags
+};
+
+// Flags of a kRegex terminal (Lark's /.../imsx, Python re, ECMA-262).
+enum RegexFlags : uint32_t {
+  kRegexIgnoreCase = 1u << 0,  // i
+  kRegexDotAll = 1u << 1,      // s: `.` also matches \n
+  kRegexMultiline = 1u << 2,   // m: ^ and $ at line breaks
+  kRegexVerbose = 1u << 3,     // x: whitespace and # comments in the pattern are ignored
 };
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
-  std::string literal;                 // kLiteral
+  std::string literal;                 // kLiteral bytes; kRegex pattern text
+  uint32_t flags = 0;                  // kRegex: RegexFlags
   std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent
   RuleId rule = 0;                     // kRuleRef
   std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)

@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
 
 namespace zapgram::parser {
@@ -97,6 +98,11 @@ absl::Status Lowering::AddProduction(uint32_t lhs, std::vector<Symbol> rhs) {
 
 absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
   std::string key;
+  if (e.kind == ExprKind::kRegex) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s:%d:%d: regular-expression terminals are not compiled yet", g_.source_name,
+        e.loc.line, e.loc.col));
+  }
   if (e.kind == ExprKind::kLiteral) {
     key = "L" + e.literal;
   } else {
@@ -129,6 +135,7 @@ absl::StatusOr<Symbol> Lowering::SymbolFor(ExprId id, uint32_t owner) {
   switch (e.kind) {
     case ExprKind::kLiteral:
     case ExprKind::kCharClass:
+    case ExprKind::kRegex:
       return TerminalFor(e);
     case ExprKind::kRuleRef:
       return e.rule;

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
-  libabsl-dev libre2-dev libmimalloc-dev nlohmann-json3-dev
+  libabsl-dev libre2-dev libmimalloc-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 missing=()

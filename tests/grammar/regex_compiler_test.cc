@@ -1,0 +1,1 @@
+// Placeholder: written by the regex/transforms work of issue 3.
