@@ -43,6 +43,8 @@ Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& opti
   predicted_stamp_.assign(grammar_->num_nonterminals(), 0);
   group_of_nt_.assign(grammar_->num_nonterminals(), kNoParent);
   dot_stamp_.assign(grammar_->rhs.size(), 0);
+  seen_stamp_.assign(grammar_->rhs.size(), 0);
+  seen_head_.assign(grammar_->rhs.size(), kNoNode);
   Reset();
 }
 
@@ -80,6 +82,7 @@ void Recognizer::NextSerial() {
   if (++serial_ == 0) {
     std::fill(predicted_stamp_.begin(), predicted_stamp_.end(), 0);
     std::fill(dot_stamp_.begin(), dot_stamp_.end(), 0);
+    std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
     serial_ = 1;
   }
 }
@@ -89,8 +92,7 @@ void Recognizer::BeginSet() {
   worklist_.clear();
   new_scan_.clear();
   new_waiting_.clear();
-  seen_.clear();
-  seen_scan_.clear();
+  seen_nodes_.clear();
   new_accepting_ = false;
   items_this_set_ = 0;
   budget_hit_ = false;
@@ -109,11 +111,30 @@ void Recognizer::CountItem() {
   if (++items_this_set_ > options_.limits.max_items_per_set) budget_hit_ = true;
 }
 
+bool Recognizer::MarkSeen(uint32_t dot, uint32_t parent, uint32_t state) {
+  // Items of one dot in one set are few: a chain per dot, reset by stamp.
+  if (seen_stamp_[dot] != serial_) {
+    seen_stamp_[dot] = serial_;
+    seen_head_[dot] = static_cast<uint32_t>(seen_nodes_.size());
+    seen_nodes_.push_back({parent, state, kNoNode});
+    return true;
+  }
+  uint32_t* link = &seen_head_[dot];
+  while (*link != kNoNode) {
+    const SeenNode& node = seen_nodes_[*link];
+    if (node.parent == parent && node.state == state) return false;
+    link = &seen_nodes_[*link].next;
+  }
+  *link = static_cast<uint32_t>(seen_nodes_.size());
+  seen_nodes_.push_back({parent, state, kNoNode});
+  return true;
+}
+
 void Recognizer::AddScanItem(uint32_t dot, uint32_t parent, uint32_t state) {
   if (IsPending(parent)) {
     if (dot_stamp_[dot] == serial_) return;
     dot_stamp_[dot] = serial_;
-  } else if (!seen_scan_.insert(Item{dot, parent, state}).second) {
+  } else if (!MarkSeen(dot, parent, state)) {
     return;
   }
   CountItem();
@@ -126,7 +147,7 @@ void Recognizer::AddItem(uint32_t dot, uint32_t parent) {
     AddScanItem(dot, parent, grammar_->terminals.start[Payload(s)]);
     return;
   }
-  if (!seen_.insert((static_cast<uint64_t>(dot) << 32) | parent).second) return;
+  if (!MarkSeen(dot, parent, 0)) return;
   CountItem();
   worklist_.push_back({dot, parent});
 }

@@ -32,7 +32,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "parser/chart.h"
 #include "parser/flat_grammar.h"
@@ -121,6 +120,8 @@ class Recognizer {
   void BeginSet();
   void CountItem();
   void AddItem(uint32_t dot, uint32_t parent);
+  // Records (dot, parent, state) for this set; false if already there.
+  bool MarkSeen(uint32_t dot, uint32_t parent, uint32_t state);
   void AddScanItem(uint32_t dot, uint32_t parent, uint32_t state);
   void Predict(uint32_t nt);
   void CloseSet();
@@ -164,8 +165,15 @@ class Recognizer {
   std::vector<PendingItem> worklist_;   // items to complete or predict from
   std::vector<Item> new_scan_;
   std::vector<PendingWaiting> new_waiting_;
-  absl::flat_hash_set<uint64_t> seen_;              // (dot, parent) of items before an end or a nonterminal
-  absl::flat_hash_set<Item, ItemHash> seen_scan_;   // items on a terminal, parent in an earlier set
+  // Items whose parent lies in an earlier set, deduplicated by (dot, parent,
+  // state): per dot a stamp and the head of a chain of seen_nodes_.
+  static constexpr uint32_t kNoNode = 0xFFFFFFFFu;
+  struct SeenNode {
+    uint32_t parent, state, next;
+  };
+  std::vector<uint32_t> seen_stamp_;
+  std::vector<uint32_t> seen_head_;
+  std::vector<SeenNode> seen_nodes_;
   std::vector<uint32_t> predicted_stamp_;  // per nonterminal: serial of the set that predicted it
   std::vector<uint32_t> dot_stamp_;        // per dot: serial of the set holding (dot, this set)
   uint32_t serial_ = 0;

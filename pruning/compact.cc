@@ -36,18 +36,26 @@ void ZapFormatCompactor::Grow(const Chart& chart) {
   const size_t n = chart.groups.size();
   // Entries from the newest set on are fresh (a popped speculative set may
   // have left stale ones behind).
-  external_refs_.resize(n);
-  live_.resize(n);
-  set_of_.resize(n);
+  // The per-group and per-set arrays only grow (geometrically); entries past
+  // the chart's end are ignored.
+  if (external_refs_.size() < n) {
+    const size_t size = std::max(n, 2 * external_refs_.size());
+    external_refs_.resize(size);
+    live_.resize(size);
+    set_of_.resize(size);
+  }
   for (uint32_t g = newest.group_begin; g < n; ++g) {
     external_refs_[g] = 0;
     live_[g] = 0;
     set_of_[g] = top;
   }
-  set_live_groups_.resize(chart.sets.size());
+  if (set_live_groups_.size() <= top) {
+    const size_t size = std::max<size_t>(top + 1, 2 * set_live_groups_.size());
+    set_live_groups_.resize(size);
+    dirty_.resize(size);
+  }
   if (set_live_groups_[top] > 0) --sets_with_live_groups_;
   set_live_groups_[top] = 0;
-  dirty_.resize(chart.sets.size());
   dirty_[top] = 0;
 }
 
@@ -59,11 +67,6 @@ void ZapFormatCompactor::AddRef(uint32_t group) {
 void ZapFormatCompactor::SetLive(uint32_t group, uint8_t live) {
   journal_live_.push_back(group);
   live_[group] = live;
-}
-
-void ZapFormatCompactor::AddSetLiveGroups(uint32_t set, int delta) {
-  journal_set_groups_.push_back({set, set_live_groups_[set]});
-  set_live_groups_[set] += delta;
 }
 
 void ZapFormatCompactor::ReleaseRef(uint32_t group) {
@@ -95,7 +98,8 @@ void ZapFormatCompactor::RecomputeSet(const Chart& chart, uint32_t set, bool as_
   const EarleySet& s = chart.sets[set];
   const uint32_t begin = s.group_begin;
   const uint32_t end = s.group_end;
-  local_live_.assign(end - begin, 0);
+  if (local_live_.size() < end - begin) local_live_.resize(end - begin);
+  std::fill(local_live_.begin(), local_live_.begin() + (end - begin), 0);
   stack_.clear();
   auto reach = [&](uint32_t g) {
     if (g >= begin && g < end && !local_live_[g - begin]) {
@@ -116,7 +120,7 @@ void ZapFormatCompactor::RecomputeSet(const Chart& chart, uint32_t set, bool as_
     stack_.pop_back();
     ForEachRef(chart, chart.groups[g], reach);
   }
-  const bool had_live = set_live_groups_[set] > 0;
+  const uint32_t old_live_groups = set_live_groups_[set];
   for (uint32_t g = begin; g < end; ++g) {
     const bool now = local_live_[g - begin] != 0;
     if (now == (live_[g] != 0)) continue;
@@ -124,18 +128,22 @@ void ZapFormatCompactor::RecomputeSet(const Chart& chart, uint32_t set, bool as_
     const WaitingGroup& group = chart.groups[g];
     if (now) {
       live_group_items_ += GroupItems(group);
-      AddSetLiveGroups(set, +1);
+      ++set_live_groups_[set];
       ForEachRef(chart, group, [&](uint32_t r) {
         if (r < begin) AddRef(r);
       });
     } else {
       live_group_items_ -= GroupItems(group);
-      AddSetLiveGroups(set, -1);
+      --set_live_groups_[set];
       ForEachRef(chart, group, [&](uint32_t r) {
         if (r < begin) ReleaseRef(r);
       });
     }
   }
+  if (set_live_groups_[set] != old_live_groups) {
+    journal_set_groups_.push_back({set, old_live_groups});
+  }
+  const bool had_live = old_live_groups > 0;
   const bool has_live = set_live_groups_[set] > 0;
   if (has_live != had_live) {
     if (has_live) {
@@ -225,9 +233,9 @@ void ZapFormatCompactor::Commit(const parser::FlatGrammar& grammar, Chart* chart
   // Rewrite densely once tombstones dominate (amortized O(1) per step).
   const size_t physical = chart->waiting.size() + chart->scan.size() + chart->groups.size();
   if (physical > 4 * (LiveItems() + chart->sets.size()) + 4096) {
-    Chart dense;
-    CopyLive(grammar, *chart, &dense);
-    *chart = std::move(dense);
+    // The spare chart keeps the old buffers, so neither side reallocates.
+    CopyLive(grammar, *chart, &spare_);
+    std::swap(*chart, spare_);
     Reset(grammar, *chart);
   }
 }

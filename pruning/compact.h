@@ -68,7 +68,6 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   void ReleaseRef(uint32_t group);
   void AddRef(uint32_t group);
   void SetLive(uint32_t group, uint8_t live);
-  void AddSetLiveGroups(uint32_t set, int delta);
   void ProcessDirty(const parser::Chart& chart);
   void Grow(const parser::Chart& chart);
   void FinishStep(const parser::Chart& chart);
@@ -97,6 +96,7 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   std::vector<uint32_t> journal_live_;                             // groups whose live_ flipped
   std::vector<std::pair<uint32_t, uint32_t>> journal_set_groups_;  // (set, old count)
   // Scratch.
+  parser::Chart spare_;  // recycled buffers for dense rewrites
   std::vector<uint8_t> local_live_;
   std::vector<uint32_t> stack_;
   std::vector<uint32_t> new_group_;
