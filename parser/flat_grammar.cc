@@ -9,7 +9,10 @@
 //     (Earley's favourite shape: constant work per step, no Leo chain),
 //     `X{m,n}` becomes m copies of X followed by a right-nested chain of n-m
 //     optionals `O_k -> X O_{k-1} | ε` (unambiguous, unlike X? X? X?).
-//  2. Terminals: each distinct literal or class becomes one byte DFA; all are
+//  2. Terminals: each distinct literal, class or regex (grammar/regex_compiler.h)
+//     becomes one byte DFA (a regex that matches the empty string becomes
+//     `N -> ε | T`, T without the empty string; an empty language, like an
+//     empty class, a nonterminal without productions); all are
 //     merged into one table whose columns are byte classes (bytes no terminal
 //     tells apart share a column).
 //  3. Useless productions: unproductive ones (some symbol derives nothing)
@@ -25,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
+#include "grammar/regex_compiler.h"
 
 namespace zapgram::parser {
 
@@ -56,6 +60,8 @@ class Lowering {
     return never_nt_;
   }
   absl::StatusOr<Symbol> TerminalFor(const Expr& e);
+  // A kRegex terminal (a nonterminal when its language is empty or has the empty string).
+  absl::StatusOr<Symbol> RegexSymbolFor(const Expr& e);
   // The symbol standing for `id` inside a sequence (fresh nonterminal for composites).
   absl::StatusOr<Symbol> SymbolFor(ExprId id, uint32_t owner);
   // Appends the symbols of `id`, flattening nested sequences.
@@ -74,6 +80,7 @@ class Lowering {
   std::vector<std::pair<uint32_t, ExprId>> tasks_;
   absl::flat_hash_map<ExprId, uint32_t> composite_nt_;
   absl::flat_hash_map<std::string, uint32_t> terminal_ids_;
+  absl::flat_hash_map<std::string, Symbol> regex_symbols_;  // key "R<flags>/<pattern>"
   std::vector<grammar::ByteDfa> dfas_;
   std::vector<std::string> terminal_names_;
   uint64_t rhs_symbols_ = 0;
@@ -96,13 +103,71 @@ absl::Status Lowering::AddProduction(uint32_t lhs, std::vector<Symbol> rhs) {
   return absl::OkStatus();
 }
 
+// The DFA of L minus the empty string: a fresh, non-accepting start state
+// with the old start's transitions, so loops back to the old start keep it.
+absl::StatusOr<grammar::ByteDfa> WithoutEmptyString(const grammar::ByteDfa& dfa,
+                                                    uint32_t max_states) {
+  grammar::ByteNfa nfa;  // state 0: the new start; states 1.. mirror the DFA's
+  for (uint32_t s = 1; s < dfa.num_states(); ++s) nfa.AddState();
+  auto copy_row = [&](uint32_t row, uint32_t into) {
+    for (uint32_t b = 0; b < 256;) {
+      uint32_t to = dfa.next[row][b], e = b;
+      while (e + 1 < 256 && dfa.next[row][e + 1] == to) ++e;
+      if (to != 0) nfa.AddRange(into, static_cast<uint8_t>(b), static_cast<uint8_t>(e), to);
+      b = e + 1;
+    }
+  };
+  copy_row(1, 0);
+  for (uint32_t s = 1; s < dfa.num_states(); ++s) {
+    copy_row(s, s);
+    if (dfa.accepting[s]) nfa.SetAccepting(s);
+  }
+  return grammar::Determinize(nfa, max_states);
+}
+
+absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
+  std::string key = absl::StrCat("R", e.flags, "/", e.literal);
+  auto it = regex_symbols_.find(key);
+  if (it != regex_symbols_.end()) return it->second;
+  grammar::RegexLimits limits;
+  limits.max_dfa_states = std::min(limits.max_dfa_states, limits_.max_dfa_states);
+  absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(e.literal, e.flags, limits);
+  if (!dfa.ok()) {
+    return absl::Status(dfa.status().code(),
+                        absl::StrFormat("%s:%d:%d: %s", g_.source_name, e.loc.line, e.loc.col,
+                                        std::string(dfa.status().message())));
+  }
+  // A terminal consumes at least one byte: a regex that matches the empty
+  // string becomes `N -> ε | T` with T matching the rest of its language.
+  const bool nullable = !dfa->empty() && dfa->accepting[1];
+  if (nullable) {
+    dfa = WithoutEmptyString(*dfa, limits.max_dfa_states);
+    if (!dfa.ok()) return dfa.status();
+  }
+  const std::string name = grammar::RegexDisplayName(e.literal, e.flags);
+  Symbol sym = kNone;
+  if (!dfa->empty()) {
+    uint32_t id = static_cast<uint32_t>(dfas_.size());
+    dfas_.push_back(*std::move(dfa));
+    terminal_names_.push_back(name);
+    sym = kTerminalTag | id;
+  }
+  if (nullable) {
+    uint32_t nt = NewNonterminal(name + "#opt");
+    absl::Status st = AddProduction(nt, {});
+    if (st.ok() && sym != kNone) st = AddProduction(nt, {sym});
+    if (!st.ok()) return st;
+    sym = nt;
+  } else if (sym == kNone) {
+    sym = NeverNonterminal();
+  }
+  regex_symbols_.emplace(std::move(key), sym);
+  return sym;
+}
+
 absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
   std::string key;
-  if (e.kind == ExprKind::kRegex) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "%s:%d:%d: regular-expression terminals are not compiled yet", g_.source_name,
-        e.loc.line, e.loc.col));
-  }
+  if (e.kind == ExprKind::kRegex) return RegexSymbolFor(e);
   if (e.kind == ExprKind::kLiteral) {
     key = "L" + e.literal;
   } else {

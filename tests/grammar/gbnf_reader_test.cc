@@ -873,6 +873,9 @@ class DerivationCounter {
       case ExprKind::kRuleRef:
         result = Ends(grammar_.rules[e.rule].body, start);
         break;
+      case ExprKind::kRegex:  // GBNF has no regex terminals; this oracle does not model them
+        ADD_FAILURE() << "DerivationCounter: unexpected regex terminal /" << e.literal << "/";
+        break;
       case ExprKind::kSequence: {
         result[start] = 1;
         for (ExprId child : e.children) result = Extend(result, child);

@@ -1,1 +1,674 @@
-// Placeholder: written by the regex/transforms work of issue 3.
+// Tests of grammar/regex_compiler: one unit test per construct and per
+// refusal, limits, then a differential test against RE2 and an end-to-end test
+// through the lowering and the Earley recognizer.
+//
+// The differential test (RegexDifferential.*) generates random regexes over a
+// small alphabet (a b A B 0 1 _ space \n é É and U+212A KELVIN SIGN) with
+// classes, shorthands, \p{..}, dot, groups of every kind, alternation, all
+// quantifiers (lazy and counted) and the i and s flags, and compares, on
+// random strings and strings sampled from each regex:
+//  - full match: ByteDfa::Matches against RE2::FullMatch of the translated
+//    pattern (tests/support: TranslateRegexForRe2, same conventions);
+//  - "is a prefix of some match", for every byte prefix of every string
+//    (partial UTF-8 included): when the DFA state is live, the DFA's shortest
+//    completion w must make RE2 fully match prefix+w (exact: a witness); when
+//    it is dead, no completion of up to 2 alphabet pieces (after finishing a
+//    partial code point) may make RE2 match (bounded: a longer completion or
+//    one outside the alphabet is not searched). Only the first dead prefix of
+//    a string is searched, the longer ones being dead too.
+#include "grammar/regex_compiler.h"
+
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "grammar/grammar.h"
+#include "parser/flat_grammar.h"
+#include "pruning/compact.h"
+#include "re2/re2.h"
+#include "tests/support/reference_recognizer.h"
+
+namespace zapgram::grammar {
+namespace {
+
+#ifdef ZAPGRAM_SANITIZED
+constexpr int kScale = 1;
+#else
+constexpr int kScale = 10;
+#endif
+
+ByteDfa Compile(std::string_view pattern, uint32_t flags = 0) {
+  absl::StatusOr<ByteDfa> dfa = CompileRegex(pattern, flags);
+  EXPECT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
+  return dfa.ok() ? *std::move(dfa) : ByteDfa{};
+}
+
+// Expects `yes` to match and `no` not to match the whole pattern.
+void Check(std::string_view pattern, std::vector<std::string> yes, std::vector<std::string> no,
+           uint32_t flags = 0) {
+  ByteDfa dfa = Compile(pattern, flags);
+  for (const std::string& s : yes) EXPECT_TRUE(dfa.Matches(s)) << "/" << pattern << "/ " << s;
+  for (const std::string& s : no) EXPECT_FALSE(dfa.Matches(s)) << "/" << pattern << "/ " << s;
+}
+
+// Expects an error whose message contains `what` and "at offset N".
+void Refused(std::string_view pattern, std::string_view what, size_t offset,
+             uint32_t flags = 0, const RegexLimits& limits = {}) {
+  absl::StatusOr<ByteDfa> dfa = CompileRegex(pattern, flags, limits);
+  ASSERT_FALSE(dfa.ok()) << pattern;
+  std::string msg(dfa.status().message());
+  EXPECT_NE(msg.find(std::string(what)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("regex /" + std::string(pattern) + "/: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at offset " + std::to_string(offset)), std::string::npos) << msg;
+}
+
+TEST(RegexCompilerTest, LiteralsAndEscapes) {
+  Check("abc", {"abc"}, {"", "ab", "abcd", "ABC"});
+  Check("caf\xC3\xA9", {"caf\xC3\xA9"}, {"cafe"});
+  Check(R"(\n\t\r\f\v\a\0)", {"\n\t\r\f\v\a" + std::string(1, '\0')}, {"n"});
+  Check(R"(\x41\u00e9\U0001F600\u{1F600}\N{LATIN SMALL LETTER A})",
+        {"A\xC3\xA9\xF0\x9F\x98\x80\xF0\x9F\x98\x80" "a"}, {});
+  Check(R"(\101\0101)", {"A\b1"}, {});  // octal: three digits, or \0 and up to two more
+  Check(R"(\.\*\+\?\(\)\[\]\{\}\|\^\$\\\/\-)", {R"(.*+?()[]{}|^$\/-)"}, {});
+  Check(R"(a{)", {"a{"}, {"a"});  // not a quantifier: literal
+  Check(R"(a{x}|b{1,x})", {"a{x}", "b{1,x}"}, {});
+}
+
+TEST(RegexCompilerTest, Classes) {
+  Check("[abc]", {"a", "b", "c"}, {"", "d", "ab"});
+  Check("[a-c0-2]", {"a", "b", "2"}, {"d", "3"});
+  Check("[^a-c]", {"d", "\n", "\xC3\xA9", "\xF0\x9F\x98\x80"}, {"a", "c", ""});
+  Check("[]a]", {"]", "a"}, {"b"});     // Python: a leading ] is literal
+  Check("[^]]", {"a"}, {"]"});
+  Check("[a-]", {"a", "-"}, {"b"});
+  Check("[-a]", {"a", "-"}, {"b"});
+  Check(R"([\d_])", {"5", "_", "\xD9\xA3"}, {"a"});
+  Check(R"([\w-])", {"a", "-", "\xC3\xA9"}, {" "});
+  Check(R"([^\s])", {"a"}, {" ", "\n", "\xE3\x80\x80"});
+  Check(R"([\D])", {"a"}, {"5"});
+  Check(R"([\p{Lu}\d])", {"A", "\xC3\x89", "7"}, {"a"});
+  Check(R"([\P{L}])", {"1", " "}, {"a", "\xC3\xA9"});
+  Check(R"([\]\\\-\n])", {"]", "\\", "-", "\n"}, {"a"});
+  Check(R"([\b])", {"\b"}, {"b"});  // backspace inside a class
+  Check("[\xC3\xA9-\xC3\xAB]", {"\xC3\xA9", "\xC3\xAA", "\xC3\xAB"}, {"\xC3\xAC", "e"});
+  Check("[[]", {"["}, {});
+  Check(R"([^\x00-\x{10FFFF}]|a)", {"a"}, {"b"});  // empty class inside an alternation
+}
+
+TEST(RegexCompilerTest, ShorthandsFollowPython) {
+  Check(R"(\d)", {"0", "9", "\xD9\xA3" /* U+0663 */}, {"a", "\xC2\xB2" /* superscript 2 */});
+  Check(R"(\w)", {"a", "_", "\xC3\xA9", "\xE4\xB8\x80", "\xC2\xB2"}, {"-", " "});
+  Check(R"(\s)", {" ", "\t", "\x0B", "\x1C", "\xC2\x85", "\xE3\x80\x80"}, {"a", "\xEF\xBB\xBF"});
+  Check(R"(\D\W\S)", {"a-x"}, {"a- "});
+  // Python does not fold the shorthands under i: U+0345 (Mn, folds with iota) is not \w.
+  Check(R"((?i)[^\w])", {"\xCD\x85"}, {"\xCE\xB9"});
+  Check(R"((?a)\w\d\s)", {"a1 "}, {"\xC3\xA9" "1 ", "a\xD9\xA3 ", "a1\xC2\x85"});
+}
+
+TEST(RegexCompilerTest, Properties) {
+  Check(R"(\p{Lu})", {"A", "\xC3\x89"}, {"a", "1"});
+  Check(R"(\pL)", {"a", "\xCE\xB1"}, {"1"});
+  Check(R"(\p{Letter}\p{Nd}\P{L}\p{^L})", {"a1--"}, {"a1a-"});
+  Check(R"(\p{Greek}+)", {"\xCE\xB1\xCE\xB2"}, {"a"});
+  Refused(R"(ab\p{Nope})", "unknown Unicode property 'Nope'", 2);
+  Refused(R"(\p)", "\\p needs a property name", 0);
+  Refused(R"(\p{L)", "unterminated", 0);
+}
+
+TEST(RegexCompilerTest, Dot) {
+  Check(".", {"a", "\xC3\xA9", "\xF0\x9F\x98\x80", "\r"}, {"\n", "", "ab", "\xC3", "\xFF"});
+  Check(".", {"\n"}, {}, kRegexDotAll);
+  Check("(?s).", {"\n"}, {});
+  Check("(?s:.).", {"\na"}, {"\n\n"});
+}
+
+TEST(RegexCompilerTest, GroupsAndAlternation) {
+  Check("(ab|c)d", {"abd", "cd"}, {"ad", "abcd"});
+  Check("(?:ab|c)+", {"ab", "cabc"}, {""});
+  Check("(?P<x>a)(?<y>b)", {"ab"}, {});
+  Check("a(?#comment)b", {"ab"}, {});
+  Check("a||b", {"a", "", "b"}, {"ab"});
+  Check("()", {""}, {"a"});
+  Check("(|a)", {"", "a"}, {});
+  Check("((((a))))", {"a"}, {});
+}
+
+TEST(RegexCompilerTest, Quantifiers) {
+  Check("a*", {"", "a", "aaaa"}, {"b"});
+  Check("a+", {"a", "aaa"}, {""});
+  Check("a?", {"", "a"}, {"aa"});
+  Check("a{3}", {"aaa"}, {"aa", "aaaa"});
+  Check("a{2,}", {"aa", "aaaaa"}, {"a"});
+  Check("a{2,4}", {"aa", "aaa", "aaaa"}, {"a", "aaaaa"});
+  Check("a{,2}", {"", "a", "aa"}, {"aaa"});
+  Check("a{0}", {""}, {"a"});
+  Check("a{0,0}b", {"b"}, {"ab"});
+  Check("a*?b+?c??d{1,2}?", {"bd", "aabbcdd"}, {"abcddd"});
+  Check("(a|b){2}", {"ab", "ba", "aa"}, {"a", "abb"});
+  Check("(a*)*", {"", "aaa"}, {"b"});
+  Check("(a?){3}b", {"b", "ab", "aaab"}, {"aaaab"});
+  Check("(?:a{2}){2,3}", {"aaaa", "aaaaaa"}, {"aaa", "aaaaa"});
+  Refused("*a", "nothing to repeat", 0);
+  Refused("a|*", "nothing to repeat", 2);
+  Refused("(*)", "nothing to repeat", 1);
+  Refused("a**", "multiple repeat", 2);
+  Refused("a{2}{3}", "multiple repeat", 4);
+  Refused("a*+", "possessive quantifier", 2);
+  Refused("a{3,2}", "min repeat greater than max repeat", 1);
+  Refused("a{1001}", "max_repeat = 1000", 1);
+}
+
+TEST(RegexCompilerTest, CaseInsensitive) {
+  Check("abc", {"abc", "ABC", "aBc"}, {"abd"}, kRegexIgnoreCase);
+  Check("(?i)k", {"k", "K", "\xE2\x84\xAA"}, {"l"});  // U+212A KELVIN SIGN
+  Check("(?i)\xC3\xA9", {"\xC3\xA9", "\xC3\x89"}, {"e"});
+  Check("(?i)[a-c]", {"B"}, {"d", "D"});
+  Check("(?i)[^a]", {"b"}, {"a", "A"});
+  Check("(?i)\\p{Lu}", {"a", "A"}, {"1"});
+  Check("(?i)\\P{Lu}", {"1"}, {"a", "A"});
+  Check("a(?i:b)c", {"aBc"}, {"Abc", "abC"});
+  Check("(?i)a(?-i:b)", {"Ab"}, {"AB"});
+  Check("(?i:a(?-i)b)c", {"Abc"}, {"AbC", "aBc"});  // inline flags last to the group's end
+  Check("(?ai)k", {"k", "K"}, {"\xE2\x84\xAA"});
+  Check("(?i)\\x41", {"a"}, {});
+}
+
+TEST(RegexCompilerTest, Verbose) {
+  Check("a b # comment\n c", {"abc"}, {"a b c"}, kRegexVerbose);
+  Check("(?x) a \\  b [ ]", {"a b "}, {"ab"});
+  Check("(?x) a *", {"", "aaa"}, {});
+}
+
+TEST(RegexCompilerTest, Anchors) {
+  Check("^abc$", {"abc"}, {"", "abcd"});
+  Check(R"(\Aab\Z)", {"ab"}, {});
+  Check(R"(\Aab\z)", {"ab"}, {});
+  Check("^a|^b$|c$", {"a", "b", "c"}, {"ab"});
+  Check("(^a)b", {"ab"}, {});
+  Check("(?:^a)?b", {"ab", "b"}, {});
+  Check("^^a$$", {"a"}, {});
+  Check("(?m)^a$", {"a"}, {});
+  Refused("a^b", "anchor ^", 1);
+  Refused("a$b", "anchor $", 1);
+  Refused("(^a)*", "anchor ^", 1);
+  Refused("a(?:^b)", "anchor ^", 4);
+  Refused("a\\Ab", "anchor ^ or \\A", 1);
+  Refused("^*", "nothing to repeat", 1);
+  Refused(R"(a\b)", "word boundary \\b", 1);
+  Refused(R"(a\B)", "\\B", 1);
+  Refused(R"([\A])", "anchor \\A inside a class", 1);
+}
+
+TEST(RegexCompilerTest, RefusedConstructsNameThemselves) {
+  Refused("a(?=b)", "lookahead (?=", 1);
+  Refused("a(?!b)", "lookahead (?!", 1);
+  Refused("(?<=a)b", "lookbehind (?<=", 0);
+  Refused("(?<!a)b", "lookbehind (?<!", 0);
+  Refused(R"((a)\1)", "backreference", 3);
+  Refused("(?P<x>a)(?P=x)", "backreference (?P=name)", 8);
+  Refused(R"((?<x>a)\k<x>)", "backreference \\k", 7);
+  Refused("(?>a)", "atomic group", 0);
+  Refused("(?(1)a|b)", "conditional group", 0);
+  Refused("(?L)a", "flag 'L'", 2);
+  Refused("[[:alpha:]]", "POSIX class", 1);
+}
+
+TEST(RegexCompilerTest, MalformedPatterns) {
+  Refused("(ab", "missing ), unterminated group", 0);
+  Refused("a(b(c)", "missing ), unterminated group", 1);
+  Refused("ab)", "unbalanced parenthesis", 2);
+  Refused("[ab", "unterminated character class", 0);
+  Refused("[z-a]", "bad character range", 1);
+  Refused(R"([a-\d])", "bad character range", 1);
+  Refused("ab\\", "trailing backslash", 2);
+  Refused(R"(\q)", "unknown escape \\q", 0);
+  Refused(R"(\x4)", "\\x needs 2 hex digits", 0);
+  Refused(R"(\U00110000)", "above U+10FFFF", 0);
+  Refused(R"(\N{NO SUCH NAME})", "unknown character name", 0);
+  Refused("a\xFF", "invalid UTF-8", 1);
+  Refused("(?P<>a)", "malformed group name", 0);
+}
+
+TEST(RegexCompilerTest, Limits) {
+  RegexLimits limits;
+  limits.max_nesting = 3;
+  Refused("((((a))))", "max_nesting = 3", 3, 0, limits);
+  EXPECT_TRUE(CompileRegex("(((a)))", 0, limits).ok());
+  // Deep nesting within the default limit, no recursion on the C++ stack.
+  std::string deep = std::string(250, '(') + "a" + std::string(250, ')');
+  Check(deep, {"a"}, {});
+  limits = RegexLimits();
+  limits.max_nfa_states = 5000;
+  absl::StatusOr<ByteDfa> big = CompileRegex("((a{1000}){1000}){1000}", 0, limits);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("max_nfa_states = 5000"), std::string::npos)
+      << big.status();
+  limits = RegexLimits();
+  limits.max_dfa_states = 64;
+  absl::StatusOr<ByteDfa> blowup = CompileRegex("[ab]*a[ab]{10}", 0, limits);
+  ASSERT_FALSE(blowup.ok());
+  EXPECT_EQ(blowup.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(blowup.status().message().find("regex /[ab]*a[ab]{10}/: "), std::string::npos)
+      << blowup.status();
+}
+
+TEST(RegexCompilerTest, AddRegexAppendsAFragment) {
+  ByteNfa nfa;
+  uint32_t mid = nfa.AddLiteral(0, "x");
+  absl::StatusOr<uint32_t> end = AddRegex(nfa, mid, "[0-9]+", 0);
+  ASSERT_TRUE(end.ok()) << end.status();
+  nfa.SetAccepting(*end);
+  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, 100);
+  ASSERT_TRUE(dfa.ok());
+  EXPECT_TRUE(dfa->Matches("x12"));
+  EXPECT_FALSE(dfa->Matches("x"));
+  EXPECT_EQ(RegexDisplayName("a+", kRegexIgnoreCase | kRegexDotAll), "/a+/is");
+}
+
+TEST(RegexCompilerTest, EmptyLanguageAndLiveStates) {
+  ByteDfa never = Compile(R"([^\x00-\x{10FFFF}])");
+  EXPECT_TRUE(never.empty());
+  ByteDfa dfa = Compile("ab|ac");
+  uint32_t s = dfa.next[1]['a'];
+  EXPECT_NE(s, 0u);
+  EXPECT_EQ(dfa.next[s]['d'], 0u);  // trimmed: "ad" is a dead prefix
+}
+
+// ------------------------------------------------------------- RE2 differential
+
+const std::vector<std::string>& Alphabet() {
+  static const std::vector<std::string> a = {"a", "b", "A", "B", "0", "1", "_", " ", "\n",
+                                             "\xC3\xA9", "\xC3\x89", "\xE2\x84\xAA"};
+  return a;
+}
+
+// A random regex as a tree, printed to a pattern and sampled for strings.
+struct Gen {
+  enum Kind { kChar, kDot, kClass, kShorthand, kProperty, kConcat, kAlt, kRepeat, kGroup };
+  Kind kind = kChar;
+  std::string text;  // kChar/kClass/kShorthand/kProperty: the pattern piece
+  std::string chr;   // kChar: the character it denotes
+  std::vector<Gen> kids;
+  uint32_t min = 0, max = 0;
+  std::string open = "(";  // kGroup
+};
+
+class RegexGenerator {
+ public:
+  explicit RegexGenerator(std::mt19937_64& rng) : rng_(rng) {}
+
+  Gen Make(int depth) {
+    int r = Pick(depth <= 0 ? 5 : 9);
+    Gen g;
+    switch (r) {
+      case 0:
+      case 1: {
+        g.kind = Gen::kChar;
+        size_t i = Pick(static_cast<int>(Alphabet().size()));
+        g.chr = Alphabet()[i];
+        g.text = g.chr == "\n" ? "\\n" : g.chr == " " ? "\\ " : g.chr;
+        if (g.chr == "\xC3\xA9" && Pick(2)) g.text = Pick(2) ? "\\u00e9" : "\\xe9";
+        return g;
+      }
+      case 2:
+        g.kind = Gen::kDot;
+        g.text = ".";
+        return g;
+      case 3: {
+        g.kind = Gen::kClass;
+        static const char* items[] = {"a", "b", "A", "a-b", "A-B", "0-1", "_", "\\d",
+                                      "\\w", "\\s", "\\p{Lu}", "\\P{Lu}", "\xC3\xA9",
+                                      "\xC3\x89-\xC3\xA9", "\\n", " ", "\\D"};
+        g.text = Pick(3) == 0 ? "[^" : "[";
+        int n = 1 + Pick(3);
+        for (int k = 0; k < n; ++k) g.text += items[Pick(17)];
+        g.text += "]";
+        return g;
+      }
+      case 4: {
+        g.kind = Pick(2) ? Gen::kShorthand : Gen::kProperty;
+        static const char* sh[] = {"\\d", "\\w", "\\s", "\\D", "\\W", "\\S"};
+        static const char* pr[] = {"\\p{Lu}", "\\p{Ll}", "\\p{L}", "\\P{L}", "\\p{N}",
+                                   "\\pL", "\\p{Zs}"};
+        g.text = g.kind == Gen::kShorthand ? sh[Pick(6)] : pr[Pick(7)];
+        return g;
+      }
+      case 5:
+      case 6: {
+        g.kind = Gen::kConcat;
+        int n = 2 + Pick(2);
+        for (int k = 0; k < n; ++k) g.kids.push_back(Make(depth - 1));
+        return g;
+      }
+      case 7: {
+        g.kind = Gen::kAlt;
+        int n = 2 + Pick(2);
+        for (int k = 0; k < n; ++k) g.kids.push_back(Make(depth - 1));
+        if (Pick(8) == 0) g.kids.push_back(Gen{Gen::kConcat, "", "", {}, 0, 0, "("});  // empty
+        return g;
+      }
+      default: {
+        Gen child = Make(depth - 1);
+        if (Pick(2)) {
+          g.kind = Gen::kRepeat;
+          static const char* q[] = {"*", "+", "?", "{2}", "{1,}", "{0,2}", "{1,3}", "{,2}"};
+          static const uint32_t mins[] = {0, 1, 0, 2, 1, 0, 1, 0};
+          static const uint32_t maxs[] = {kUnbounded, kUnbounded, 1, 2, kUnbounded, 2, 3, 2};
+          int k = Pick(8);
+          g.text = std::string(q[k]) + (Pick(4) == 0 ? "?" : "");
+          g.min = mins[k];
+          g.max = maxs[k];
+          // Quantify a group, so precedence never matters.
+          Gen group;
+          group.kind = Gen::kGroup;
+          group.open = "(?:";
+          group.kids.push_back(std::move(child));
+          g.kids.push_back(std::move(group));
+          return g;
+        }
+        g.kind = Gen::kGroup;
+        static const char* opens[] = {"(", "(?:", "(?P<n>", "(?<m>", "(?i:", "(?s:"};
+        g.open = opens[Pick(6)];
+        g.kids.push_back(std::move(child));
+        return g;
+      }
+    }
+  }
+
+  std::string Print(const Gen& g) {
+    switch (g.kind) {
+      case Gen::kConcat: {
+        std::string s;
+        for (const Gen& k : g.kids) s += Print(k);
+        return s;
+      }
+      case Gen::kAlt: {
+        std::string s = "(?:";
+        for (size_t i = 0; i < g.kids.size(); ++i) s += (i ? "|" : "") + Print(g.kids[i]);
+        return s + ")";
+      }
+      case Gen::kRepeat:
+        return Print(g.kids[0]) + g.text;
+      case Gen::kGroup:
+        return g.open + Print(g.kids[0]) + ")";
+      default:
+        return g.text;
+    }
+  }
+
+  // A string the regex probably matches (classes and dots pick at random).
+  void Sample(const Gen& g, bool fold, std::string* out) {
+    switch (g.kind) {
+      case Gen::kChar:
+        *out += fold && Pick(2) ? Swap(g.chr) : g.chr;
+        return;
+      case Gen::kConcat:
+        for (const Gen& k : g.kids) Sample(k, fold, out);
+        return;
+      case Gen::kAlt:
+        Sample(g.kids[Pick(static_cast<int>(g.kids.size()))], fold, out);
+        return;
+      case Gen::kRepeat: {
+        uint32_t top = g.max == kUnbounded ? g.min + 3 : g.max;
+        uint32_t n = g.min + static_cast<uint32_t>(Pick(static_cast<int>(top - g.min + 1)));
+        for (uint32_t k = 0; k < n; ++k) Sample(g.kids[0], fold, out);
+        return;
+      }
+      case Gen::kGroup:
+        Sample(g.kids[0], fold || g.open == "(?i:", out);
+        return;
+      default:
+        *out += Alphabet()[Pick(static_cast<int>(Alphabet().size()))];
+        return;
+    }
+  }
+
+  int Pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+ private:
+  static std::string Swap(const std::string& c) {
+    if (c == "a") return "A";
+    if (c == "A") return "a";
+    if (c == "b") return "B";
+    if (c == "B") return "b";
+    if (c == "\xC3\xA9") return "\xC3\x89";
+    if (c == "\xC3\x89") return "\xC3\xA9";
+    if (c == "\xE2\x84\xAA") return "k";
+    return c;
+  }
+  std::mt19937_64& rng_;
+};
+
+// Per DFA state, the shortest completion to an accepting state (BFS over reversed edges).
+std::vector<std::string> ShortestCompletions(const ByteDfa& dfa) {
+  const uint32_t n = dfa.num_states();
+  std::vector<std::vector<std::pair<uint32_t, uint8_t>>> rev(n);
+  for (uint32_t s = 1; s < n; ++s) {
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (dfa.next[s][b]) rev[dfa.next[s][b]].push_back({s, static_cast<uint8_t>(b)});
+    }
+  }
+  std::vector<int> next_state(n, -1);
+  std::vector<int> step(n, -1);
+  std::deque<uint32_t> queue;
+  std::vector<uint8_t> done(n, 0);
+  for (uint32_t s = 1; s < n; ++s) {
+    if (dfa.accepting[s]) {
+      done[s] = 1;
+      queue.push_back(s);
+    }
+  }
+  while (!queue.empty()) {
+    uint32_t t = queue.front();
+    queue.pop_front();
+    for (auto [s, b] : rev[t]) {
+      if (!done[s]) {
+        done[s] = 1;
+        next_state[s] = static_cast<int>(t);
+        step[s] = b;
+        queue.push_back(s);
+      }
+    }
+  }
+  std::vector<std::string> out(n);
+  for (uint32_t s = 1; s < n; ++s) {
+    for (uint32_t t = s; !dfa.accepting[t];) {
+      out[s].push_back(static_cast<char>(step[t]));
+      t = static_cast<uint32_t>(next_state[t]);
+    }
+  }
+  return out;
+}
+
+bool Re2Full(const RE2& re, const std::string& s) {
+  return RE2::FullMatch(re2::StringPiece(s.data(), s.size()), re);
+}
+
+// Bounded: some completion of 1..2 alphabet pieces (after finishing a partial
+// code point at the end of `prefix`) makes RE2 match; `prefix` itself counts.
+bool Re2SomeCompletion(const RE2& re, const std::string& prefix) {
+  std::vector<std::string> starts;
+  for (const std::string& piece : Alphabet()) {
+    for (size_t cut = 1; cut < piece.size() && cut <= prefix.size(); ++cut) {
+      if (prefix.compare(prefix.size() - cut, cut, piece, 0, cut) == 0 &&
+          static_cast<uint8_t>(prefix[prefix.size() - cut]) >= 0xC0) {
+        starts.push_back(prefix + piece.substr(cut));
+      }
+    }
+  }
+  if (starts.empty()) starts.push_back(prefix);
+  std::vector<std::string> level = starts;
+  for (int k = 0; k <= 2; ++k) {
+    std::vector<std::string> next;
+    for (const std::string& s : level) {
+      if (Re2Full(re, s)) return true;
+      if (k < 2) {
+        for (const std::string& piece : Alphabet()) next.push_back(s + piece);
+      }
+    }
+    level = std::move(next);
+  }
+  return false;
+}
+
+TEST(RegexDifferential, AgreesWithRe2OnRandomRegexes) {
+  std::mt19937_64 rng(0x5eed2026);
+  RegexGenerator gen(rng);
+  const int kRegexes = 300 * kScale;
+  const int kStrings = 24;
+  size_t full = 0, full_matches = 0, live = 0, dead = 0, empty_langs = 0;
+  for (int ri = 0; ri < kRegexes; ++ri) {
+    Gen tree = gen.Make(1 + gen.Pick(4));
+    uint32_t flags = 0;
+    if (gen.Pick(4) == 0) flags |= kRegexIgnoreCase;
+    if (gen.Pick(4) == 0) flags |= kRegexDotAll;
+    const std::string pattern = gen.Print(tree);
+    // RE2 folds \w under i, Python (and zapgram) do not: they differ on U+0345,
+    // which a DFA witness may pick. Such combinations are left to the unit tests.
+    const bool folds = (flags & kRegexIgnoreCase) || pattern.find("(?i:") != std::string::npos;
+    if (folds && (pattern.find("\\w") != std::string::npos ||
+                  pattern.find("\\W") != std::string::npos)) {
+      --ri;
+      continue;
+    }
+    absl::StatusOr<ByteDfa> dfa = CompileRegex(pattern, flags);
+    ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
+    std::string translated, why;
+    ASSERT_TRUE(testing::TranslateRegexForRe2(pattern, flags, &translated, &why)) << why;
+    RE2::Options opts;
+    opts.set_log_errors(false);
+    RE2 re(translated, opts);
+    ASSERT_TRUE(re.ok()) << translated << ": " << re.error();
+    const std::vector<std::string> completions = ShortestCompletions(*dfa);
+    if (dfa->empty()) ++empty_langs;
+    for (int si = 0; si < kStrings; ++si) {
+      std::string s;
+      if (si % 3 != 0) {
+        gen.Sample(tree, (flags & kRegexIgnoreCase) != 0, &s);
+        if (si % 3 == 2 && !s.empty()) {  // a mutation
+          size_t at = static_cast<size_t>(gen.Pick(static_cast<int>(s.size()) + 1));
+          s.insert(at, Alphabet()[gen.Pick(static_cast<int>(Alphabet().size()))]);
+        }
+      } else {
+        int n = gen.Pick(7);
+        for (int k = 0; k < n; ++k) s += Alphabet()[gen.Pick(static_cast<int>(Alphabet().size()))];
+      }
+      const bool want = Re2Full(re, s);
+      ASSERT_EQ(dfa->Matches(s), want) << "/" << pattern << "/ flags " << flags << " RE2 "
+                                       << translated << " on \"" << s << "\"";
+      ++full;
+      full_matches += want;
+      // Prefix viability, byte by byte.
+      uint32_t state = dfa->empty() ? 0 : 1;
+      for (size_t len = 0; len <= s.size(); ++len) {
+        if (len > 0 && state != 0) state = dfa->next[state][static_cast<uint8_t>(s[len - 1])];
+        const std::string prefix = s.substr(0, len);
+        if (state != 0) {
+          ASSERT_TRUE(Re2Full(re, prefix + completions[state]))
+              << "/" << pattern << "/ live prefix \"" << prefix << "\" completion \""
+              << completions[state] << "\"";
+          ++live;
+        } else {
+          ASSERT_FALSE(Re2SomeCompletion(re, prefix))
+              << "/" << pattern << "/ flags " << flags << " RE2 " << translated
+              << ": DFA says \"" << prefix << "\" is dead";
+          ++dead;
+          break;
+        }
+      }
+    }
+  }
+  std::cout << "[ RE2 diff ] " << kRegexes << " regexes, " << full << " full-match checks ("
+            << full_matches << " matches), " << live << " live-prefix witnesses, " << dead
+            << " dead-prefix bounded searches, " << empty_langs << " empty languages\n";
+  EXPECT_GT(full_matches, full / 5);
+}
+
+// ----------------------------------------------------------------- end to end
+
+TEST(RegexEndToEndTest, RegexTerminalsInAGrammar) {
+  // root ::= stmt (";" stmt)*   stmt ::= /[a-z_]\w*/ "=" /\d+(\.\d+)?/i | /#[^\n]*/ | /x*/
+  Grammar g;
+  g.source_name = "<regex e2e>";
+  auto regex = [&](std::string pattern, uint32_t flags = 0) {
+    Expr e;
+    e.kind = ExprKind::kRegex;
+    e.literal = std::move(pattern);
+    e.flags = flags;
+    g.exprs.push_back(std::move(e));
+    return static_cast<ExprId>(g.exprs.size() - 1);
+  };
+  ExprId ident = regex(R"([a-z_]\w*)");
+  ExprId number = regex(R"(\d+(?:\.\d+)?(?:e\d+)?)", kRegexIgnoreCase);
+  ExprId comment = regex(R"(#[^\n]*)");
+  ExprId xs = regex("x*");                     // nullable: lowered to ε | x+
+  ExprId never = regex(R"([^\x00-\x{10FFFF}])");  // empty language: never matches
+  ExprId assign = g.AddSequence({ident, g.AddLiteral("="), number});
+  ExprId stmt = g.AddChoice({assign, comment, xs, g.AddSequence({never, g.AddLiteral("!")})});
+  g.rules.push_back({"stmt", stmt, {}});
+  ExprId rest = g.AddRepeat(g.AddSequence({g.AddLiteral(";"), g.AddRuleRef(0)}), 0, kUnbounded);
+  g.rules.push_back({"root", g.AddSequence({g.AddRuleRef(0), rest}), {}});
+  g.root = 1;
+  ASSERT_TRUE(g.Validate().ok()) << g.Validate();
+
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(g);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  std::string dump = parser::DumpFlatGrammar(*flat);
+  EXPECT_NE(dump.find("/[a-z_]\\w*/"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("/\\d+(?:\\.\\d+)?(?:e\\d+)?/i"), std::string::npos) << dump;
+
+  testing::ReferenceOptions options;
+  options.completion_alphabet = {"a", "x", "1", "=", ";", ".", "e", "E", "#", " ", "\n",
+                                 "\xC3\xA9"};
+  options.max_completion = 2;
+  testing::ReferenceRecognizer oracle(g, options);
+  ASSERT_TRUE(oracle.error().empty()) << oracle.error();
+
+  const std::vector<std::string> docs = {
+      "a=1", "abc=12.5;x=3E7", "", "xxx", "x;;#c\xC3\xA9", "_\xC3\xA9=1", "a=", "a=1.",
+      "1=a", "a=1\n", "#c\n;a=1", "!", "a=1;", "A=1", "a=1;xx;#;b=2e3", "a = 1", "a=1e"};
+  for (bool pruning : {true, false}) {
+    for (const std::string& doc : docs) {
+      RecognizerOptions ro;
+      ro.pruning = pruning;
+      parser::Recognizer r = pruning::MakeRecognizer(&*flat, ro);
+      size_t fed = r.FeedBytes(doc);
+      bool accepted = fed == doc.size() && r.IsAccepting();
+      EXPECT_EQ(accepted, oracle.Accepts(doc)) << "\"" << doc << "\"";
+      EXPECT_EQ(fed, oracle.LongestViablePrefix(doc)) << "\"" << doc << "\"";
+    }
+  }
+  // Known answers, independent of both.
+  auto accepts = [&](const std::string& doc) {
+    parser::Recognizer r = pruning::MakeRecognizer(&*flat);
+    return r.FeedBytes(doc) == doc.size() && r.IsAccepting();
+  };
+  EXPECT_TRUE(accepts("abc=12.5;x=3E7"));
+  EXPECT_TRUE(accepts(""));
+  EXPECT_TRUE(accepts("_\xC3\xA9=1"));
+  EXPECT_FALSE(accepts("a=1."));
+  EXPECT_FALSE(accepts("A=1"));
+  EXPECT_FALSE(accepts("!"));
+}
+
+TEST(RegexEndToEndTest, CompileErrorsCarryTheLocation) {
+  Grammar g;
+  g.source_name = "g.lark";
+  Expr e;
+  e.kind = ExprKind::kRegex;
+  e.literal = "a(?=b)";
+  e.loc = {3, 7};
+  g.exprs.push_back(e);
+  g.rules.push_back({"root", 0, {}});
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(g);
+  ASSERT_FALSE(flat.ok());
+  EXPECT_EQ(flat.status().message(),
+            "g.lark:3:7: regex /a(?=b)/: lookahead (?= is not supported at offset 1");
+}
+
+}  // namespace
+}  // namespace zapgram::grammar

@@ -245,6 +245,9 @@ class BoundedLanguages {
         case grammar::ExprKind::kRuleRef:
           l = rules_[e.rule];
           break;
+        case grammar::ExprKind::kRegex:  // RandomGrammar makes none; not enumerated here
+          ADD_FAILURE() << "bounded enumeration: unexpected regex terminal /" << e.literal << "/";
+          break;
         case grammar::ExprKind::kSequence:
           l.insert("");
           for (grammar::ExprId c : e.children) l = Concat(l, memo[c]);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "re2/re2.h"
 
 namespace zapgram::testing {
 
@@ -121,6 +122,112 @@ bool IsProperPrefixOfClass(std::string_view bytes, const std::vector<CodepointRa
   return IntervalHitsClass(lo, hi, ranges);
 }
 
+bool TranslateRegexForRe2(std::string_view p, uint32_t flags, std::string* out,
+                          std::string* error) {
+  if (flags & grammar::kRegexVerbose) {
+    *error = "the x flag has no RE2 equivalent";
+    return false;
+  }
+  static const char kSpace[] =
+      "\\t-\\r\\x{1c}-\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}"
+      "\\x{202f}\\x{205f}\\x{3000}";
+  static const char kWord[] = "\\p{L}\\p{N}_";
+  std::string r = "(?";
+  if (flags & grammar::kRegexIgnoreCase) r += "i";
+  if (flags & grammar::kRegexMultiline) r += "m";
+  if (flags & grammar::kRegexDotAll) r += "s";
+  r += ":";
+  bool in_class = false;
+  size_t class_start = 0;  // index just after '[' or '[^'
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      char d = p[i + 1];
+      ++i;
+      switch (d) {
+        case 'd': r += "\\p{Nd}"; continue;
+        case 'D': r += "\\P{Nd}"; continue;
+        case 'w': r += in_class ? std::string(kWord) : absl::StrCat("[", kWord, "]"); continue;
+        case 's': r += in_class ? std::string(kSpace) : absl::StrCat("[", kSpace, "]"); continue;
+        case 'W':
+        case 'S':
+          if (in_class) {
+            *error = "\\W or \\S inside a class";
+            return false;
+          }
+          r += absl::StrCat("[^", d == 'W' ? kWord : kSpace, "]");
+          continue;
+        case 'Z': r += "\\z"; continue;
+        case 'u':
+        case 'U': {  // \uNNNN, \UNNNNNNNN -> \x{...}; \u{...} -> \x{...}
+          size_t n = d == 'u' ? 4 : 8;
+          if (i + 1 < p.size() && p[i + 1] == '{') {
+            size_t close = p.find('}', i);
+            if (close == std::string_view::npos) close = p.size() - 1;
+            r += "\\x";
+            r.append(p.substr(i + 1, close - i));
+            i = close;
+            continue;
+          }
+          r += "\\x{";
+          r.append(p.substr(i + 1, n));
+          r += "}";
+          i += n;
+          continue;
+        }
+        case 'p':
+        case 'P':
+          r += '\\';
+          r += d;
+          if (i + 1 < p.size() && p[i + 1] == '{') {
+            size_t close = p.find('}', i);
+            if (close == std::string_view::npos) close = p.size() - 1;
+            r.append(p.substr(i + 1, close - i));
+            i = close;
+          }
+          continue;
+        default:
+          r += '\\';
+          r += d;
+          continue;
+      }
+    }
+    if (in_class) {
+      if (c == ']' && i != class_start) in_class = false;
+      if (c == '[') {
+        r += "\\[";
+        continue;
+      }
+      r += c;
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      r += c;
+      if (i + 1 < p.size() && p[i + 1] == '^') {
+        r += '^';
+        ++i;
+      }
+      class_start = i + 1;
+      continue;
+    }
+    if (c == '(' && p.substr(i, 3) == "(?<" && p.substr(i, 4) != "(?<=" &&
+        p.substr(i, 4) != "(?<!") {
+      r += "(?P<";
+      i += 2;
+      continue;
+    }
+    if (c == '{' && i + 1 < p.size() && p[i + 1] == ',') {
+      r += "{0";
+      continue;
+    }
+    r += c;
+  }
+  r += ")";
+  *out = std::move(r);
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Lowering.
 
@@ -142,7 +249,8 @@ void ReferenceRecognizer::AddProduction(Sym lhs, std::vector<Sym> rhs) {
   productions_.push_back(std::move(p));
 }
 
-ReferenceRecognizer::ReferenceRecognizer(const grammar::Grammar& g) {
+ReferenceRecognizer::ReferenceRecognizer(const grammar::Grammar& g, ReferenceOptions options)
+    : options_(std::move(options)) {
   for (const grammar::Rule& rule : g.rules) NewNonterminal(rule.name);
   std::vector<Sym> memo(g.exprs.size(), kUnset);
   // Post-order over the expression tree with an explicit stack.
@@ -188,6 +296,28 @@ ReferenceRecognizer::ReferenceRecognizer(const grammar::Grammar& g) {
         case ExprKind::kRuleRef:
           sym = static_cast<Sym>(e.rule);
           break;
+        case ExprKind::kRegex: {
+          std::string translated, why;
+          Terminal t;
+          if (TranslateRegexForRe2(e.literal, e.flags, &translated, &why)) {
+            RE2::Options opts;
+            opts.set_encoding(RE2::Options::EncodingUTF8);
+            opts.set_log_errors(false);
+            opts.set_max_mem(64 << 20);
+            t.regex = std::make_shared<const RE2>(translated, opts);
+            if (!t.regex->ok()) why = t.regex->error();
+          }
+          if (!why.empty() || !t.regex) {
+            if (error_.empty()) error_ = "regex /" + e.literal + "/: " + why;
+            t.regex = std::make_shared<const RE2>("[^\\x00-\\x{10FFFF}]");  // matches nothing
+          }
+          bool nullable = RE2::FullMatch("", *t.regex);
+          max_terminal_bytes_ = SIZE_MAX;
+          sym = NewNonterminal(name);
+          AddProduction(sym, {NewTerminal(std::move(t))});
+          if (nullable) AddProduction(sym, {});
+          break;
+        }
         case ExprKind::kSequence: {
           sym = NewNonterminal(name);
           std::vector<Sym> rhs;
@@ -232,8 +362,10 @@ ReferenceRecognizer::ReferenceRecognizer(const grammar::Grammar& g) {
 void ReferenceRecognizer::ComputeProductive() {
   std::vector<bool> terminal_productive(terminals_.size());
   for (size_t t = 0; t < terminals_.size(); ++t) {
-    terminal_productive[t] =
-        !terminals_[t].is_class || IsProperPrefixOfClass("", terminals_[t].ranges);
+    terminal_productive[t] = terminals_[t].regex
+                                 ? RegexCompletes(*terminals_[t].regex, "")
+                                 : !terminals_[t].is_class ||
+                                       IsProperPrefixOfClass("", terminals_[t].ranges);
   }
   nt_productive_.assign(nt_names_.size(), false);
   auto sym_ok = [&](Sym s) { return s >= 0 ? nt_productive_[s] : terminal_productive[-1 - s]; };
@@ -259,6 +391,10 @@ bool ReferenceRecognizer::LanguageIsEmpty() const { return !nt_productive_[start
 
 bool ReferenceRecognizer::TerminalMatches(uint32_t terminal, std::string_view bytes) const {
   const Terminal& t = terminals_[terminal];
+  if (t.regex) {
+    return !bytes.empty() && RE2::FullMatch(re2::StringPiece(bytes.data(), bytes.size()),
+                                            *t.regex);
+  }
   if (!t.is_class) return bytes == t.literal;
   uint32_t cp = 0;
   return DecodeOneCodepoint(bytes, &cp) && InClass(cp, t.ranges);
@@ -266,10 +402,50 @@ bool ReferenceRecognizer::TerminalMatches(uint32_t terminal, std::string_view by
 
 bool ReferenceRecognizer::TerminalProperPrefix(uint32_t terminal, std::string_view bytes) const {
   const Terminal& t = terminals_[terminal];
+  if (t.regex) return RegexCompletes(*t.regex, bytes);
   if (!t.is_class) {
     return bytes.size() < t.literal.size() && t.literal.compare(0, bytes.size(), bytes) == 0;
   }
   return IsProperPrefixOfClass(bytes, t.ranges);
+}
+
+bool ReferenceRecognizer::RegexCompletes(const RE2& re, std::string_view bytes) const {
+  const std::vector<std::string>& pieces = options_.completion_alphabet;
+  // A partial code point at the end must be finished first, by the rest of a piece.
+  std::vector<std::string> starts;
+  for (size_t cut = 1; cut < 4 && cut <= bytes.size(); ++cut) {
+    std::string_view tail = bytes.substr(bytes.size() - cut);
+    uint8_t lead = static_cast<uint8_t>(tail[0]);
+    if (lead < 0xC0) continue;  // not the start of a multi-byte sequence
+    for (const std::string& piece : pieces) {
+      if (piece.size() > cut && piece.compare(0, cut, tail) == 0) {
+        starts.push_back(std::string(bytes) + piece.substr(cut));
+      }
+    }
+    break;
+  }
+  if (starts.empty()) starts.push_back(std::string(bytes));
+  // Breadth-first over completions of 1..max_completion pieces (or of the
+  // finishing piece plus up to max_completion - 1 more).
+  const bool finishing = starts.size() > 1 || starts[0].size() != bytes.size();
+  std::vector<std::string> level = starts;
+  if (finishing) {
+    for (const std::string& s : level) {
+      if (RE2::FullMatch(re2::StringPiece(s.data(), s.size()), re)) return true;
+    }
+  }
+  for (size_t k = finishing ? 1 : 0; k < options_.max_completion; ++k) {
+    std::vector<std::string> next;
+    for (const std::string& s : level) {
+      for (const std::string& piece : pieces) {
+        std::string t = s + piece;
+        if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), re)) return true;
+        next.push_back(std::move(t));
+      }
+    }
+    level = std::move(next);
+  }
+  return false;
 }
 
 std::string ReferenceRecognizer::DumpBnf() const {
@@ -284,6 +460,10 @@ std::string ReferenceRecognizer::DumpBnf() const {
         continue;
       }
       const Terminal& t = terminals_[-1 - s];
+      if (t.regex) {
+        out += "/" + t.regex->pattern() + "/";
+        continue;
+      }
       if (!t.is_class) {
         out.push_back('"');
         AppendEscapedBytes(t.literal, &out);

@@ -25,6 +25,18 @@
 //    forms, surrogates and values above U+10FFFF never match). Closure
 //    (predict and complete) is a naive fixpoint: passes over the whole set
 //    repeat until one adds nothing, so empty rules need no special care.
+//  - Regex terminals (kRegex) are matched by RE2, never by zapgram's regex
+//    compiler: the pattern is translated to RE2 syntax with zapgram's
+//    conventions (TranslateRegexForRe2 below) and a terminal matches
+//    input[j..i) when RE2 fully matches it. A regex is lowered to `N -> T`
+//    plus `N -> ε` when RE2 matches the empty string, T standing for its
+//    non-empty matches. "input[j..i) is a proper prefix of a match of T" and
+//    "T is productive" are decided by BOUNDED brute force: some completion of
+//    1..max_completion pieces from `completion_alphabet` (after finishing a
+//    partial code point at the end) must make RE2 match. A found completion is
+//    a proof; a missed one may exist beyond the bound or outside the alphabet,
+//    so for grammars with regex terminals IsViable can under-report (never
+//    over-report) viability, and tests must pick alphabets accordingly.
 //  - Viability. A prefix of length i is viable (a prefix of some sentence)
 //    iff it is a sentence, or some item of a set j <= i sits before a
 //    terminal T such that input[j..i) is a proper prefix of a string T
@@ -39,6 +51,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -48,7 +61,29 @@
 #include "absl/container/flat_hash_set.h"
 #include "grammar/grammar.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace zapgram::testing {
+
+// RE2 syntax for a zapgram regex (grammar/regex_compiler.h) under the same
+// conventions: the flags i, s, m become an inline (?ims) group; \d \w \s use
+// Python's Unicode meaning (\d = \p{Nd}; \w = [\p{L}\p{N}_], which differs
+// from Python's isalnum() only on rare numeric letters outside L and N; \s =
+// Python's isspace() list) instead of RE2's ASCII ones; (?<name> becomes
+// (?P<name>, {,n} becomes {0,n}, \Z becomes \z. Returns false (and says why)
+// for what RE2 lacks or the translation does not cover: the x flag, \W or \S
+// inside a class.
+bool TranslateRegexForRe2(std::string_view pattern, uint32_t flags, std::string* out,
+                          std::string* error);
+
+struct ReferenceOptions {
+  // For regex terminals only (see above): completion pieces and their count.
+  std::vector<std::string> completion_alphabet = {"a", "b", "c", "A", "B", "0", "1",
+                                                  "_", " ", "\n", "\xC3\xA9"};
+  size_t max_completion = 3;
+};
 
 // Decodes `bytes` as exactly one well-formed UTF-8 code point (shortest form,
 // not a surrogate, at most U+10FFFF). Returns false otherwise.
@@ -62,7 +97,10 @@ bool IsProperPrefixOfClass(std::string_view bytes,
 class ReferenceRecognizer {
  public:
   // Copies what it needs from `grammar`; the grammar need not outlive it.
-  explicit ReferenceRecognizer(const grammar::Grammar& grammar);
+  // A regex the oracle cannot translate is reported by error() (and never matches).
+  explicit ReferenceRecognizer(const grammar::Grammar& grammar,
+                               ReferenceOptions options = ReferenceOptions());
+  const std::string& error() const { return error_; }
 
   // `input` is a sentence of the grammar.
   bool Accepts(std::string_view input) const;
@@ -123,6 +161,7 @@ class ReferenceRecognizer {
     bool is_class = false;
     std::string literal;
     std::vector<grammar::CodepointRange> ranges;
+    std::shared_ptr<const re2::RE2> regex;  // set for a regex terminal (non-empty matches)
   };
   struct Production {
     Sym lhs = 0;
@@ -136,6 +175,8 @@ class ReferenceRecognizer {
   void ComputeProductive();
   bool TerminalMatches(uint32_t terminal, std::string_view bytes) const;
   bool TerminalProperPrefix(uint32_t terminal, std::string_view bytes) const;
+  // Bounded search for a non-empty completion c with RE2 full match of bytes + c.
+  bool RegexCompletes(const re2::RE2& re, std::string_view bytes) const;
 
   std::vector<std::string> nt_names_;
   std::vector<Terminal> terminals_;
@@ -144,7 +185,10 @@ class ReferenceRecognizer {
   std::vector<bool> nt_productive_;
   Sym start_ = 0;  // S' -> root
   uint32_t start_production_ = 0;
-  size_t max_terminal_bytes_ = 4;  // longest literal, at least 4 (a UTF-8 code point)
+  size_t max_terminal_bytes_ = 4;  // longest literal, at least 4 (a UTF-8 code point);
+                                   // unbounded once a regex terminal exists
+  ReferenceOptions options_;
+  std::string error_;
 };
 
 }  // namespace zapgram::testing

@@ -1,0 +1,76 @@
+// Regular expressions to byte automata.
+//
+// The dialect is the part shared by Lark, Python `re` (str patterns) and
+// ECMA-262, with Python's meaning wherever they differ (see
+// grammar/unicode_classes.h for \d \w \s). A pattern is always matched whole
+// (a terminal), over UTF-8 code points.
+//
+// Accepted: literals; escapes \a \f \n \r \t \v \0 (and Python octal \0oo,
+// \ooo), \xNN, \x{N..}, \uNNNN, \U00NNNNNN, \u{N..}, \N{NAME}, \\ and any escaped
+// non-alphanumeric character; classes [..] with ranges, negation, \d \w \s
+// \D \W \S and \p{..} \P{..} \pL inside and outside them; `.` (any code point
+// but \n; any at all under s); groups ( ), (?: ), (?P<name> ), (?<name> ),
+// comments (?# ); inline flags (?aimsux-imsx) for the rest of the enclosing
+// group and scoped (?i-s: ); alternation; quantifiers * + ? {m} {m,} {m,n}
+// {,n} and their lazy forms (same language); a `{` that does not start a
+// valid quantifier is a literal (Python). ^ and \A where nothing can precede
+// them (the start of the pattern or of a top-level alternative, possibly
+// inside unquantified groups), $ \Z \z where nothing can follow them: there
+// they are no-ops, since a terminal is matched whole.
+//
+// Refused, with "regex /PATTERN/: <what> at offset N": lookarounds, atomic
+// groups, conditionals, backreferences (\1, (?P=name), \k<name>), possessive
+// quantifiers, \b \B \G, anchors anywhere else, unknown escapes and property
+// names, malformed syntax, and the limits below.
+//
+// Flags: i folds case with Unicode simple case folding (literals, ranges and
+// \p{..}; not the shorthands \d \w \s, as in Python); s lets `.` match \n;
+// x ignores whitespace and #-comments outside classes; m only widens where
+// ^ and $ may appear (they are no-ops at the ends either way); a makes
+// \d \w \s and case folding ASCII-only.
+//
+// Pipeline: Parse (pattern -> syntax tree, explicit stack of open groups,
+// classes resolved to code-point ranges on the spot) then Emit (tree ->
+// Thompson NFA fragment on a ByteNfa, explicit stack of frames; counted
+// repetition is unrolled, bounded by max_repeat and max_nfa_states), then
+// grammar::Determinize with the DFA state cap.
+//
+// Tests: tests/grammar/regex_compiler_test.cc (units, RE2 differential).
+#ifndef ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
+#define ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "grammar/byte_automaton.h"
+
+namespace zapgram::grammar {
+
+struct RegexLimits {
+  // Open groups at any point of the pattern (parse stack depth).
+  uint32_t max_nesting = 256;
+  // Largest m or n of a counted repetition {m,n} (RE2 uses 1000 too).
+  uint32_t max_repeat = 1000;
+  // NFA states after unrolling; each costs a few dozen bytes.
+  uint32_t max_nfa_states = 1u << 18;
+  // DFA states of one regex; each costs 1 KiB (256 transitions).
+  uint32_t max_dfa_states = 1u << 14;
+};
+
+// Appends the NFA of `pattern` starting at state `from`; returns its end
+// state (the caller decides whether it accepts). `flags` are RegexFlags. On
+// error `nfa` may hold unreachable garbage states.
+absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
+                                  uint32_t flags, const RegexLimits& limits = {});
+
+// The trimmed DFA of `pattern` (empty() when its language is empty).
+absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
+                                     const RegexLimits& limits = {});
+
+// "/pattern/flags" as Lark writes it (flags in the order imsx).
+std::string RegexDisplayName(std::string_view pattern, uint32_t flags);
+
+}  // namespace zapgram::grammar
+
+#endif  // ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
