@@ -33,7 +33,7 @@
 // classes resolved to code-point ranges on the spot) then Emit (tree ->
 // Thompson NFA fragment on a ByteNfa, explicit stack of frames; counted
 // repetition is unrolled, bounded by max_repeat and max_nfa_states), then
-// grammar::Determinize with the DFA state cap.
+// grammar::Determinize with the DFA state cap, then MinimizeDfa.
 //
 // Tests: tests/grammar/regex_compiler_test.cc (units, RE2 differential).
 #ifndef ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
@@ -64,9 +64,15 @@ struct RegexLimits {
 absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
                                   uint32_t flags, const RegexLimits& limits = {});
 
-// The trimmed DFA of `pattern` (empty() when its language is empty).
+// The trimmed, minimal DFA of `pattern` (empty() when its language is empty).
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
                                      const RegexLimits& limits = {});
+
+// The minimal DFA of a trimmed DFA (state 0 dead, 1 start), by Moore's
+// partition refinement: O(rounds * states * 256) time, where rounds is at most
+// the number of states and usually a handful. Past `max_work` steps it gives
+// up and returns `dfa` unchanged (still correct, just not minimal).
+ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
 // "/pattern/flags" as Lark writes it (flags in the order imsx).
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags);

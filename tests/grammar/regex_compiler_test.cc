@@ -278,6 +278,25 @@ TEST(RegexCompilerTest, EmptyLanguageAndLiveStates) {
   EXPECT_EQ(dfa.next[s]['d'], 0u);  // trimmed: "ad" is a dead prefix
 }
 
+TEST(RegexCompilerTest, DfasAreMinimal) {
+  EXPECT_EQ(Compile("a|b").num_states(), 3u);           // dead, start, accept
+  EXPECT_EQ(Compile("(a|b)*").num_states(), 2u);        // dead, start = accept
+  EXPECT_EQ(Compile("(?:ab|cb|d)").num_states(), 4u);
+  EXPECT_EQ(Compile("[ab]*a[ab]{3}").num_states(), 17u);  // 2^4 live states, the textbook bound
+  EXPECT_EQ(Compile(".*").num_states(), Compile("[^\\n]*").num_states());
+  // Minimizing an already minimal DFA changes nothing; a budget of 0 returns the input.
+  ByteDfa dfa = Compile("\\d+(?:\\.\\d+)?");
+  ByteDfa again = MinimizeDfa(dfa);
+  EXPECT_EQ(again.next, dfa.next);
+  EXPECT_EQ(again.accepting, dfa.accepting);
+  ByteNfa nfa;
+  nfa.SetAccepting(nfa.AddLiteral(nfa.AddLiteral(0, "x"), "y"));
+  nfa.AddRange(0, 'y', 'y', 0);
+  absl::StatusOr<ByteDfa> raw = Determinize(nfa, 100);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(MinimizeDfa(*raw, 0).num_states(), raw->num_states());
+}
+
 // ------------------------------------------------------------- RE2 differential
 
 const std::vector<std::string>& Alphabet() {
