@@ -9,13 +9,19 @@
 //   2. analyse the IR: rules not reachable from the root and rules that derive
 //      no string at all (unproductive) are warnings naming the rule and where it
 //      is defined; an unproductive root means the language is empty, an error.
-//   3. compile: zapgram::Grammar::FromGbnf/Load lowers and compiles exactly as
+//   3. normalize: the grammar -> grammar passes of transforms/pipeline.h run
+//      on the IR, and each prints what it did: "transform PASS: R rules, E
+//      expressions, S symbols -> R' rules, ...; inlined: a, b; ..." (sizes as
+//      transforms/report.h defines them). The compiled form below is still
+//      built from the grammar as read, as the other commands build it.
+//   4. compile: zapgram::Grammar::FromGbnf/Load lowers and compiles exactly as
 //      `parse` and the matchers will; its failures (e.g. a compile budget) are
 //      errors, and its GrammarStats are printed.
 //
 // The report goes to standard output (it is what the command produces):
 // diagnostics as `SOURCE:LINE:COL: warning|error: ...`, then the summary
-// statistics of the IR and of the compiled form, then a verdict line.
+// statistics of the IR, one line per transform, the statistics of the
+// compiled form, then a verdict line.
 // `--dump` appends the IR as GBNF text (grammar::Dump), which re-reads to the
 // same IR. Exit status: 0 usable (warnings allowed), 1 grammar errors, 2
 // usage errors (bad options, unreadable file, unsupported grammar kind).
@@ -41,6 +47,8 @@
 #include "grammar/builtin.h"
 #include "grammar/gbnf_reader.h"
 #include "grammar/grammar.h"
+#include "transforms/pipeline.h"
+#include "transforms/report.h"
 #include "zapgram/grammar.h"
 
 namespace zapgram::cli {
@@ -56,6 +64,9 @@ constexpr std::string_view kHelp =
     "  summary   rules, expressions, literal and class terminals of the grammar as\n"
     "            read; nonterminals, productions, rhs symbols, terminals and terminal\n"
     "            automaton states of the compiled grammar\n"
+    "  transforms  what each normalization pass did (useless_rules, inline_rules,\n"
+    "            fuse_literals, dedup_rules): rules, expressions and symbols before\n"
+    "            and after, and the rules it removed, inlined or merged\n"
     "\n"
     "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension) or builtin:NAME.\n"
     "\n"
@@ -237,7 +248,21 @@ int RunCheck(const std::vector<std::string>& args) {
               Count(counts.literals, "literal terminal").c_str(),
               Count(counts.classes, "class terminal").c_str());
 
-  // 3. Compile, exactly as the other commands load it.
+  // 3. Normalize: what each transform does to this grammar.
+  if (errors == 0) {
+    transforms::TransformReport report;
+    absl::StatusOr<grammar::Grammar> normalized = transforms::Normalize(*ir, &report);
+    if (!normalized.ok()) {
+      std::printf("error: transform: %s\n", std::string(normalized.status().message()).c_str());
+      ++errors;
+    } else {
+      for (const transforms::PassReport& pass : report.passes) {
+        std::printf("transform %s\n", transforms::FormatPassReport(pass).c_str());
+      }
+    }
+  }
+
+  // 4. Compile, exactly as the other commands load it.
   if (errors == 0) {
     absl::StatusOr<Grammar> compiled = source->builtin.empty()
                                            ? Grammar::FromGbnf(source->text, source->name)

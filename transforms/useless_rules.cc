@@ -1,1 +1,237 @@
-// Placeholder: written by the regex/transforms work of issue 3.
+// Useless rules: the textbook "reduce the grammar" step, on expression trees.
+//
+// A symbol is *productive* when it derives some terminal string and
+// *reachable* when some sentential form from the start symbol contains it; a
+// grammar is reduced when every symbol is both (Hopcroft & Ullman, "useless
+// symbols"; the order matters: productivity first, because dropping what is
+// unproductive can make more rules unreachable, never the reverse).
+//
+// Productivity is computed per expression node and per rule at once, by one
+// worklist in linear time (the counting algorithm the lowering also uses,
+// parser/flat_grammar.cc): a literal, regex or empty node is productive, a
+// class when it has a range, a rule reference when its rule is, a rule when
+// its body is, a choice when one child is, a repetition when min = 0 or its
+// child is, a sequence when its count of unproductive children reaches zero.
+// grammar::ProductiveRules gives the same answer but may take a round per
+// rule; this pass must stay linear on generated grammars.
+//
+// The bodies of productive rules are then rebuilt without what can never
+// match: an unproductive alternative of a choice is dropped (a choice left
+// with one alternative becomes it), a repetition of an unproductive child
+// (then min = 0) becomes empty; a productive sequence has only productive
+// parts, so nothing else changes. Reachability is a walk from the root over
+// the rebuilt bodies, and the kept rules are copied into a fresh grammar with
+// new ids. Nothing is mutated in place (expressions may be shared).
+//
+// The language is unchanged: every dropped part matched nothing.
+// Tests: tests/transforms/transforms_test.cc (UselessRules.*, LanguagePreservation.*).
+#include "transforms/useless_rules.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "transforms/rewrite.h"
+
+namespace zapgram::transforms {
+
+namespace {
+
+using internal::kNever;
+using internal::kNoRule;
+using grammar::Expr;
+using grammar::ExprId;
+using grammar::ExprKind;
+using grammar::Grammar;
+using grammar::RuleId;
+
+struct Productivity {
+  std::vector<uint8_t> expr;  // per expression node
+  std::vector<uint8_t> rule;  // per rule
+};
+
+Productivity ComputeProductivity(const Grammar& g) {
+  const size_t n = g.exprs.size();
+  Productivity p;
+  p.expr.assign(n, 0);
+  p.rule.assign(g.rules.size(), 0);
+  // Parent slots (CSR): one entry per (parent, child slot), so a child listed
+  // twice by a sequence is counted twice, like the sequence's counter.
+  std::vector<uint32_t> parent_begin(n + 1, 0);
+  for (const Expr& e : g.exprs) {
+    for (ExprId c : e.children) ++parent_begin[c + 1];
+  }
+  for (size_t i = 0; i < n; ++i) parent_begin[i + 1] += parent_begin[i];
+  std::vector<ExprId> parents(parent_begin[n]);
+  {
+    std::vector<uint32_t> fill(parent_begin.begin(), parent_begin.end() - 1);
+    for (ExprId id = 0; id < n; ++id) {
+      for (ExprId c : g.exprs[id].children) parents[fill[c]++] = id;
+    }
+  }
+  std::vector<std::vector<ExprId>> refs_to(g.rules.size());     // reference nodes per rule
+  std::vector<std::vector<RuleId>> body_of(n);                   // rules whose body a node is
+  for (RuleId r = 0; r < g.rules.size(); ++r) body_of[g.rules[r].body].push_back(r);
+  std::vector<uint32_t> missing(n, 0);
+  std::vector<ExprId> work;
+  auto mark = [&](ExprId id) {
+    if (!p.expr[id]) {
+      p.expr[id] = 1;
+      work.push_back(id);
+    }
+  };
+  for (ExprId id = 0; id < n; ++id) {
+    const Expr& e = g.exprs[id];
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+      case ExprKind::kLiteral:
+      case ExprKind::kRegex:  // opaque: an empty regex language is the lowering's to report
+        mark(id);
+        break;
+      case ExprKind::kCharClass:
+        if (!e.ranges.empty()) mark(id);
+        break;
+      case ExprKind::kRuleRef:
+        refs_to[e.rule].push_back(id);
+        break;
+      case ExprKind::kSequence:
+        missing[id] = static_cast<uint32_t>(e.children.size());
+        if (missing[id] == 0) mark(id);
+        break;
+      case ExprKind::kChoice:
+        break;
+      case ExprKind::kRepeat:
+        if (e.min == 0) mark(id);
+        break;
+    }
+  }
+  while (!work.empty()) {
+    ExprId id = work.back();
+    work.pop_back();
+    for (RuleId r : body_of[id]) {
+      if (p.rule[r]) continue;
+      p.rule[r] = 1;
+      for (ExprId ref : refs_to[r]) mark(ref);
+    }
+    for (uint32_t k = parent_begin[id]; k < parent_begin[id + 1]; ++k) {
+      ExprId parent = parents[k];
+      if (p.expr[parent]) continue;
+      switch (g.exprs[parent].kind) {
+        case ExprKind::kChoice:
+        case ExprKind::kRepeat:
+          mark(parent);
+          break;
+        case ExprKind::kSequence:
+          if (--missing[parent] == 0) mark(parent);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report) {
+  if (absl::Status st = g.Validate(); !st.ok()) return st;
+  Productivity prod = ComputeProductivity(g);
+  if (!prod.rule[g.root]) {
+    const grammar::Rule& root = g.rules[g.root];
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s:%d:%d: root rule '%s' is unproductive: it derives no string, so the language is "
+        "empty",
+        g.source_name, root.loc.line, root.loc.col, root.name));
+  }
+
+  // Rebuild the productive rules' bodies (old rule ids) into `tmp`.
+  Grammar tmp;
+  tmp.source_name = g.source_name;
+  tmp.root = g.root;
+  tmp.rules = g.rules;
+  uint64_t alternatives_dropped = 0;
+  uint64_t repeats_emptied = 0;
+  internal::PostOrderMemo memo(g.exprs.size());
+  auto children = [&](ExprId id) {
+    // Nothing below an unproductive node is needed.
+    return prod.expr[id] ? absl::Span<const ExprId>(g.exprs[id].children)
+                         : absl::Span<const ExprId>();
+  };
+  auto build = [&](ExprId id, const std::vector<ExprId>& kids) -> ExprId {
+    const Expr& e = g.exprs[id];
+    if (!prod.expr[id]) return kNever;
+    switch (e.kind) {
+      case ExprKind::kChoice: {
+        std::vector<ExprId> kept;
+        for (ExprId k : kids) {
+          if (k != kNever) kept.push_back(k);
+        }
+        alternatives_dropped += kids.size() - kept.size();
+        if (kept.size() == 1) return kept[0];
+        return internal::CopyNode(e, kept, 0, tmp);
+      }
+      case ExprKind::kRepeat:
+        if (kids[0] == kNever) {
+          ++repeats_emptied;
+          return tmp.AddEmpty(e.loc);
+        }
+        return internal::CopyNode(e, kids, 0, tmp);
+      default:
+        return internal::CopyNode(e, kids, e.rule, tmp);
+    }
+  };
+  for (RuleId r = 0; r < g.rules.size(); ++r) {
+    if (!prod.rule[r]) continue;
+    absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, g.rules[r].body, memo, children, build);
+    if (!body.ok()) return body.status();
+    tmp.rules[r].body = *body;  // productive rule: never kNever
+  }
+
+  // Reachability from the root over the rebuilt bodies.
+  std::vector<uint8_t> reached(g.rules.size(), 0);
+  std::vector<uint8_t> seen(tmp.exprs.size(), 0);
+  std::vector<RuleId> rule_work = {g.root};
+  reached[g.root] = 1;
+  std::vector<ExprId> stack;
+  while (!rule_work.empty()) {
+    RuleId r = rule_work.back();
+    rule_work.pop_back();
+    stack = {tmp.rules[r].body};
+    while (!stack.empty()) {
+      ExprId id = stack.back();
+      stack.pop_back();
+      if (seen[id]) continue;
+      seen[id] = 1;
+      const Expr& e = tmp.exprs[id];
+      if (e.kind == ExprKind::kRuleRef && !reached[e.rule]) {
+        reached[e.rule] = 1;
+        rule_work.push_back(e.rule);
+      }
+      for (ExprId c : e.children) stack.push_back(c);
+    }
+  }
+
+  std::vector<RuleId> kept;
+  std::vector<RuleId> new_id(g.rules.size(), kNoRule);
+  for (RuleId r = 0; r < g.rules.size(); ++r) {
+    if (!prod.rule[r]) {
+      if (report != nullptr) report->AddRule("removed unproductive", g.rules[r].name);
+      continue;
+    }
+    if (!reached[r]) {
+      if (report != nullptr) report->AddRule("removed unreachable", g.rules[r].name);
+      continue;
+    }
+    new_id[r] = static_cast<RuleId>(kept.size());
+    kept.push_back(r);
+  }
+  if (report != nullptr) {
+    report->Count("alternatives dropped", alternatives_dropped);
+    report->Count("repeats emptied", repeats_emptied);
+  }
+  return internal::CopyRules(tmp, kept, new_id, new_id[g.root]);
+}
+
+}  // namespace zapgram::transforms

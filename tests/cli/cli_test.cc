@@ -201,6 +201,57 @@ TEST(CliTest, CheckReportsStatistics) {
   EXPECT_TRUE(Contains(r.out, ": ok (0 warnings)")) << r.out;
 }
 
+TEST(CliTest, CheckPrintsWhatEachTransformDid) {
+  CliResult r = RunCli({"check", JsonGbnf()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // One line per pass, in pipeline order; each pass starts from the previous one's result.
+  const std::regex line_re(
+      R"(^transform (\w+): (\d+) rules?, (\d+) expressions?, (\d+) symbols? -> )"
+      R"((\d+) rules?, (\d+) expressions?, (\d+) symbols?(; .*)?$)");
+  std::vector<std::string> passes;
+  std::string previous_after;
+  for (const std::string& line : Lines(r.out)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, line_re)) continue;
+    passes.push_back(m[1].str());
+    std::string before = m[2].str() + "/" + m[3].str() + "/" + m[4].str();
+    if (!previous_after.empty()) {
+      EXPECT_EQ(before, previous_after) << line;
+    }
+    previous_after = m[5].str() + "/" + m[6].str() + "/" + m[7].str();
+  }
+  EXPECT_EQ(passes, (std::vector<std::string>{"useless_rules", "inline_rules", "fuse_literals",
+                                              "dedup_rules"}))
+      << r.out;
+  // json.gbnf as read: 7 rules; `array` and `number` are used once and inlined.
+  EXPECT_TRUE(Contains(r.out, "transform useless_rules: 7 rules, ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "inlined: array, number")) << r.out;
+
+  std::string path = WriteTemp("transforms.gbnf",
+                               "root ::= \"a\" \"b\" b | loop\n"
+                               "b ::= \"c\"\n"
+                               "loop ::= \"x\" loop\n"
+                               "unused ::= \"u\"\n");
+  r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // root: 6 expressions (4 symbols), b: 1 (1), loop: 3 (2), unused: 1 (1).
+  EXPECT_TRUE(Contains(r.out, "transform useless_rules: 4 rules, 11 expressions, 8 symbols -> "
+                              "2 rules, 5 expressions, 4 symbols; removed unproductive: loop; "
+                              "removed unreachable: unused; alternatives dropped: 1\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "transform inline_rules: 2 rules, 5 expressions, 4 symbols -> "
+                              "1 rule, 4 expressions, 3 symbols; inlined: b; rules inlined: 1\n"))
+      << r.out;
+  // "a" "b" "c" -> "abc".
+  EXPECT_TRUE(Contains(r.out, "transform fuse_literals: 1 rule, 4 expressions, 3 symbols -> "
+                              "1 rule, 1 expression, 1 symbol; literals fused: 2; "
+                              "wrappers unwrapped: 1\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "transform dedup_rules: 1 rule, 1 expression, 1 symbol -> "
+                              "1 rule, 1 expression, 1 symbol; no change\n"))
+      << r.out;
+}
+
 TEST(CliTest, CheckBuiltinJson) {
   CliResult r = RunCli({"check", "builtin:json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
