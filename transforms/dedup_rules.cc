@@ -314,14 +314,17 @@ absl::StatusOr<Grammar> Deduper::Run(PassReport* report) {
     const bool cyclic = scc.size() > 1 ||
                         std::find(edges[r].begin(), edges[r].end(), r) != edges[r].end();
     if (cyclic && scc.size() == 1) {
-      // Only self-references: canonical with kSelf; the memo entries built
-      // here mean "r" by kSelf, so they are forgotten for other rules.
+      // Only self-references: canonical with kSelf. The memo entries that
+      // mean "r" by kSelf are forgotten for other rules (a node shared with a
+      // caller is rebuilt there); the others are valid everywhere.
       self_rule_ = r;
       tracking_ = true;
       touched_.clear();
       absl::StatusOr<ExprId> b = Canonical(r);
       if (!b.ok()) return b.status();
-      for (ExprId id : touched_) memo_.state[id] = 0;
+      for (ExprId id : touched_) {
+        if (has_self_[memo_.result[id]]) memo_.state[id] = 0;
+      }
       tracking_ = false;
       self_rule_ = kNoRule;
       self_body_[r] = has_self_[*b];
