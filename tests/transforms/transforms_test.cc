@@ -556,6 +556,43 @@ TEST(DedupScale, TwentyThousandDuplicatedRules) {
   std::printf("%s", transforms::FormatReport(pipeline_report, 3).c_str());
 }
 
+TEST(DedupScale, TwoParallelChainsOfTenThousandRules) {
+  // a_i ::= "x" a_{i-1} | "y" and b_i ::= "x" b_{i-1} | "y" (acyclic, each
+  // b_i equal to a_i only once b_{i-1} is merged with a_{i-1}): one pass over
+  // the components, callees first, merges the whole chain.
+  const int n = 1000 * kScale;
+  Grammar g;
+  g.source_name = "<chains>";
+  g.rules.push_back({"root", 0, {}});
+  for (int i = 0; i < n; ++i) {
+    g.rules.push_back({absl::StrCat("a_", i), 0, {}});
+    g.rules.push_back({absl::StrCat("b_", i), 0, {}});
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int side = 0; side < 2; ++side) {
+      const grammar::RuleId self = 1 + 2 * i + side;
+      ExprId tail = i == 0 ? g.AddLiteral("z") : g.AddRuleRef(self - 2);
+      g.rules[self].body =
+          g.AddChoice({g.AddSequence({g.AddLiteral("x"), tail}), g.AddLiteral("y")});
+    }
+  }
+  g.rules[0].body = g.AddSequence({g.AddRuleRef(2 * n - 1), g.AddRuleRef(2 * n)});
+  ASSERT_TRUE(g.Validate().ok());
+  auto start = std::chrono::steady_clock::now();
+  PassReport report;
+  absl::StatusOr<Grammar> out = transforms::DedupRules(g, {}, &report);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->rules.size(), static_cast<size_t>(n + 1));
+  EXPECT_EQ(Counter(report, "rules merged"), static_cast<uint64_t>(n));
+  EXPECT_EQ(grammar::DumpExpr(*out, out->rules[out->root].body),
+            absl::StrCat("a_", n - 1, " a_", n - 1));
+  std::printf("[dedup chains] %s -> %s in %.1f ms\n",
+              transforms::FormatSize(transforms::MeasureGrammar(g)).c_str(),
+              transforms::FormatSize(transforms::MeasureGrammar(*out)).c_str(), ms);
+}
+
 // --------------------------------------------- language preservation (random)
 
 using parser::ByteSet;
