@@ -30,6 +30,15 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
     }
     return grammar::ReadGbnf(text, absl::StrFormat("<%s>", spec));
   }
+  if (spec.starts_with("regex:")) {
+    // The whole text must match the pattern (Python `re` conventions, see
+    // grammar/regex_compiler.h); syntax errors surface when compiling.
+    grammar::Grammar g;
+    g.source_name = absl::StrFormat("<%s>", spec);
+    g.rules.push_back({"root", 0, {1, 1}});
+    g.rules[0].body = g.AddRegex(std::string(spec.substr(6)), 0, {1, 7});
+    return g;
+  }
   std::filesystem::path path{std::string(spec)};
   if (path.is_relative() && !data_root.empty()) {
     path = std::filesystem::path(std::string(data_root)) / path;
@@ -37,7 +46,8 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
   std::string ext = path.extension().string();
   if (ext != ".gbnf" && ext != ".ebnf") {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "cannot tell the grammar format of '%s': expected a .gbnf or .ebnf path, or builtin:NAME",
+        "cannot tell the grammar format of '%s': expected a .gbnf or .ebnf path, builtin:NAME "
+        "or regex:PATTERN",
         spec));
   }
   std::ifstream in(path, std::ios::binary);

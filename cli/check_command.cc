@@ -32,6 +32,7 @@
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Check*).
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "api/grammar_data.h"
 #include "cli/commands.h"
 #include "grammar/builtin.h"
 #include "grammar/gbnf_reader.h"
@@ -68,7 +70,7 @@ constexpr std::string_view kHelp =
     "            fuse_literals, dedup_rules): rules, expressions and symbols before\n"
     "            and after, and the rules it removed, inlined or merged\n"
     "\n"
-    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension) or builtin:NAME.\n"
+    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), builtin:NAME or regex:PATTERN.\n"
     "\n"
     "options:\n"
     "  --dump            also print the grammar as read, in GBNF\n"
@@ -80,7 +82,8 @@ constexpr std::string_view kHelp =
 struct GrammarSource {
   std::string text;
   std::string name;     // for messages: the resolved path, or "<builtin:NAME>"
-  std::string builtin;  // the spec, when builtin:NAME
+  std::string builtin;  // the spec, when it is compiled by spec (builtin:NAME, regex:PATTERN)
+  std::optional<grammar::Grammar> ir;  // regex:PATTERN: built directly, no text
 };
 
 void AppendView(std::string* out, std::string_view view) { out->append(view); }
@@ -102,14 +105,21 @@ absl::StatusOr<GrammarSource> LoadSource(const std::string& spec, const std::str
     source.builtin = std::string(spec);
     return source;
   }
-  if (absl::StartsWith(spec, "schema:") || absl::StartsWith(spec, "regex:") ||
-      absl::EndsWith(spec, ".lark")) {
+  if (absl::StartsWith(spec, "regex:")) {
+    absl::StatusOr<grammar::Grammar> ir = internal::ReadGrammarSpec(spec, data_root);
+    if (!ir.ok()) return ir.status();
+    source.name = ir->source_name;
+    source.builtin = spec;
+    source.ir = *std::move(ir);
+    return source;
+  }
+  if (absl::StartsWith(spec, "schema:") || absl::EndsWith(spec, ".lark")) {
     return absl::UnimplementedError(
         absl::StrCat("'", spec, "': check supports only .gbnf/.ebnf files and builtin:NAME"));
   }
   if (!absl::EndsWith(spec, ".gbnf") && !absl::EndsWith(spec, ".ebnf")) {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", spec, "': a grammar is PATH.gbnf, PATH.ebnf or builtin:NAME"));
+        absl::StrCat("'", spec, "': a grammar is PATH.gbnf, PATH.ebnf, builtin:NAME or regex:PATTERN"));
   }
   source.name = ResolvePath(spec, data_root);
   absl::StatusOr<std::string> text = ReadFileBytes(source.name);
@@ -202,7 +212,8 @@ int RunCheck(const std::vector<std::string>& args) {
   }
 
   // 1. Read.
-  absl::StatusOr<grammar::Grammar> ir = grammar::ReadGbnf(source->text, source->name);
+  absl::StatusOr<grammar::Grammar> ir =
+      source->ir ? *source->ir : grammar::ReadGbnf(source->text, source->name);
   if (!ir.ok()) {
     PrintReaderError(source->name, std::string(ir.status().message()));
     std::printf("%s: not usable (1 error)\n", source->name.c_str());

@@ -51,7 +51,7 @@ void PrintOverview(std::FILE* out) {
   }
   std::fprintf(out,
                "\n"
-               "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension) or builtin:NAME\n"
+               "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), builtin:NAME or regex:PATTERN\n"
                "(builtin:json is RFC 8259 JSON).\n"
                "\n"
                "exit status: 0 yes (grammar usable / all accepted), 1 no (grammar errors /\n"

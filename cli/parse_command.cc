@@ -67,7 +67,7 @@ constexpr std::string_view kHelp =
     "  FILE:LINE:COL: rejected at byte OFFSET; expected '\"', '0'-'9', '['\n"
     "  FILE:LINE:COL: rejected at byte OFFSET; end of input not allowed; expected ...\n"
     "\n"
-    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension) or builtin:NAME. FILE '-' is\n"
+    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), builtin:NAME or regex:PATTERN. FILE '-' is\n"
     "standard input.\n"
     "\n"
     "options:\n"

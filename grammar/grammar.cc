@@ -96,6 +96,16 @@ ExprId Grammar::AddRuleRef(RuleId rule, SourceLocation loc) {
   return static_cast<ExprId>(exprs.size() - 1);
 }
 
+ExprId Grammar::AddRegex(std::string pattern, uint32_t flags, SourceLocation loc) {
+  Expr e;
+  e.kind = ExprKind::kRegex;
+  e.literal = std::move(pattern);
+  e.flags = flags;
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
 ExprId Grammar::AddSequence(std::vector<ExprId> children, SourceLocation loc) {
   if (children.empty()) return AddEmpty(loc);
   if (children.size() == 1) return children[0];

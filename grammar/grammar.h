@@ -101,6 +101,8 @@ class Grammar {
   ExprId AddCharClass(std::vector<CodepointRange> ranges, bool negated,
                       SourceLocation loc = {});
   ExprId AddRuleRef(RuleId rule, SourceLocation loc = {});
+  // A regular-expression terminal (pattern text as written, RegexFlags).
+  ExprId AddRegex(std::string pattern, uint32_t flags, SourceLocation loc = {});
   // One child is returned as is; zero children give kEmpty.
   ExprId AddSequence(std::vector<ExprId> children, SourceLocation loc = {});
   ExprId AddChoice(std::vector<ExprId> children, SourceLocation loc = {});

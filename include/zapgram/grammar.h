@@ -3,6 +3,7 @@
 // A grammar argument (`spec`) is one of
 //   PATH.gbnf | PATH.ebnf   GBNF / XGrammar EBNF text
 //   builtin:NAME            a bundled grammar (builtin:json = RFC 8259 JSON)
+//   regex:PATTERN           texts matching PATTERN as a whole (Python `re` syntax)
 // Relative paths are resolved against `data_root` when given.
 //
 // zapgram::Grammar is immutable after Load and safe to share across threads

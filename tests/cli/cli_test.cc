@@ -523,3 +523,33 @@ TEST(CliTest, ParseReadsStandardInput) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- regex:PATTERN
+
+namespace {
+
+TEST(CliRegexTest, ParseMatchesWholeTextAgainstPattern) {
+  std::string good = WriteTemp("regex_good.txt", "abc-def");
+  std::string bad = WriteTemp("regex_bad.txt", "abc--def");
+  CliResult r = RunCli({"parse", "regex:[a-z]+(-[a-z]+)*", good, bad, "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<Json> lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["accepted"], true);
+  EXPECT_EQ(lines[1]["accepted"], false);
+  EXPECT_EQ(lines[1]["offset"], 4);
+  EXPECT_EQ(lines[1]["expected"], Json::array({"'a'-'z'"}));
+  fs::remove(good);
+  fs::remove(bad);
+}
+
+TEST(CliRegexTest, CheckCompilesPatternOrNamesTheRefusedConstruct) {
+  CliResult ok = RunCli({"check", "regex:\\d+(\\.\\d+)?"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_TRUE(Contains(ok.out, "compiled: ")) << ok.out;
+  CliResult refused = RunCli({"check", "regex:a(?=b)"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_TRUE(Contains(refused.out, "lookahead (?= is not supported at offset 1")) << refused.out;
+}
+
+}  // namespace
