@@ -396,66 +396,97 @@ std::vector<bool> ReachableRules(const Grammar& grammar) {
   return reached;
 }
 
-std::vector<bool> ProductiveRules(const Grammar& grammar) {
-  // Fixpoint: a rule is productive once its body is, given the rules known
-  // productive so far. Each round evaluates every body bottom-up (post-order
-  // with an explicit stack); at most one round per rule.
-  std::vector<bool> productive(grammar.rules.size(), false);
-  std::vector<int8_t> value(grammar.exprs.size(), -1);
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    std::fill(value.begin(), value.end(), -1);
-    for (RuleId r = 0; r < grammar.rules.size(); ++r) {
-      if (productive[r]) continue;
-      std::vector<std::pair<ExprId, bool>> stack = {{grammar.rules[r].body, false}};
-      while (!stack.empty()) {
-        auto [id, expanded] = stack.back();
-        const Expr& e = grammar.exprs[id];
-        if (value[id] >= 0) {
-          stack.pop_back();
-          continue;
-        }
-        if (!expanded && !e.children.empty()) {
-          stack.back().second = true;
-          for (ExprId c : e.children) stack.push_back({c, false});
-          continue;
-        }
-        stack.pop_back();
-        bool v = false;
-        switch (e.kind) {
-          case ExprKind::kEmpty:
-          case ExprKind::kLiteral:
-          case ExprKind::kRegex:  // an empty regex language is caught when lowering
-            v = true;
-            break;
-          case ExprKind::kCharClass:
-            v = !e.ranges.empty();
-            break;
-          case ExprKind::kRuleRef:
-            v = productive[e.rule];
-            break;
-          case ExprKind::kSequence:
-            v = std::all_of(e.children.begin(), e.children.end(),
-                            [&](ExprId c) { return value[c] == 1; });
-            break;
-          case ExprKind::kChoice:
-            v = std::any_of(e.children.begin(), e.children.end(),
-                            [&](ExprId c) { return value[c] == 1; });
-            break;
-          case ExprKind::kRepeat:
-            v = e.min == 0 || value[e.children[0]] == 1;
-            break;
-        }
-        value[id] = v ? 1 : 0;
-      }
-      if (value[grammar.rules[r].body] == 1) {
-        productive[r] = true;
-        changed = true;
+// Linear: one worklist over expression nodes and rules (the counting
+// algorithm of parser/flat_grammar.cc, on trees). A literal, regex or empty
+// node is productive, a class when it has a range, a rule reference when its
+// rule is, a rule when its body is, a choice when one child is, a repetition
+// when min = 0 or its child is, a sequence when its count of unproductive
+// children reaches zero. Shared nodes are handled through parent slots.
+Productivity ComputeProductivity(const Grammar& g) {
+  const size_t n = g.exprs.size();
+  Productivity p;
+  p.expr.assign(n, 0);
+  p.rule.assign(g.rules.size(), 0);
+  // Parent slots (CSR): one entry per (parent, child slot), so a child listed
+  // twice by a sequence is counted twice, like the sequence's counter.
+  std::vector<uint32_t> parent_begin(n + 1, 0);
+  for (const Expr& e : g.exprs) {
+    for (ExprId c : e.children) ++parent_begin[c + 1];
+  }
+  for (size_t i = 0; i < n; ++i) parent_begin[i + 1] += parent_begin[i];
+  std::vector<ExprId> parents(parent_begin[n]);
+  {
+    std::vector<uint32_t> fill(parent_begin.begin(), parent_begin.end() - 1);
+    for (ExprId id = 0; id < n; ++id) {
+      for (ExprId c : g.exprs[id].children) parents[fill[c]++] = id;
+    }
+  }
+  std::vector<std::vector<ExprId>> refs_to(g.rules.size());     // reference nodes per rule
+  std::vector<std::vector<RuleId>> body_of(n);                   // rules whose body a node is
+  for (RuleId r = 0; r < g.rules.size(); ++r) body_of[g.rules[r].body].push_back(r);
+  std::vector<uint32_t> missing(n, 0);
+  std::vector<ExprId> work;
+  auto mark = [&](ExprId id) {
+    if (!p.expr[id]) {
+      p.expr[id] = 1;
+      work.push_back(id);
+    }
+  };
+  for (ExprId id = 0; id < n; ++id) {
+    const Expr& e = g.exprs[id];
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+      case ExprKind::kLiteral:
+      case ExprKind::kRegex:  // opaque: an empty regex language is the lowering's to report
+        mark(id);
+        break;
+      case ExprKind::kCharClass:
+        if (!e.ranges.empty()) mark(id);
+        break;
+      case ExprKind::kRuleRef:
+        refs_to[e.rule].push_back(id);
+        break;
+      case ExprKind::kSequence:
+        missing[id] = static_cast<uint32_t>(e.children.size());
+        if (missing[id] == 0) mark(id);
+        break;
+      case ExprKind::kChoice:
+        break;
+      case ExprKind::kRepeat:
+        if (e.min == 0) mark(id);
+        break;
+    }
+  }
+  while (!work.empty()) {
+    ExprId id = work.back();
+    work.pop_back();
+    for (RuleId r : body_of[id]) {
+      if (p.rule[r]) continue;
+      p.rule[r] = 1;
+      for (ExprId ref : refs_to[r]) mark(ref);
+    }
+    for (uint32_t k = parent_begin[id]; k < parent_begin[id + 1]; ++k) {
+      ExprId parent = parents[k];
+      if (p.expr[parent]) continue;
+      switch (g.exprs[parent].kind) {
+        case ExprKind::kChoice:
+        case ExprKind::kRepeat:
+          mark(parent);
+          break;
+        case ExprKind::kSequence:
+          if (--missing[parent] == 0) mark(parent);
+          break;
+        default:
+          break;
       }
     }
   }
-  return productive;
+  return p;
+}
+
+std::vector<bool> ProductiveRules(const Grammar& grammar) {
+  Productivity p = ComputeProductivity(grammar);
+  return std::vector<bool>(p.rule.begin(), p.rule.end());
 }
 
 }  // namespace zapgram::grammar

@@ -127,9 +127,18 @@ std::string Dump(const Grammar& grammar);
 std::string DumpExpr(const Grammar& grammar, ExprId id);
 
 // Rules reachable from the root, and rules that derive at least one string
-// (productive). Both are fixpoints over the rule graph without recursion.
+// (productive). Both run in linear time without recursion.
 std::vector<bool> ReachableRules(const Grammar& grammar);
 std::vector<bool> ProductiveRules(const Grammar& grammar);
+
+// Productivity of every expression node and every rule (1 = derives some
+// string). A kRegex node counts as productive: an empty regex language is
+// reported by the lowering.
+struct Productivity {
+  std::vector<uint8_t> expr;  // per expression node
+  std::vector<uint8_t> rule;  // per rule
+};
+Productivity ComputeProductivity(const Grammar& grammar);
 
 }  // namespace zapgram::grammar
 

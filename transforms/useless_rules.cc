@@ -12,8 +12,7 @@
 // class when it has a range, a rule reference when its rule is, a rule when
 // its body is, a choice when one child is, a repetition when min = 0 or its
 // child is, a sequence when its count of unproductive children reaches zero.
-// grammar::ProductiveRules gives the same answer but may take a round per
-// rule; this pass must stay linear on generated grammars.
+// (grammar::ComputeProductivity, shared with `zapgram check`.)
 //
 // The bodies of productive rules are then rebuilt without what can never
 // match: an unproductive alternative of a choice is dropped (a choice left
@@ -36,8 +35,6 @@
 
 namespace zapgram::transforms {
 
-namespace {
-
 using internal::kNever;
 using internal::kNoRule;
 using grammar::Expr;
@@ -46,98 +43,9 @@ using grammar::ExprKind;
 using grammar::Grammar;
 using grammar::RuleId;
 
-struct Productivity {
-  std::vector<uint8_t> expr;  // per expression node
-  std::vector<uint8_t> rule;  // per rule
-};
-
-Productivity ComputeProductivity(const Grammar& g) {
-  const size_t n = g.exprs.size();
-  Productivity p;
-  p.expr.assign(n, 0);
-  p.rule.assign(g.rules.size(), 0);
-  // Parent slots (CSR): one entry per (parent, child slot), so a child listed
-  // twice by a sequence is counted twice, like the sequence's counter.
-  std::vector<uint32_t> parent_begin(n + 1, 0);
-  for (const Expr& e : g.exprs) {
-    for (ExprId c : e.children) ++parent_begin[c + 1];
-  }
-  for (size_t i = 0; i < n; ++i) parent_begin[i + 1] += parent_begin[i];
-  std::vector<ExprId> parents(parent_begin[n]);
-  {
-    std::vector<uint32_t> fill(parent_begin.begin(), parent_begin.end() - 1);
-    for (ExprId id = 0; id < n; ++id) {
-      for (ExprId c : g.exprs[id].children) parents[fill[c]++] = id;
-    }
-  }
-  std::vector<std::vector<ExprId>> refs_to(g.rules.size());     // reference nodes per rule
-  std::vector<std::vector<RuleId>> body_of(n);                   // rules whose body a node is
-  for (RuleId r = 0; r < g.rules.size(); ++r) body_of[g.rules[r].body].push_back(r);
-  std::vector<uint32_t> missing(n, 0);
-  std::vector<ExprId> work;
-  auto mark = [&](ExprId id) {
-    if (!p.expr[id]) {
-      p.expr[id] = 1;
-      work.push_back(id);
-    }
-  };
-  for (ExprId id = 0; id < n; ++id) {
-    const Expr& e = g.exprs[id];
-    switch (e.kind) {
-      case ExprKind::kEmpty:
-      case ExprKind::kLiteral:
-      case ExprKind::kRegex:  // opaque: an empty regex language is the lowering's to report
-        mark(id);
-        break;
-      case ExprKind::kCharClass:
-        if (!e.ranges.empty()) mark(id);
-        break;
-      case ExprKind::kRuleRef:
-        refs_to[e.rule].push_back(id);
-        break;
-      case ExprKind::kSequence:
-        missing[id] = static_cast<uint32_t>(e.children.size());
-        if (missing[id] == 0) mark(id);
-        break;
-      case ExprKind::kChoice:
-        break;
-      case ExprKind::kRepeat:
-        if (e.min == 0) mark(id);
-        break;
-    }
-  }
-  while (!work.empty()) {
-    ExprId id = work.back();
-    work.pop_back();
-    for (RuleId r : body_of[id]) {
-      if (p.rule[r]) continue;
-      p.rule[r] = 1;
-      for (ExprId ref : refs_to[r]) mark(ref);
-    }
-    for (uint32_t k = parent_begin[id]; k < parent_begin[id + 1]; ++k) {
-      ExprId parent = parents[k];
-      if (p.expr[parent]) continue;
-      switch (g.exprs[parent].kind) {
-        case ExprKind::kChoice:
-        case ExprKind::kRepeat:
-          mark(parent);
-          break;
-        case ExprKind::kSequence:
-          if (--missing[parent] == 0) mark(parent);
-          break;
-        default:
-          break;
-      }
-    }
-  }
-  return p;
-}
-
-}  // namespace
-
 absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report) {
   if (absl::Status st = g.Validate(); !st.ok()) return st;
-  Productivity prod = ComputeProductivity(g);
+  grammar::Productivity prod = grammar::ComputeProductivity(g);
   if (!prod.rule[g.root]) {
     const grammar::Rule& root = g.rules[g.root];
     return absl::InvalidArgumentError(absl::StrFormat(
