@@ -169,7 +169,8 @@ absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
   std::string key;
   if (e.kind == ExprKind::kRegex) return RegexSymbolFor(e);
   if (e.kind == ExprKind::kLiteral) {
-    key = "L" + e.literal;
+    key = "L";
+    key += e.literal;
   } else {
     if (e.ranges.empty()) return NeverNonterminal();
     key = "C";
