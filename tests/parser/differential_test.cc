@@ -471,26 +471,6 @@ Trace TraceOf(const ReferenceRecognizer& ref, const std::string& input,
   return t;
 }
 
-// A string that mostly stays viable: each byte is drawn among the alphabet
-// bytes the oracle allows next, except one time in eight (any alphabet byte).
-std::string GuidedString(const ReferenceRecognizer& ref, std::mt19937_64& rng, size_t max_length) {
-  const std::vector<uint8_t>& alphabet = testing::AlphabetBytes();
-  size_t length = testing::Uniform(rng, max_length + 1);
-  ReferenceRecognizer::Session session(&ref);
-  while (session.size() < length) {
-    std::vector<bool> viable = session.ViableAfter(alphabet);
-    std::vector<uint8_t> allowed;
-    for (size_t k = 0; k < alphabet.size(); ++k) {
-      if (viable[k]) allowed.push_back(alphabet[k]);
-    }
-    uint8_t b = allowed.empty() || testing::Uniform(rng, 8) == 0
-                    ? alphabet[testing::Uniform(rng, alphabet.size())]
-                    : allowed[testing::Uniform(rng, allowed.size())];
-    session.Push(b);
-  }
-  return session.input();
-}
-
 struct DiffStats {
   uint64_t grammars = 0;
   uint64_t refused_empty = 0;
@@ -625,7 +605,8 @@ TEST(Differential, RandomGrammarsAgreeWithReference) {
     const std::string context = GrammarContext(g, ref, &*flat);
     for (int si = 0; si < kStrings; ++si) {
       std::string input =
-          si % 2 == 0 ? testing::RandomString(rng, kMaxLength) : GuidedString(ref, rng, kMaxLength);
+          si % 2 == 0 ? testing::RandomString(rng, kMaxLength)
+                      : testing::GuidedString(ref, rng, kMaxLength);
       // Two strings per grammar probe all 256 bytes, the others the alphabet.
       bool all = si < 2;
       Trace t = TraceOf(ref, input, all ? all_bytes : testing::AlphabetBytes());

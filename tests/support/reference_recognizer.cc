@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "re2/re2.h"
+#include "tests/support/random_grammar.h"
 
 namespace zapgram::testing {
 
@@ -627,6 +628,23 @@ size_t ReferenceRecognizer::LongestViablePrefix(std::string_view input) const {
     if (!s.IsViable()) return i;
   }
   return input.size();
+}
+
+std::string GuidedString(const ReferenceRecognizer& ref, std::mt19937_64& rng, size_t max_length) {
+  const std::vector<uint8_t>& alphabet = AlphabetBytes();
+  size_t length = Uniform(rng, max_length + 1);
+  ReferenceRecognizer::Session session(&ref);
+  while (session.size() < length) {
+    std::vector<bool> viable = session.ViableAfter(alphabet);
+    std::vector<uint8_t> allowed;
+    for (size_t k = 0; k < alphabet.size(); ++k) {
+      if (viable[k]) allowed.push_back(alphabet[k]);
+    }
+    uint8_t b = allowed.empty() || Uniform(rng, 8) == 0 ? alphabet[Uniform(rng, alphabet.size())]
+                                                        : allowed[Uniform(rng, allowed.size())];
+    session.Push(b);
+  }
+  return session.input();
 }
 
 }  // namespace zapgram::testing

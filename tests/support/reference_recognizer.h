@@ -52,6 +52,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -190,6 +191,11 @@ class ReferenceRecognizer {
   ReferenceOptions options_;
   std::string error_;
 };
+
+// A random string of up to `max_length` bytes over AlphabetBytes() that
+// mostly stays viable: each byte is drawn among the alphabet bytes the oracle
+// allows next, except one time in eight (any alphabet byte).
+std::string GuidedString(const ReferenceRecognizer& ref, std::mt19937_64& rng, size_t max_length);
 
 }  // namespace zapgram::testing
 

@@ -630,24 +630,6 @@ Trace TraceOf(const ReferenceRecognizer& ref, const std::string& input) {
   return t;
 }
 
-// Mostly viable strings: each byte among those the oracle allows, one in eight at random.
-std::string GuidedString(const ReferenceRecognizer& ref, std::mt19937_64& rng, size_t max_length) {
-  const std::vector<uint8_t>& alphabet = testing::AlphabetBytes();
-  size_t length = testing::Uniform(rng, max_length + 1);
-  ReferenceRecognizer::Session session(&ref);
-  while (session.size() < length) {
-    std::vector<bool> viable = session.ViableAfter(alphabet);
-    std::vector<uint8_t> allowed;
-    for (size_t k = 0; k < alphabet.size(); ++k) {
-      if (viable[k]) allowed.push_back(alphabet[k]);
-    }
-    session.Push(allowed.empty() || testing::Uniform(rng, 8) == 0
-                     ? alphabet[testing::Uniform(rng, alphabet.size())]
-                     : allowed[testing::Uniform(rng, allowed.size())]);
-  }
-  return session.input();
-}
-
 // Compares the engine on `flat` with the trace; returns "" or what differs.
 std::string Compare(const parser::FlatGrammar& flat, const Trace& t, uint64_t* prefixes) {
   ByteSet alphabet_mask;
@@ -740,7 +722,7 @@ void RunLanguagePreservation(uint64_t seed, int grammars, const testing::RandomG
     const bool empty = ref.LanguageIsEmpty();
     std::vector<Trace> traces;
     for (int s = 0; s < kStrings; ++s) {
-      std::string input = s % 2 ? GuidedString(ref, rng, kMaxLength)
+      std::string input = s % 2 ? testing::GuidedString(ref, rng, kMaxLength)
                                 : testing::RandomString(rng, kMaxLength);
       traces.push_back(TraceOf(ref, input));
     }
@@ -871,7 +853,8 @@ TEST(LanguagePreservation, RandomGrammarsWithRegexTerminals) {
     const bool oracle_ok = ref.error().empty();
     std::vector<std::string> inputs;
     for (int s = 0; s < 16; ++s) {
-      inputs.push_back(s % 2 ? GuidedString(ref, rng, 10) : testing::RandomString(rng, 10));
+      inputs.push_back(s % 2 ? testing::GuidedString(ref, rng, 10)
+                             : testing::RandomString(rng, 10));
     }
     for (Variant& v : variants) {
       absl::StatusOr<Grammar> out = v.run(g);
