@@ -1,0 +1,1 @@
+// placeholder: filled in by the work on tests/data/lark_data_test.cc

@@ -1,0 +1,1 @@
+// placeholder: filled in by the work on tests/data/xgrammar_ebnf_test.cc

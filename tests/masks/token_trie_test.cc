@@ -1,0 +1,1 @@
+// placeholder: filled in by the work on tests/masks/token_trie_test.cc
