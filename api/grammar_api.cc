@@ -11,6 +11,7 @@
 #include "api/grammar_data.h"
 #include "grammar/builtin.h"
 #include "grammar/gbnf_reader.h"
+#include "grammar/lark_lowering.h"
 #include "pruning/compact.h"
 #include "zapgram/grammar.h"
 
@@ -44,16 +45,17 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
     path = std::filesystem::path(std::string(data_root)) / path;
   }
   std::string ext = path.extension().string();
-  if (ext != ".gbnf" && ext != ".ebnf") {
+  if (ext != ".gbnf" && ext != ".ebnf" && ext != ".lark") {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "cannot tell the grammar format of '%s': expected a .gbnf or .ebnf path, builtin:NAME "
-        "or regex:PATTERN",
+        "cannot tell the grammar format of '%s': expected a .gbnf, .ebnf or .lark path, "
+        "builtin:NAME or regex:PATTERN",
         spec));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read grammar file '", path.string(), "'"));
   std::stringstream buffer;
   buffer << in.rdbuf();
+  if (ext == ".lark") return grammar::ReadLarkGrammar(buffer.str(), path.string());
   return grammar::ReadGbnf(buffer.str(), path.string());
 }
 
@@ -94,8 +96,9 @@ GrammarStats Grammar::stats() const {
   s.nonterminals = data_->flat.num_nonterminals();
   s.productions = data_->flat.num_productions();
   s.rhs_symbols = data_->flat.rhs.size();
-  s.terminals = data_->flat.terminals.start.size();
-  s.terminal_states = data_->flat.terminals.num_states();
+  const parser::FlatGrammar& flat = data_->flat;
+  s.terminals = flat.lexed() ? flat.lexer->names.size() : flat.terminals.start.size();
+  s.terminal_states = flat.lexed() ? flat.lexer->num_states() : flat.terminals.num_states();
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include "grammar/grammar.h"
 
+#include "grammar/regex_compiler.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -106,6 +108,15 @@ ExprId Grammar::AddRegex(std::string pattern, uint32_t flags, SourceLocation loc
   return static_cast<ExprId>(exprs.size() - 1);
 }
 
+ExprId Grammar::AddToken(uint32_t token, SourceLocation loc) {
+  Expr e;
+  e.kind = ExprKind::kToken;
+  e.token = token;
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
 ExprId Grammar::AddSequence(std::vector<ExprId> children, SourceLocation loc) {
   if (children.empty()) return AddEmpty(loc);
   if (children.size() == 1) return children[0];
@@ -185,8 +196,22 @@ absl::Status Grammar::Validate() const {
                                                   " is not normalized"));
         }
         break;
+      case ExprKind::kToken:
+        if (e.token >= tokens.size()) {
+          return absl::InternalError(absl::StrCat(source_name, ": expression ", i,
+                                                  " refers to a token out of range"));
+        }
+        break;
       default:
         break;
+    }
+    // A lexed grammar's rules see tokens only (token definitions are not
+    // expressions of the arena, so every terminal node here is a rule's).
+    if (lexed() && (e.kind == ExprKind::kLiteral || e.kind == ExprKind::kCharClass ||
+                    e.kind == ExprKind::kRegex)) {
+      return absl::InternalError(absl::StrFormat(
+          "%s:%d:%d: a lexed grammar has a terminal that is not a token", source_name,
+          e.loc.line, e.loc.col));
     }
   }
   return absl::OkStatus();
@@ -296,14 +321,14 @@ void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
         break;
       case ExprKind::kRegex:
         // Not GBNF: regexes come from the Lark reader; the dump shows them Lark-style.
-        *out += "/" + e.literal + "/";
-        if (e.flags & kRegexIgnoreCase) out->push_back('i');
-        if (e.flags & kRegexMultiline) out->push_back('m');
-        if (e.flags & kRegexDotAll) out->push_back('s');
-        if (e.flags & kRegexVerbose) out->push_back('x');
+        *out += RegexDisplayName(e.literal, e.flags);
         break;
       case ExprKind::kCharClass:
         AppendClass(e.ranges, out);
+        break;
+      case ExprKind::kToken:
+        // Not GBNF: a lexed grammar's token, by name (the lexicon follows the rules).
+        *out += g.tokens[e.token].name;
         break;
       case ExprKind::kRuleRef:
         *out += g.rules[e.rule].name;
@@ -374,6 +399,11 @@ std::string Dump(const Grammar& grammar) {
     AppendExpr(grammar, rule.body, &out);
     out.push_back('\n');
   }
+  for (const Token& t : grammar.tokens) {
+    out += absl::StrFormat("# token %s = %s prio=%d%s%s\n", t.name,
+                           RegexDisplayName(t.pattern, t.flags), t.priority,
+                           t.is_string ? " string" : "", t.ignored ? " ignored" : "");
+  }
   return out;
 }
 
@@ -438,6 +468,7 @@ Productivity ComputeProductivity(const Grammar& g) {
       case ExprKind::kEmpty:
       case ExprKind::kLiteral:
       case ExprKind::kRegex:  // opaque: an empty regex language is the lowering's to report
+      case ExprKind::kToken:  // likewise
         mark(id);
         break;
       case ExprKind::kCharClass:

@@ -57,6 +57,7 @@ enum class ExprKind : uint8_t {
   kChoice,     // one of `children`; at least two
   kRepeat,     // `children[0]` repeated min..max times (max may be kUnbounded)
   kRegex,      // a regular expression terminal: `literal` holds the pattern, `flags` RegexFlags
+  kToken,      // a token of the grammar's lexicon: `token` indexes Grammar::tokens
 };
 
 // Flags of a kRegex terminal (Lark's /.../imsx, Python re, ECMA-262).
@@ -73,6 +74,7 @@ struct Expr {
   uint32_t flags = 0;                  // kRegex: RegexFlags
   std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent
   RuleId rule = 0;                     // kRuleRef
+  uint32_t token = 0;                  // kToken
   std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)
   uint32_t min = 0;                    // kRepeat
   uint32_t max = 0;                    // kRepeat
@@ -85,6 +87,22 @@ struct Rule {
   SourceLocation loc;  // of the rule name at its definition
 };
 
+// A token of a lexed grammar (Lark): the input is first cut into tokens by a
+// lexer (parser/lexer.h), and rules see whole tokens, never the bytes
+// inside them. The definition is self-contained (a regex in this IR's regex
+// dialect), so transforms copy the lexicon untouched.
+struct Token {
+  std::string name;         // "NAME", or Lark's name of an anonymous token
+  std::string pattern;      // a regex (grammar/regex_compiler.h) matching exactly the token
+  uint32_t flags = 0;       // RegexFlags of `pattern`
+  bool is_string = false;   // written as a string ("return", "x"i): `text` holds it
+  std::string text;         // the string of a string token (before case folding)
+  int32_t priority = 0;     // Lark's terminal priority
+  bool ignored = false;     // %ignore: lexed, then dropped before the rules see it
+  bool in_rules = false;    // some rule refers to it (else it is only ignored)
+  SourceLocation loc;
+};
+
 // A grammar as read. Invariants (checked by Validate()): every ExprId and
 // RuleId in range, root in range, classes normalized, every rule defined once.
 class Grammar {
@@ -93,6 +111,11 @@ class Grammar {
   std::vector<Rule> rules;
   std::vector<Expr> exprs;
   RuleId root = 0;
+  // The lexicon. Empty for grammars whose terminals are matched in context,
+  // byte by byte (GBNF, EBNF, regex). When not empty the grammar is *lexed*:
+  // its rules' only terminals are kToken (Validate checks it).
+  std::vector<Token> tokens;
+  bool lexed() const { return !tokens.empty(); }
 
   // Builders. Each returns the id of the new expression.
   ExprId AddEmpty(SourceLocation loc = {});
@@ -103,6 +126,8 @@ class Grammar {
   ExprId AddRuleRef(RuleId rule, SourceLocation loc = {});
   // A regular-expression terminal (pattern text as written, RegexFlags).
   ExprId AddRegex(std::string pattern, uint32_t flags, SourceLocation loc = {});
+  // A reference to tokens[token].
+  ExprId AddToken(uint32_t token, SourceLocation loc = {});
   // One child is returned as is; zero children give kEmpty.
   ExprId AddSequence(std::vector<ExprId> children, SourceLocation loc = {});
   ExprId AddChoice(std::vector<ExprId> children, SourceLocation loc = {});

@@ -1,1 +1,443 @@
-// placeholder: filled in by the work on grammar/lark_lowering.cc
+// LarkGrammar -> lexed Grammar (see lark_lowering.h).
+//
+// Two walks, both with explicit stacks over the reader's arena:
+//  - patterns: a post-order over terminal bodies in which a reference to a
+//    terminal has that terminal's body as its only child (terminals never
+//    refer to themselves, the reader checked), memoized per node, so a
+//    terminal used by many others is rendered once;
+//  - rules: a post-order copy of the kept rules' bodies into a fresh arena,
+//    where every terminal becomes a kToken.
+#include "grammar/lark_lowering.h"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace zapgram::grammar {
+
+namespace {
+
+// A terminal's pattern as Lark models it: a string (value + flags) or a
+// regex; `regexp` is its to_regexp() form (flags folded in).
+struct Pattern {
+  bool is_string = false;
+  bool single = false;  // one string, regex or range (not joined from parts)
+  std::string value;  // the string, or the regex source
+  uint32_t flags = 0;
+  std::string regexp;
+};
+
+// Python's re.escape (3.7+): escapes exactly these characters.
+std::string PythonEscape(std::string_view text) {
+  static constexpr std::string_view kSpecial = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f";
+  std::string out;
+  for (char c : text) {
+    if (kSpecial.find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The reader stores "x"i as a regex of the escaped text (lark_reader.cc's
+// RegexEscape: `\` before punctuation, \xNN for other ASCII); this undoes it.
+std::string UnescapeIstring(std::string_view pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '\\' || i + 1 >= pattern.size()) {
+      out.push_back(pattern[i]);
+      continue;
+    }
+    if (pattern[i + 1] == 'x' && i + 3 < pattern.size()) {
+      out.push_back(static_cast<char>(std::stoi(std::string(pattern.substr(i + 2, 2)), nullptr, 16)));
+      i += 3;
+    } else {
+      out.push_back(pattern[++i]);
+    }
+  }
+  return out;
+}
+
+std::string FlagLetters(uint32_t flags) {
+  std::string out;
+  if (flags & kRegexIgnoreCase) out.push_back('i');
+  if (flags & kRegexMultiline) out.push_back('m');
+  if (flags & kRegexDotAll) out.push_back('s');
+  if (flags & kRegexVerbose) out.push_back('x');
+  return out;
+}
+
+std::string WithFlags(std::string regexp, uint32_t flags) {
+  if (flags == 0) return regexp;
+  return absl::StrCat("(?", FlagLetters(flags), ":", regexp, ")");
+}
+
+std::string ClassRegexp(const std::vector<CodepointRange>& ranges) {
+  std::string out = "[";
+  for (const CodepointRange& r : ranges) {
+    absl::StrAppend(&out, absl::StrFormat("\\x{%X}", r.lo));
+    if (r.hi != r.lo) absl::StrAppend(&out, absl::StrFormat("-\\x{%X}", r.hi));
+  }
+  out += "]";
+  return out;
+}
+
+// Lark's names for anonymous string terminals: the upper-cased string when
+// it is an identifier, else a name of its punctuation, else __ANON_n.
+std::string AnonymousName(const Pattern& p, uint32_t serial) {
+  if (p.is_string && !p.value.empty()) {
+    bool identifier = !(p.value[0] >= '0' && p.value[0] <= '9');
+    for (char c : p.value) {
+      identifier = identifier && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                  (c >= '0' && c <= '9') || c == '_');
+    }
+    if (identifier) {
+      std::string upper = p.value;
+      for (char& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+      return upper;
+    }
+  }
+  return absl::StrCat("__ANON_", serial);
+}
+
+class Lowering {
+ public:
+  Lowering(const LarkGrammar& lark, const LarkLoweringOptions& options)
+      : lark_(lark), arena_(lark.arena), options_(options) {}
+
+  absl::StatusOr<Grammar> Run();
+
+ private:
+  bool IsTerminalRef(const Expr& e) const {
+    return e.kind == ExprKind::kRuleRef && lark_.is_terminal[e.rule];
+  }
+  absl::Status RenderPatterns(ExprId root);
+  absl::StatusOr<uint32_t> TokenForTerminal(RuleId terminal_rule);
+  absl::StatusOr<uint32_t> TokenForExpr(ExprId id);
+  uint32_t AddToken(const Pattern& p, std::string name, int32_t priority, SourceLocation loc);
+  absl::Status CopyRules();
+  std::string Where(SourceLocation loc) const {
+    return absl::StrFormat("%s:%d:%d", arena_.source_name, loc.line, loc.col);
+  }
+
+  const LarkGrammar& lark_;
+  const Grammar& arena_;
+  const LarkLoweringOptions& options_;
+  Grammar out_;
+  std::vector<uint8_t> istring_;           // per arena expr
+  std::vector<Pattern> patterns_;          // per arena expr, once rendered
+  std::vector<uint8_t> rendered_;
+  std::vector<uint32_t> token_of_rule_;    // per arena rule (terminals only)
+  using PatternKey = std::tuple<bool, std::string, uint32_t>;  // (is_string, value, flags)
+  absl::flat_hash_map<PatternKey, RuleId> named_by_pattern_;
+  absl::flat_hash_map<PatternKey, uint32_t> anonymous_by_pattern_;
+  std::vector<RuleId> kept_rules_;
+  std::vector<RuleId> new_rule_id_;
+  uint32_t anonymous_serial_ = 0;
+};
+
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+absl::Status Lowering::RenderPatterns(ExprId root) {
+  if (rendered_[root]) return absl::OkStatus();
+  std::vector<std::pair<ExprId, bool>> stack = {{root, false}};
+  auto children = [&](ExprId id) -> std::vector<ExprId> {
+    const Expr& e = arena_.exprs[id];
+    if (IsTerminalRef(e)) return {arena_.rules[e.rule].body};
+    return e.children;
+  };
+  while (!stack.empty()) {
+    auto [id, expanded] = stack.back();
+    stack.pop_back();
+    if (rendered_[id]) continue;
+    if (!expanded) {
+      stack.push_back({id, true});
+      for (ExprId c : children(id)) {
+        if (!rendered_[c]) stack.push_back({c, false});
+      }
+      continue;
+    }
+    const Expr& e = arena_.exprs[id];
+    Pattern p;
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        p.is_string = true;
+        break;
+      case ExprKind::kLiteral:
+        p.single = true;
+        p.is_string = true;
+        p.value = e.literal;
+        p.regexp = PythonEscape(e.literal);
+        break;
+      case ExprKind::kRegex:
+        p.single = true;
+        if (istring_[id]) {
+          p.is_string = true;
+          p.value = UnescapeIstring(e.literal);
+          p.flags = kRegexIgnoreCase;
+          p.regexp = WithFlags(PythonEscape(p.value), p.flags);
+        } else {
+          p.value = e.literal;
+          p.flags = e.flags;
+          // Grouped, so that a top-level | stays inside it when joined.
+          p.regexp = e.flags != 0 ? WithFlags(e.literal, e.flags) : absl::StrCat("(?:", e.literal, ")");
+        }
+        break;
+      case ExprKind::kCharClass:
+        p.single = true;
+        p.value = ClassRegexp(e.ranges);
+        p.regexp = p.value;
+        break;
+      case ExprKind::kRuleRef:  // a terminal: its body's pattern
+        if (lark_.terminals[lark_.index_of[e.rule]].declared) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
+              "produce it (e.g. an Indenter for _INDENT/_DEDENT), which zapgram does not run",
+              Where(e.loc), arena_.rules[e.rule].name));
+        }
+        p = patterns_[arena_.rules[e.rule].body];
+        break;
+      case ExprKind::kSequence: {
+        for (ExprId c : e.children) p.value += patterns_[c].regexp;
+        p.regexp = p.value;
+        break;
+      }
+      case ExprKind::kChoice: {
+        p.value = "(?:";
+        for (size_t i = 0; i < e.children.size(); ++i) {
+          if (i > 0) p.value += "|";
+          p.value += patterns_[e.children[i]].regexp;
+        }
+        p.value += ")";
+        p.regexp = p.value;
+        break;
+      }
+      case ExprKind::kRepeat: {
+        std::string op;
+        if (e.min == 0 && e.max == kUnbounded) {
+          op = "*";
+        } else if (e.min == 1 && e.max == kUnbounded) {
+          op = "+";
+        } else if (e.min == 0 && e.max == 1) {
+          op = "?";
+        } else if (e.max == kUnbounded) {
+          op = absl::StrFormat("{%d,}", e.min);
+        } else if (e.min == e.max) {
+          op = absl::StrFormat("{%d}", e.min);
+        } else {
+          op = absl::StrFormat("{%d,%d}", e.min, e.max);
+        }
+        p.value = absl::StrCat("(?:", patterns_[e.children[0]].regexp, ")", op);
+        p.regexp = p.value;
+        break;
+      }
+      case ExprKind::kToken:
+        return absl::InternalError("a Lark arena holds no tokens");
+    }
+    if (p.regexp.size() > options_.max_token_pattern_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: terminal expands to a regex longer than max_token_pattern_bytes = %d",
+          Where(e.loc), options_.max_token_pattern_bytes));
+    }
+    patterns_[id] = std::move(p);
+    rendered_[id] = 1;
+  }
+  return absl::OkStatus();
+}
+
+uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority,
+                            SourceLocation loc) {
+  Token t;
+  t.name = std::move(name);
+  t.is_string = p.is_string;
+  t.priority = priority;
+  t.loc = loc;
+  if (p.is_string) {
+    t.text = p.value;
+    t.flags = p.flags;
+    t.pattern = PythonEscape(p.value);
+  } else if (p.single) {
+    t.pattern = p.value;  // a lone regex or range: its own source and flags
+    t.flags = p.flags;
+  } else {
+    t.pattern = p.regexp;  // joined: the parts' flags are scoped groups inside
+  }
+  out_.tokens.push_back(std::move(t));
+  return static_cast<uint32_t>(out_.tokens.size() - 1);
+}
+
+absl::StatusOr<uint32_t> Lowering::TokenForTerminal(RuleId rule) {
+  if (token_of_rule_[rule] != kNone) return token_of_rule_[rule];
+  const LarkTerminal& terminal = lark_.terminals[lark_.index_of[rule]];
+  if (terminal.declared) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
+        "produce it (e.g. an Indenter for _INDENT/_DEDENT), which zapgram does not run",
+        Where(terminal.loc), arena_.rules[rule].name));
+  }
+  const ExprId body = arena_.rules[rule].body;
+  absl::Status st = RenderPatterns(body);
+  if (!st.ok()) return st;
+  const uint32_t token = AddToken(patterns_[body], arena_.rules[rule].name, terminal.priority,
+                                  terminal.loc);
+  token_of_rule_[rule] = token;
+  return token;
+}
+
+absl::StatusOr<uint32_t> Lowering::TokenForExpr(ExprId id) {
+  const Expr& e = arena_.exprs[id];
+  if (IsTerminalRef(e)) return TokenForTerminal(e.rule);
+  absl::Status st = RenderPatterns(id);
+  if (!st.ok()) return st;
+  const Pattern& p = patterns_[id];
+  PatternKey key = std::make_tuple(p.is_string, p.value, p.flags);
+  // A named terminal with this very pattern: Lark uses it.
+  auto named = named_by_pattern_.find(key);
+  if (named != named_by_pattern_.end()) return TokenForTerminal(named->second);
+  auto anonymous = anonymous_by_pattern_.find(key);
+  if (anonymous != anonymous_by_pattern_.end()) return anonymous->second;
+  const uint32_t token = AddToken(p, AnonymousName(p, anonymous_serial_++), 0, e.loc);
+  anonymous_by_pattern_.emplace(std::move(key), token);
+  return token;
+}
+
+absl::Status Lowering::CopyRules() {
+  // Kept rules: reachable from the start rule through rule references.
+  const size_t num_rules = arena_.rules.size();
+  new_rule_id_.assign(num_rules, kNone);
+  std::vector<RuleId> work = {arena_.root};
+  new_rule_id_[arena_.root] = 0;
+  kept_rules_ = {arena_.root};
+  while (!work.empty()) {
+    RuleId r = work.back();
+    work.pop_back();
+    std::vector<ExprId> stack = {arena_.rules[r].body};
+    while (!stack.empty()) {
+      const Expr& e = arena_.exprs[stack.back()];
+      stack.pop_back();
+      if (e.kind == ExprKind::kRuleRef && !lark_.is_terminal[e.rule]) {
+        if (new_rule_id_[e.rule] == kNone) {
+          new_rule_id_[e.rule] = static_cast<RuleId>(kept_rules_.size());
+          kept_rules_.push_back(e.rule);
+          work.push_back(e.rule);
+        }
+        continue;
+      }
+      if (e.kind == ExprKind::kRuleRef) continue;
+      for (ExprId c : e.children) stack.push_back(c);
+    }
+  }
+  out_.rules.resize(kept_rules_.size());
+  std::vector<ExprId> memo(arena_.exprs.size(), kNone);
+  for (size_t i = 0; i < kept_rules_.size(); ++i) {
+    const Rule& rule = arena_.rules[kept_rules_[i]];
+    out_.rules[i].name = rule.name;
+    out_.rules[i].loc = rule.loc;
+    std::vector<std::pair<ExprId, bool>> stack = {{rule.body, false}};
+    while (!stack.empty()) {
+      auto [id, expanded] = stack.back();
+      stack.pop_back();
+      if (memo[id] != kNone) continue;
+      const Expr& e = arena_.exprs[id];
+      const bool composite = e.kind == ExprKind::kSequence || e.kind == ExprKind::kChoice ||
+                             e.kind == ExprKind::kRepeat;
+      if (composite && !expanded) {
+        stack.push_back({id, true});
+        for (ExprId c : e.children) {
+          if (memo[c] == kNone) stack.push_back({c, false});
+        }
+        continue;
+      }
+      std::vector<ExprId> kids;
+      for (ExprId c : e.children) kids.push_back(memo[c]);
+      switch (e.kind) {
+        case ExprKind::kEmpty:
+          memo[id] = out_.AddEmpty(e.loc);
+          break;
+        case ExprKind::kSequence:
+          memo[id] = out_.AddSequence(std::move(kids), e.loc);
+          break;
+        case ExprKind::kChoice:
+          memo[id] = out_.AddChoice(std::move(kids), e.loc);
+          break;
+        case ExprKind::kRepeat:
+          memo[id] = out_.AddRepeat(kids[0], e.min, e.max, e.loc);
+          break;
+        case ExprKind::kRuleRef:
+          if (!lark_.is_terminal[e.rule]) {
+            memo[id] = out_.AddRuleRef(new_rule_id_[e.rule], e.loc);
+            break;
+          }
+          [[fallthrough]];
+        default: {
+          absl::StatusOr<uint32_t> token = TokenForExpr(id);
+          if (!token.ok()) return token.status();
+          out_.tokens[*token].in_rules = true;
+          memo[id] = out_.AddToken(*token, e.loc);
+          break;
+        }
+      }
+    }
+    out_.rules[i].body = memo[rule.body];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Grammar> Lowering::Run() {
+  if (!lark_.has_start) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(arena_.source_name, ": no start rule (Lark's default start is 'start')"));
+  }
+  out_.source_name = arena_.source_name;
+  istring_.assign(arena_.exprs.size(), 0);
+  for (ExprId id : lark_.istring_exprs) istring_[id] = 1;
+  patterns_.resize(arena_.exprs.size());
+  rendered_.assign(arena_.exprs.size(), 0);
+  token_of_rule_.assign(arena_.rules.size(), kNone);
+  // Named terminals by pattern, for anonymous terminals equal to one (the
+  // last definition wins, as in Lark's reverse map). Declared ones have none.
+  for (RuleId r = 0; r < arena_.rules.size(); ++r) {
+    if (!lark_.is_terminal[r] || lark_.terminals[lark_.index_of[r]].declared) continue;
+    absl::Status st = RenderPatterns(arena_.rules[r].body);
+    if (!st.ok()) return st;
+    const Pattern& p = patterns_[arena_.rules[r].body];
+    named_by_pattern_[std::make_tuple(p.is_string, p.value, p.flags)] = r;
+  }
+  absl::Status st = CopyRules();
+  if (!st.ok()) return st;
+  out_.root = 0;
+  for (const LarkIgnore& ignore : lark_.ignores) {
+    absl::StatusOr<uint32_t> token = TokenForExpr(ignore.expr);
+    if (!token.ok()) return token.status();
+    out_.tokens[*token].ignored = true;
+  }
+  if (out_.tokens.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(arena_.source_name, ": the grammar uses no terminal at all"));
+  }
+  if (!(st = out_.Validate()).ok()) return st;
+  return std::move(out_);
+}
+
+}  // namespace
+
+absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options) {
+  Lowering lowering(lark, options);
+  return lowering.Run();
+}
+
+absl::StatusOr<Grammar> ReadLarkGrammar(std::string_view text, std::string_view source_name,
+                                        const LarkReadOptions& read_options,
+                                        const LarkLoweringOptions& options) {
+  absl::StatusOr<LarkGrammar> lark = ReadLark(text, source_name, read_options);
+  if (!lark.ok()) return lark.status();
+  return LowerLark(*lark, options);
+}
+
+}  // namespace zapgram::grammar

@@ -73,6 +73,15 @@ struct WaitingGroup {
 };
 static_assert(sizeof(WaitingGroup) == 20 && std::is_trivially_copyable_v<WaitingGroup>);
 
+// Bits of EarleySet::accepting.
+inline constexpr uint32_t kAccepting = 1;       // the start symbol completed here from set 0
+inline constexpr uint32_t kAcceptingIfIgnored = 2;  // lexed: accepting if the open token is ignored
+
+// A lexed grammar's recognizer keeps one set per *lane* at each position: a
+// lane is the state of the lexer (the token in progress and the guards of
+// tokens that ended tentatively, parser/recognizer.h), and items of different
+// lanes have different futures, so they never mix. A byte-level grammar has
+// one set per position, all in lane 0.
 struct EarleySet {
   uint64_t position;      // bytes consumed before this set
   uint32_t waiting_begin;
@@ -80,9 +89,10 @@ struct EarleySet {
   uint32_t group_end;
   uint32_t scan_begin;    // items on terminals [scan_begin, scan_end)
   uint32_t scan_end;
-  uint32_t accepting;     // 1 when the start symbol completed here from set 0
+  uint32_t accepting;     // kAccepting | kAcceptingIfIgnored bits
+  uint32_t lane;          // lexed grammars: the recognizer's lane id; else 0
 };
-static_assert(sizeof(EarleySet) == 32 && std::is_trivially_copyable_v<EarleySet>);
+static_assert(sizeof(EarleySet) == 40 && std::is_trivially_copyable_v<EarleySet>);
 
 struct Chart {
   std::vector<EarleySet> sets;
@@ -106,6 +116,20 @@ struct Chart {
     groups.resize(s.group_begin);
     scan.resize(s.scan_begin);
     sets.pop_back();
+  }
+  // Drops every set at the newest position.
+  void PopPosition() {
+    const uint64_t position = sets.back().position;
+    while (!sets.empty() && sets.back().position == position) PopSet();
+  }
+  // The first set at the same position as `set` (sets of one position are adjacent).
+  uint32_t FirstSetAtPositionOf(uint32_t set) const {
+    while (set > 0 && sets[set - 1].position == sets[set].position) --set;
+    return set;
+  }
+  // The first set at the newest position.
+  uint32_t NewestFirst() const {
+    return FirstSetAtPositionOf(static_cast<uint32_t>(sets.size() - 1));
   }
   // The group of `set` waiting on `nt`, or nullptr.
   const WaitingGroup* FindGroup(uint32_t set, uint32_t nt) const;

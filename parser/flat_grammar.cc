@@ -18,6 +18,8 @@
 //  3. Useless productions: unproductive ones (some symbol derives nothing)
 //     and unreachable ones are dropped; a root that derives nothing is an error.
 //  4. Nullable nonterminals and prediction closures, by worklists.
+// A lexed grammar's terminals are its tokens (kToken); its lexer
+// (parser/lexer.h) is built here too, and the byte-level table stays empty.
 #include "parser/flat_grammar.h"
 
 #include <algorithm>
@@ -205,6 +207,8 @@ absl::StatusOr<Symbol> Lowering::SymbolFor(ExprId id, uint32_t owner) {
       return TerminalFor(e);
     case ExprKind::kRuleRef:
       return e.rule;
+    case ExprKind::kToken:
+      return kTerminalTag | e.token;
     default:
       break;
   }
@@ -531,13 +535,20 @@ absl::StatusOr<FlatGrammar> Lowering::Run() {
   FlatGrammar out;
   out.start_nt = NewNonterminal("<start>");
   if (!(st = AddProduction(out.start_nt, {g_.root})).ok()) return st;
+  if (g_.lexed()) {
+    absl::StatusOr<std::shared_ptr<const LexerTable>> lexer = BuildLexer(g_, limits_);
+    if (!lexer.ok()) return lexer.status();
+    out.lexer = *std::move(lexer);
+  }
   if (!(st = BuildTerminalTable(out)).ok()) return st;
   if (!(st = Finish(out)).ok()) return st;
   return out;
 }
 
 std::string SymbolName(const FlatGrammar& g, Symbol s) {
-  if (IsTerminal(s)) return g.terminals.names[Payload(s)];
+  if (IsTerminal(s)) {
+    return g.lexed() ? g.lexer->names[Payload(s)] : g.terminals.names[Payload(s)];
+  }
   return g.nt_names[Payload(s)];
 }
 
@@ -573,8 +584,12 @@ std::string DumpFlatGrammar(const FlatGrammar& g) {
       out += "\n";
     }
   }
-  absl::StrAppend(&out, "terminals: ", g.terminals.start.size(), ", states: ",
-                  g.terminals.num_states(), ", byte classes: ", g.terminals.num_classes, "\n");
+  if (g.lexed()) {
+    out += DumpLexer(*g.lexer);
+  } else {
+    absl::StrAppend(&out, "terminals: ", g.terminals.start.size(), ", states: ",
+                    g.terminals.num_states(), ", byte classes: ", g.terminals.num_classes, "\n");
+  }
   return out;
 }
 

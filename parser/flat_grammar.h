@@ -28,6 +28,7 @@
 #define ZAPGRAM_PARSER_FLAT_GRAMMAR_H_
 
 #include <array>
+#include <memory>
 #include <bitset>
 #include <cstdint>
 #include <string>
@@ -35,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "parser/lexer.h"
 #include "zapgram/limits.h"
 
 namespace zapgram::parser {
@@ -85,7 +87,12 @@ struct FlatGrammar {
   std::vector<uint32_t> predict_scan;
   uint32_t start_nt = 0;   // augmented start S' -> root
   uint32_t start_dot = 0;  // rhs index of S' -> . root
-  TerminalTable terminals;
+  TerminalTable terminals;  // byte-level terminals (empty for a lexed grammar)
+  // A lexed grammar (grammar::Grammar::lexed): terminal symbols are tokens
+  // (payload = token index) and this lexer cuts the input into them.
+  std::shared_ptr<const LexerTable> lexer;
+
+  bool lexed() const { return lexer != nullptr; }
 
   uint32_t num_nonterminals() const { return static_cast<uint32_t>(nt_names.size()); }
   uint32_t num_productions() const { return static_cast<uint32_t>(production_begin.size()); }

@@ -45,6 +45,7 @@ Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& opti
   dot_stamp_.assign(grammar_->rhs.size(), 0);
   seen_stamp_.assign(grammar_->rhs.size(), 0);
   seen_head_.assign(grammar_->rhs.size(), kNoNode);
+  if (grammar_->lexed()) InternLane(/*lexer_state=*/1, {});  // lane 0: a token boundary
   Reset();
 }
 
@@ -144,7 +145,7 @@ void Recognizer::AddScanItem(uint32_t dot, uint32_t parent, uint32_t state) {
 void Recognizer::AddItem(uint32_t dot, uint32_t parent) {
   Symbol s = grammar_->rhs[dot];
   if (IsTerminal(s)) {
-    AddScanItem(dot, parent, grammar_->terminals.start[Payload(s)]);
+    AddScanItem(dot, parent, ScanState(s));
     return;
   }
   if (!MarkSeen(dot, parent, 0)) return;
@@ -165,7 +166,7 @@ void Recognizer::Predict(uint32_t nt) {
   }
   for (uint32_t i = g.predict_scan_begin[nt]; i < g.predict_scan_begin[nt + 1]; ++i) {
     uint32_t dot = g.predict_scan[i];
-    AddScanItem(dot, kPendingParent | g.dot_lhs[dot], g.terminals.start[Payload(g.rhs[dot])]);
+    AddScanItem(dot, kPendingParent | g.dot_lhs[dot], ScanState(g.rhs[dot]));
   }
 }
 
@@ -199,14 +200,16 @@ void Recognizer::CloseSet() {
   }
 }
 
-void Recognizer::FinishSet(Chart& chart, uint64_t position) {
+void Recognizer::FinishSet(Chart& chart, uint64_t position, uint32_t lane,
+                           bool accept_if_ignored) {
   const FlatGrammar& g = *grammar_;
   EarleySet set;
   set.position = position;
+  set.lane = lane;
   set.waiting_begin = static_cast<uint32_t>(chart.waiting.size());
   set.group_begin = static_cast<uint32_t>(chart.groups.size());
   set.scan_begin = static_cast<uint32_t>(chart.scan.size());
-  set.accepting = new_accepting_ ? 1 : 0;
+  set.accepting = (new_accepting_ ? kAccepting : 0) | (accept_if_ignored ? kAcceptingIfIgnored : 0);
   std::sort(new_waiting_.begin(), new_waiting_.end(),
             [](const PendingWaiting& a, const PendingWaiting& b) { return a.nt < b.nt; });
   // Groups first (their indices resolve the pending parents), then items.
@@ -280,12 +283,127 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
   return true;
 }
 
+uint32_t Recognizer::InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards) {
+  std::vector<uint32_t> key;
+  key.reserve(guards.size() + 1);
+  key.push_back(lexer_state);
+  key.insert(key.end(), guards.begin(), guards.end());
+  auto [it, inserted] = lane_ids_.emplace(key, static_cast<uint32_t>(lanes_.size()));
+  if (inserted) lanes_.push_back(std::move(key));
+  return it->second;
+}
+
+bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
+  const FlatGrammar& g = *grammar_;
+  const LexerTable& lexer = *g.lexer;
+  const uint32_t first = chart.NewestFirst();
+  const uint32_t end = static_cast<uint32_t>(chart.sets.size());
+  const uint64_t position = chart.sets.back().position + 1;
+  targets_.clear();
+  target_of_lane_.clear();
+  auto target = [&](uint32_t lane) -> LaneTarget& {
+    auto [it, inserted] = target_of_lane_.emplace(lane, static_cast<uint32_t>(targets_.size()));
+    if (inserted) targets_.push_back({lane, false, false, {}, {}});
+    return targets_[it->second];
+  };
+  // Step each lane; route its items to the lane going on (token still open)
+  // and, where the lexer emits a token, to the boundary lane after it.
+  for (uint32_t si = first; si < end; ++si) {
+    const EarleySet& set = chart.sets[si];
+    const std::vector<uint32_t>& lane = lanes_[set.lane];
+    const uint32_t state = lexer.Step(lane[0], byte);
+    if (state == 0) continue;
+    guard_scratch_.clear();
+    bool killed = false;
+    for (size_t k = 1; k + 1 < lane.size(); k += 2) {
+      const uint32_t guard = lexer.Step(lane[k], byte);
+      const uint32_t rank = lane[k + 1];
+      if (guard == 0) continue;  // no terminal can match longer: the guard holds
+      if (lexer.min_accepting_rank[guard] <= rank) {
+        killed = true;  // a longer or better-ranked match: the token did not end there
+        break;
+      }
+      if (lexer.min_rank_later[guard] > rank) continue;
+      guard_scratch_.push_back(guard);
+      guard_scratch_.push_back(rank);
+    }
+    if (killed) continue;
+    const bool accept_before = set.accepting != 0;
+    const bool ignored_open = lexer.ignored_can_continue[state] != 0;
+    // The token goes on.
+    {
+      const uint32_t open_lane = InternLane(state, guard_scratch_);
+      LaneTarget& t = target(open_lane);
+      t.accept_if_ignored |= accept_before && ignored_open;
+      for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+        const Item& item = chart.scan[i];
+        if (ignored_open || lexer.CanContinue(state, Payload(g.rhs[item.dot]))) {
+          t.scan.push_back({item.dot, item.parent});
+        }
+      }
+    }
+    // The token ends here.
+    const uint32_t token = lexer.emit[state];
+    if (token == kNoToken) continue;
+    if (lexer.NeedsGuard(state)) {
+      // Sorted insertion keeps lanes canonical.
+      size_t at = 0;
+      while (at < guard_scratch_.size() &&
+             (guard_scratch_[at] < state ||
+              (guard_scratch_[at] == state && guard_scratch_[at + 1] < lexer.emit_rank[state]))) {
+        at += 2;
+      }
+      guard_scratch_.insert(guard_scratch_.begin() + at, {state, lexer.emit_rank[state]});
+    }
+    LaneTarget& t = target(InternLane(/*lexer_state=*/1, guard_scratch_));
+    if (lexer.ignored[token]) {
+      t.accept |= accept_before;
+      for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+        t.scan.push_back({chart.scan[i].dot, chart.scan[i].parent});
+      }
+      continue;
+    }
+    const Symbol symbol = kTerminalTag | token;
+    for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+      const Item& item = chart.scan[i];
+      if (g.rhs[item.dot] == symbol) t.advance.push_back({item.dot + 1, item.parent});
+    }
+  }
+  if (lanes_.size() > options_.limits.max_lanes) {
+    status_ = absl::ResourceExhaustedError(absl::StrCat(
+        "lexer lanes after byte ", position, " exceed max_lanes = ", options_.limits.max_lanes));
+    return false;
+  }
+  // Build one set per target lane.
+  bool pushed = false;
+  for (const LaneTarget& t : targets_) {
+    BeginSet();
+    set_index_ = static_cast<uint32_t>(chart.sets.size());
+    for (const PendingItem& item : t.scan) AddScanItem(item.dot, item.parent, 0);
+    for (const PendingItem& item : t.advance) AddItem(item.dot, item.parent);
+    CloseSet();
+    if (budget_hit_) {
+      while (chart.sets.size() > end) chart.PopSet();
+      status_ = absl::ResourceExhaustedError(absl::StrCat(
+          "Earley set at byte ", position, " exceeds max_items_per_set = ",
+          options_.limits.max_items_per_set));
+      return false;
+    }
+    new_accepting_ |= t.accept;
+    if (new_scan_.empty() && !new_accepting_ && !t.accept_if_ignored) continue;
+    FinishSet(chart, position, t.lane, t.accept_if_ignored);
+    pushed = true;
+  }
+  return pushed;
+}
+
 bool Recognizer::Push(uint8_t byte) {
   if (!status_.ok()) return false;
+  if (grammar_->lexed()) return BuildNextLexedSets(current(), byte);
   return BuildNextSet(current(), byte);
 }
 
-void Recognizer::Pop() { current().PopSet(); }
+void Recognizer::Pop() { current().PopPosition(); }
 
 bool Recognizer::Feed(uint8_t byte) {
   status_ = absl::OkStatus();
@@ -301,7 +419,7 @@ bool Recognizer::Feed(uint8_t byte) {
                            compactor_ ? " (input nested too deeply)" : " (input too long)")
             : absl::StrCat("max_total_items = ", limits.max_total_items)));
     if (compactor_ != nullptr) compactor_->Undo();
-    chart_.PopSet();
+    chart_.PopPosition();
     return false;
   }
   if (compactor_ == nullptr) return true;
@@ -332,7 +450,7 @@ bool Recognizer::Rollback(size_t n) {
   if (n == 0) return true;
   if (n > Position()) return false;
   if (compactor_ == nullptr) {
-    for (size_t i = 0; i < n; ++i) chart_.PopSet();
+    for (size_t i = 0; i < n; ++i) chart_.PopPosition();
     status_ = absl::OkStatus();
     return true;
   }
@@ -364,15 +482,36 @@ size_t Recognizer::RollbackLimit() const {
   return compactor_ != nullptr ? rollback_limit_ : Position();
 }
 
-bool Recognizer::IsAccepting() const { return current().sets.back().accepting != 0; }
+bool Recognizer::IsAccepting() const {
+  const Chart& chart = current();
+  for (uint32_t s = chart.NewestFirst(); s < chart.sets.size(); ++s) {
+    if (chart.sets[s].accepting & kAccepting) return true;
+  }
+  return false;
+}
 
 bool Recognizer::CanContinue() const {
+  if (grammar_->lexed()) return NextBytes().any();
   const EarleySet& last = current().sets.back();
   return last.scan_end > last.scan_begin;
 }
 
 ByteSet Recognizer::NextBytes() const {
   ByteSet out;
+  if (grammar_->lexed()) {
+    // Whether a byte survives depends on the lexer and on closures; trying
+    // each byte with Push/Pop is exact, and leaves the state as it was.
+    Recognizer& self = const_cast<Recognizer&>(*this);
+    const absl::Status saved = status_;
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (self.Push(static_cast<uint8_t>(b))) {
+        out.set(b);
+        self.Pop();
+      }
+      self.status_ = saved;
+    }
+    return out;
+  }
   const Chart& chart = current();
   const EarleySet& last = chart.sets.back();
   for (uint32_t i = last.scan_begin; i < last.scan_end; ++i) {
@@ -397,7 +536,18 @@ std::string Recognizer::DumpChart() const {
   std::string out;
   for (uint32_t i = 0; i < chart.sets.size(); ++i) {
     const EarleySet& s = chart.sets[i];
-    absl::StrAppend(&out, "set ", i, " @", s.position, s.accepting ? " accepting" : "", "\n");
+    absl::StrAppend(&out, "set ", i, " @", s.position,
+                    (s.accepting & kAccepting) ? " accepting" : "",
+                    (s.accepting & kAcceptingIfIgnored) ? " accepting-if-ignored" : "");
+    if (g.lexed()) {
+      const std::vector<uint32_t>& lane = lanes_[s.lane];
+      absl::StrAppend(&out, " lane ", s.lane, " (lexer state ", lane[0]);
+      for (size_t k = 1; k + 1 < lane.size(); k += 2) {
+        absl::StrAppend(&out, ", guard ", lane[k], "/rank ", lane[k + 1]);
+      }
+      out += ")";
+    }
+    out += "\n";
     for (uint32_t gi = s.group_begin; gi < s.group_end; ++gi) {
       const WaitingGroup& group = chart.groups[gi];
       if (group.leo_dot != kNoLeo) {
@@ -414,7 +564,9 @@ std::string Recognizer::DumpChart() const {
     for (uint32_t k = s.scan_begin; k < s.scan_end; ++k) {
       const Item& item = chart.scan[k];
       absl::StrAppend(&out, "  ", DumpDottedProduction(g, item.dot), " (",
-                      chart.SetOfGroup(item.parent), ") state ", item.state, "\n");
+                      chart.SetOfGroup(item.parent), ")");
+      if (!g.lexed()) absl::StrAppend(&out, " state ", item.state);
+      out += "\n";
     }
   }
   return out;

@@ -18,7 +18,22 @@
 // RecognizerOptions::pruning is set. Without a compactor nothing is dropped.
 //
 // Push/Pop are the speculative form of Feed used by mask computation: they
-// append or drop one set without compaction; Feed = Push + compaction.
+// append or drop one position's sets without compaction; Feed = Push +
+// compaction.
+//
+// Lexed grammars (Lark, parser/lexer.h): the items' terminals are tokens, and
+// the lexer decides where tokens end. Each position holds one set per *lane*
+// (chart.h), a lane being (lexer state of the token in progress, guards). A
+// byte steps every lane's lexer state; where the lexer may emit a token, the
+// items waiting for it advance into a boundary lane (lexer state = start),
+// while the same items' lane also goes on in case the token is longer. An
+// emitted token whose choice is not final (a terminal ranked as well could
+// still match longer) leaves a *guard*: the lexer state run on from the
+// token's start, with its rank; the lane dies when the guard's state accepts
+// such a terminal, and the guard is dropped once none can accept any more. An
+// ignored token's end moves the items unchanged into the boundary lane.
+// Accepting = some boundary set where the start symbol completed (or was
+// complete before trailing ignored tokens).
 //
 // Thread safety: a Recognizer is used by one thread at a time; the FlatGrammar
 // it points to is immutable and may be shared by any number of recognizers.
@@ -32,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "parser/chart.h"
 #include "parser/flat_grammar.h"
@@ -125,7 +141,13 @@ class Recognizer {
   void AddScanItem(uint32_t dot, uint32_t parent, uint32_t state);
   void Predict(uint32_t nt);
   void CloseSet();
-  void FinishSet(Chart& chart, uint64_t position);
+  void FinishSet(Chart& chart, uint64_t position, uint32_t lane = 0, bool accept_if_ignored = false);
+  // Lexed grammars: builds the sets of the next position (one per lane).
+  bool BuildNextLexedSets(Chart& chart, uint8_t byte);
+  uint32_t InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards);
+  uint32_t ScanState(Symbol terminal) const {
+    return grammar_->lexed() ? 0 : grammar_->terminals.start[Payload(terminal)];
+  }
   Chart& current() { return chart_; }
   const Chart& current() const { return chart_; }
   void TakeCheckpoint();
@@ -180,6 +202,22 @@ class Recognizer {
   bool new_accepting_ = false;
   uint64_t items_this_set_ = 0;
   bool budget_hit_ = false;
+
+  // Lexed grammars. A lane: the lexer state of the token in progress, then
+  // its guards as (lexer state, rank) pairs, sorted. Lane 0 is (start, no
+  // guards). Lanes are interned for the recognizer's lifetime.
+  std::vector<std::vector<uint32_t>> lanes_;
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> lane_ids_;
+  struct LaneTarget {
+    uint32_t lane;
+    bool accept;             // kAccepting carried through an ignored token
+    bool accept_if_ignored;  // kAcceptingIfIgnored
+    std::vector<PendingItem> scan;     // items kept on their token (dot unchanged)
+    std::vector<PendingItem> advance;  // items after a token (dot + 1)
+  };
+  std::vector<LaneTarget> targets_;
+  absl::flat_hash_map<uint32_t, uint32_t> target_of_lane_;
+  std::vector<uint32_t> guard_scratch_;
 };
 
 }  // namespace zapgram::parser

@@ -32,7 +32,7 @@ void ForEachRef(const Chart& chart, const WaitingGroup& g, F f) {
 
 void ZapFormatCompactor::Grow(const Chart& chart) {
   const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
-  const EarleySet& newest = chart.sets[top];
+  const uint32_t first = chart.NewestFirst();
   const size_t n = chart.groups.size();
   // Entries from the newest set on are fresh (a popped speculative set may
   // have left stale ones behind).
@@ -44,19 +44,23 @@ void ZapFormatCompactor::Grow(const Chart& chart) {
     live_.resize(size);
     set_of_.resize(size);
   }
-  for (uint32_t g = newest.group_begin; g < n; ++g) {
-    external_refs_[g] = 0;
-    live_[g] = 0;
-    set_of_[g] = top;
+  for (uint32_t s = first; s <= top; ++s) {
+    for (uint32_t g = chart.sets[s].group_begin; g < chart.sets[s].group_end; ++g) {
+      external_refs_[g] = 0;
+      live_[g] = 0;
+      set_of_[g] = s;
+    }
   }
   if (set_live_groups_.size() <= top) {
     const size_t size = std::max<size_t>(top + 1, 2 * set_live_groups_.size());
     set_live_groups_.resize(size);
     dirty_.resize(size);
   }
-  if (set_live_groups_[top] > 0) --sets_with_live_groups_;
-  set_live_groups_[top] = 0;
-  dirty_[top] = 0;
+  for (uint32_t s = first; s <= top; ++s) {
+    if (set_live_groups_[s] > 0) --sets_with_live_groups_;
+    set_live_groups_[s] = 0;
+    dirty_[s] = 0;
+  }
 }
 
 void ZapFormatCompactor::AddRef(uint32_t group) {
@@ -155,24 +159,29 @@ void ZapFormatCompactor::RecomputeSet(const Chart& chart, uint32_t set, bool as_
 }
 
 void ZapFormatCompactor::ProcessDirty(const Chart& chart) {
-  const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
+  const uint32_t first = chart.NewestFirst();
   while (!dirty_sets_.empty()) {
     std::pop_heap(dirty_sets_.begin(), dirty_sets_.end());
     uint32_t set = dirty_sets_.back();
     dirty_sets_.pop_back();
     dirty_[set] = 0;
-    RecomputeSet(chart, set, set == top);
+    RecomputeSet(chart, set, set >= first);
   }
 }
 
 void ZapFormatCompactor::FinishStep(const Chart& chart) {
   const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
-  const EarleySet& newest = chart.sets[top];
-  newest_scan_items_ = newest.scan_end - newest.scan_begin;
-  // Sets with live groups, plus set 0 and the newest, which always count.
+  const uint32_t first = chart.NewestFirst();
+  newest_scan_items_ = 0;
+  // Sets with live groups, plus set 0 and the newest ones, which always count.
   size_t always_counted = 0;
   if (set_live_groups_[0] == 0) ++always_counted;
-  if (top != 0 && set_live_groups_[top] == 0) ++always_counted;
+  for (uint32_t s = std::max<uint32_t>(first, 1); s <= top; ++s) {
+    if (set_live_groups_[s] == 0) ++always_counted;
+  }
+  for (uint32_t s = first; s <= top; ++s) {
+    newest_scan_items_ += chart.sets[s].scan_end - chart.sets[s].scan_begin;
+  }
   live_sets_ = sets_with_live_groups_ + always_counted;
 }
 
@@ -190,9 +199,10 @@ void ZapFormatCompactor::Reset(const parser::FlatGrammar&, const Chart& chart) {
   dirty_sets_.clear();
   live_group_items_ = 0;
   const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
-  AddScanRoots(chart, top, +1);
+  const uint32_t first = chart.NewestFirst();
+  for (uint32_t s = first; s <= top; ++s) AddScanRoots(chart, s, +1);
   // Top down: each set's external references are final before it is computed.
-  for (uint32_t s = top + 1; s-- > 0;) RecomputeSet(chart, s, s == top);
+  for (uint32_t s = top + 1; s-- > 0;) RecomputeSet(chart, s, s >= first);
   dirty_sets_.clear();
   std::fill(dirty_.begin(), dirty_.end(), 0);
   FinishStep(chart);
@@ -205,11 +215,14 @@ void ZapFormatCompactor::AfterPush(const parser::FlatGrammar&, const Chart& char
   saved_counters_ = {live_group_items_, newest_scan_items_, live_sets_, sets_with_live_groups_};
   Grow(chart);
   const uint32_t top = static_cast<uint32_t>(chart.sets.size() - 1);
-  AddScanRoots(chart, top, +1);
-  RecomputeSet(chart, top, /*as_newest=*/true);
-  if (top > 0) {
-    AddScanRoots(chart, top - 1, -1);
-    RecomputeSet(chart, top - 1, /*as_newest=*/false);
+  const uint32_t first = chart.NewestFirst();
+  for (uint32_t s = first; s <= top; ++s) AddScanRoots(chart, s, +1);
+  for (uint32_t s = first; s <= top; ++s) RecomputeSet(chart, s, /*as_newest=*/true);
+  // The previous position's sets stop being roots.
+  if (first > 0) {
+    const uint32_t previous = chart.FirstSetAtPositionOf(first - 1);
+    for (uint32_t s = previous; s < first; ++s) AddScanRoots(chart, s, -1);
+    for (uint32_t s = previous; s < first; ++s) RecomputeSet(chart, s, /*as_newest=*/false);
   }
   ProcessDirty(chart);
   FinishStep(chart);
@@ -244,7 +257,7 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
   // The naive mark, independent of the incremental bookkeeping: from the
   // newest set's terminal items, follow parents; then copy what is marked.
   const uint32_t num_sets = static_cast<uint32_t>(in.sets.size());
-  const uint32_t last = num_sets - 1;
+  const uint32_t first = in.NewestFirst();
   const uint32_t num_groups = static_cast<uint32_t>(in.groups.size());
   std::vector<uint8_t> marked(num_groups, 0);
   std::vector<uint32_t> stack;
@@ -253,8 +266,10 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
     marked[parent] = 1;
     stack.push_back(parent);
   };
-  const EarleySet& newest = in.sets[last];
-  for (uint32_t i = newest.scan_begin; i < newest.scan_end; ++i) need(in.scan[i].parent);
+  for (uint32_t s = first; s < num_sets; ++s) {
+    const EarleySet& newest = in.sets[s];
+    for (uint32_t i = newest.scan_begin; i < newest.scan_end; ++i) need(in.scan[i].parent);
+  }
   while (!stack.empty()) {
     uint32_t g = stack.back();
     stack.pop_back();
@@ -271,12 +286,13 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
   out->groups.reserve(kept_groups);
   for (uint32_t s = 0; s < num_sets; ++s) {
     const EarleySet& old = in.sets[s];
-    bool keep = s == 0 || s == last;
+    bool keep = s == 0 || s >= first;
     for (uint32_t gi = old.group_begin; gi < old.group_end && !keep; ++gi) keep = marked[gi];
     if (!keep) continue;
     EarleySet set;
     set.position = old.position;
     set.accepting = old.accepting;
+    set.lane = old.lane;
     set.waiting_begin = static_cast<uint32_t>(out->waiting.size());
     set.group_begin = static_cast<uint32_t>(out->groups.size());
     for (uint32_t gi = old.group_begin; gi < old.group_end; ++gi) {
@@ -299,7 +315,7 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
     }
     set.group_end = static_cast<uint32_t>(out->groups.size());
     set.scan_begin = static_cast<uint32_t>(out->scan.size());
-    if (s == last) {
+    if (s >= first) {
       for (uint32_t i = old.scan_begin; i < old.scan_end; ++i) {
         const Item& item = in.scan[i];
         out->scan.push_back({item.dot, remap(item.parent), item.state});

@@ -30,6 +30,10 @@
 // The result after every step equals the naive mark (a test checks
 // LiveItems() against CopyLive on every step of real inputs).
 //
+// A lexed grammar's newest position holds one set per lexer lane
+// (parser/recognizer.h); all of them are roots, and they stop being roots
+// together at the next step.
+//
 // With Leo entries, right recursion keeps O(1) sets; nested brackets keep
 // O(depth); flat sequences (JSON arrays, statements) keep O(1).
 //

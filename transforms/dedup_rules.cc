@@ -199,6 +199,9 @@ class Deduper {
       case ExprKind::kCharClass:
         key.ranges = e.ranges;
         break;
+      case ExprKind::kToken:
+        key.rule = e.token;  // the kind tells a token from a rule
+        break;
       case ExprKind::kRuleRef:
         key.rule = Find(e.rule);
         if (key.rule == self_rule_) key.rule = kSelf;
@@ -378,6 +381,7 @@ Grammar Deduper::Output(const std::vector<RuleId>& kept, const std::vector<RuleI
   // containing kSelf are copied per rule (kSelf -> that rule).
   Grammar out;
   out.source_name = g_.source_name;
+  out.tokens = g_.tokens;
   out.root = new_id[g_.root];
   out.rules.resize(kept.size());
   internal::PostOrderMemo shared(work_.exprs.size());

@@ -193,6 +193,7 @@ absl::StatusOr<Grammar> FuseLiterals(const Grammar& g, PassReport* report) {
   if (absl::Status st = g.Validate(); !st.ok()) return st;
   Grammar out;
   out.source_name = g.source_name;
+  out.tokens = g.tokens;
   out.root = g.root;
   out.rules = g.rules;
   Fuser fuser(g, out);

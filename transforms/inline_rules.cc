@@ -177,6 +177,7 @@ absl::StatusOr<Grammar> InlineRules(const Grammar& g, const InlineOptions& optio
   }
   Grammar out;
   out.source_name = g.source_name;
+  out.tokens = g.tokens;
   out.root = new_id[g.root];
   out.rules.resize(kept.size());
   internal::PostOrderMemo memo(g.exprs.size());

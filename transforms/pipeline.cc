@@ -63,6 +63,7 @@ GrammarSize MeasureGrammar(const Grammar& g) {
         case ExprKind::kLiteral:
         case ExprKind::kCharClass:
         case ExprKind::kRegex:
+        case ExprKind::kToken:
         case ExprKind::kRuleRef:
           total = 1;
           break;

@@ -100,6 +100,7 @@ inline ExprId CopyNode(const Expr& e, const std::vector<ExprId>& kids, RuleId ru
   copy.flags = e.flags;
   copy.ranges = e.ranges;
   copy.rule = rule;
+  copy.token = e.token;
   copy.children = kids;
   copy.min = e.min;
   copy.max = e.max;
@@ -119,6 +120,7 @@ inline absl::StatusOr<Grammar> CopyRules(const Grammar& src, const std::vector<R
                                          const std::vector<std::string>* names = nullptr) {
   Grammar dst;
   dst.source_name = src.source_name;
+  dst.tokens = src.tokens;
   dst.root = new_root;
   dst.rules.resize(kept.size());
   PostOrderMemo memo(src.exprs.size());

@@ -57,6 +57,7 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
   // Rebuild the productive rules' bodies (old rule ids) into `tmp`.
   Grammar tmp;
   tmp.source_name = g.source_name;
+  tmp.tokens = g.tokens;
   tmp.root = g.root;
   tmp.rules = g.rules;
   uint64_t alternatives_dropped = 0;

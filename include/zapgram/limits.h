@@ -18,6 +18,9 @@ struct ParserLimits {
   // Earley sets retained after a step (with pruning this is the nesting depth
   // of the input; without, its length). 24 bytes each.
   uint32_t max_sets = 1u << 24;
+  // Distinct lexer lanes (token in progress + pending guards) a lexed
+  // grammar's recognizer may meet; each costs a few dozen bytes.
+  uint32_t max_lanes = 1u << 20;
 };
 
 struct RecognizerOptions {
@@ -36,6 +39,9 @@ struct CompileLimits {
   uint32_t max_productions = 1u << 22;
   // Symbols of all right-hand sides together.
   uint64_t max_rhs_symbols = 1ull << 26;
+  // States of a lexed (Lark) grammar's lexer automaton, the product of its
+  // token automata; each costs num_classes * 4 bytes plus per-token bits.
+  uint32_t max_lexer_states = 1u << 16;
 };
 
 }  // namespace zapgram

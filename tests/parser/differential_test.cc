@@ -248,6 +248,9 @@ class BoundedLanguages {
         case grammar::ExprKind::kRegex:  // RandomGrammar makes none; not enumerated here
           ADD_FAILURE() << "bounded enumeration: unexpected regex terminal /" << e.literal << "/";
           break;
+        case grammar::ExprKind::kToken:  // nor tokens
+          ADD_FAILURE() << "bounded enumeration: unexpected token " << e.token;
+          break;
         case grammar::ExprKind::kSequence:
           l.insert("");
           for (grammar::ExprId c : e.children) l = Concat(l, memo[c]);

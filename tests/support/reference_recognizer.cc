@@ -319,6 +319,11 @@ ReferenceRecognizer::ReferenceRecognizer(const grammar::Grammar& g, ReferenceOpt
           if (nullable) AddProduction(sym, {});
           break;
         }
+        case ExprKind::kToken:
+          // Lexed grammars need a lexer first; this oracle reads bytes only.
+          if (error_.empty()) error_ = "the reference recognizer does not lex (lexed grammar)";
+          sym = NewNonterminal(name);
+          break;
         case ExprKind::kSequence: {
           sym = NewNonterminal(name);
           std::vector<Sym> rhs;

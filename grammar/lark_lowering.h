@@ -1,0 +1,49 @@
+// Lowering a Lark grammar (grammar/lark_reader.h) to a lexed grammar::Grammar.
+//
+// Lark separates lexing from parsing: terminals become the tokens of a lexer
+// (parser/lexer.h), rules become rules over those tokens. This stage decides
+// what the tokens are, the way Lark's grammar compiler does:
+//  - the rules reachable from the start rule are kept (Lark drops the others,
+//    and with them the terminals only they use);
+//  - every terminal a kept rule names, every anonymous terminal a kept rule
+//    writes ("x", "x"i, /re/f, "a".."z") and every %ignore'd terminal is a
+//    token. An anonymous terminal whose pattern equals a named terminal's is
+//    that terminal (`"return"` beside `RETURN: "return"`); equal anonymous
+//    ones are one token;
+//  - each token's definition becomes one regex, as Lark's to_regexp builds
+//    it: references to other terminals are inlined, strings escaped, flags of
+//    parts kept as scoped groups `(?i:...)`. A token written as a single
+//    string stays a *string* token (text and flags), which is what lets the
+//    lexer treat keywords as Lark does ("unless").
+// A %declare'd terminal used by a kept rule is refused: Lark expects a
+// postlexer to produce it (Python's _INDENT/_DEDENT), which zapgram lacks.
+//
+// Tests: tests/parser/lexer_test.cc (Lark semantics end to end),
+// tests/data/lark_data_test.cc (SynCode's grammars on real code).
+#ifndef ZAPGRAM_GRAMMAR_LARK_LOWERING_H_
+#define ZAPGRAM_GRAMMAR_LARK_LOWERING_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+#include "grammar/lark_reader.h"
+
+namespace zapgram::grammar {
+
+struct LarkLoweringOptions {
+  // Longest regex a token's definition may expand to (terminal references
+  // are inlined, so a chain of references can double it at each level).
+  size_t max_token_pattern_bytes = 1 << 20;
+};
+
+absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options = {});
+
+// ReadLark + LowerLark.
+absl::StatusOr<Grammar> ReadLarkGrammar(std::string_view text, std::string_view source_name,
+                                        const LarkReadOptions& read_options = {},
+                                        const LarkLoweringOptions& options = {});
+
+}  // namespace zapgram::grammar
+
+#endif  // ZAPGRAM_GRAMMAR_LARK_LOWERING_H_

@@ -1,0 +1,95 @@
+// The lexer automaton of a lexed (Lark) grammar: which token the input
+// starting at a token boundary turns into, at byte level.
+//
+// Lark's basic lexer (docs/lark-lexing.md) tries the terminals in a fixed
+// order — priority, then longest possible width, then pattern length, then
+// name — and the first whose regex matches at the current position wins,
+// with that regex's own match length; a string terminal that some regex of
+// the same priority matches in full (a keyword such as "return" against
+// NAME) is not tried on its own: a match of the regex that equals the string
+// is retyped to it. Ignored terminals are lexed like the others and dropped.
+//
+// At byte level this is a deterministic automaton over the bytes since the
+// token's start. Its states are products of the tokens' DFAs, folded with
+// `best`, the best rank of a terminal that has matched some nonempty prefix
+// so far (a better-ranked terminal that matched a shorter prefix still wins,
+// Lark's order is not longest-match across terminals). Per state it tells:
+//  - `emit`: the token the lexer produces if the token ends here (the
+//    best-ranked terminal accepting here, when nothing better-ranked matched a
+//    shorter prefix, retyped to a keyword when one matches), or none;
+//  - whether the choice is final: it is not while a terminal ranked as well
+//    as the emitted one can still match a longer text (`min_rank_later`).
+//    The parser then carries a *guard* (parser/recognizer.h): the state of
+//    this automaton run on, killed when such a terminal accepts;
+//  - which tokens a still-open token may turn into (`CanContinue`).
+// A terminal's own match length is the longest for greedy patterns and the
+// shortest for patterns with a lazy quantifier (`/\/\*.*?\*\//`): Python's
+// backtracking order agrees with these on the grammars we read (a pattern
+// like /a|ab/, where it picks a shorter alternative first, is the exception,
+// documented in docs/lark-lexing.md).
+//
+// Built eagerly, capped by CompileLimits::max_lexer_states.
+//
+// Tests: tests/parser/lexer_test.cc.
+#ifndef ZAPGRAM_PARSER_LEXER_H_
+#define ZAPGRAM_PARSER_LEXER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+#include "zapgram/limits.h"
+
+namespace zapgram::parser {
+
+inline constexpr uint32_t kNoToken = 0xFFFFFFFFu;
+inline constexpr uint32_t kNoRank = 0xFFFFFFFFu;
+
+struct LexerTable {
+  // Per token (indexes grammar::Grammar::tokens).
+  std::vector<std::string> names;
+  std::vector<uint32_t> rank;     // place in Lark's try order; kNoRank: only reached by retyping
+  std::vector<uint8_t> ignored;
+  std::vector<uint8_t> in_lexer;  // used by a rule or ignored (Lark drops the others)
+
+  // The automaton over byte classes. State 0 is dead, 1 the start (a token boundary).
+  std::array<uint8_t, 256> byte_class{};
+  uint32_t num_classes = 0;
+  std::vector<uint32_t> next;  // [state * num_classes + class]
+
+  // Per state.
+  std::vector<uint32_t> emit;                // token if the token ends here, else kNoToken
+  std::vector<uint32_t> emit_rank;           // rank of the terminal that matched (for the guard)
+  std::vector<uint32_t> min_accepting_rank;  // best rank of a terminal accepting here
+  std::vector<uint32_t> min_rank_later;      // best rank of one that can accept after more bytes
+  std::vector<uint8_t> ignored_can_continue; // an ignored token may still end later
+  uint32_t words_per_state = 0;
+  std::vector<uint64_t> continue_bits;       // [state * words + t / 64]: token t may still end later
+
+  uint32_t Step(uint32_t state, uint8_t byte) const {
+    return next[static_cast<size_t>(state) * num_classes + byte_class[byte]];
+  }
+  bool CanContinue(uint32_t state, uint32_t token) const {
+    return (continue_bits[static_cast<size_t>(state) * words_per_state + token / 64] >>
+            (token % 64)) & 1;
+  }
+  // Whether a token emitted at `state` still needs a guard.
+  bool NeedsGuard(uint32_t state) const { return min_rank_later[state] <= emit_rank[state]; }
+  uint32_t num_states() const { return static_cast<uint32_t>(emit.size()); }
+};
+
+// Builds the lexer of `g.tokens`. Errors name the token: a pattern the regex
+// compiler refuses, a token that matches the empty string, too many states.
+absl::StatusOr<std::shared_ptr<const LexerTable>> BuildLexer(const grammar::Grammar& g,
+                                                             const CompileLimits& limits);
+
+// Per state, for tests and `zapgram check`: "state 3: emit NAME (rank 2), guard".
+std::string DumpLexer(const LexerTable& lexer);
+
+}  // namespace zapgram::parser
+
+#endif  // ZAPGRAM_PARSER_LEXER_H_
