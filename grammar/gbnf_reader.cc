@@ -36,9 +36,12 @@
 // Blanks are space, tab, CR and LF; `#` starts a comment up to the end of the
 // line. Literals use "..." or '...'. Escapes (in literals and classes alike)
 // denote code points: \xNN, \uNNNN, \UNNNNNNNN with exactly that many hex
-// digits, the C escapes \n \r \t \a \b \f \v \0, and a backslash before any of
-// \ " ' [ ] - ^ / ? . * + ( ) { } | $ for the character itself. Every code
-// point is stored UTF-8 encoded, so "\xff" is the two bytes C3 BF. A class
+// digits, the C escapes \n \r \t \a \b \f \v \0, XGrammar's \e (U+001B), and a
+// backslash before any of \ " ' [ ] - ^ / ? . * + ( ) { } | $ for the character
+// itself. XGrammar reads \x with any number of hex digits ("\x41B" is U+041B);
+// zapgram, like llama.cpp, takes exactly two ("A" then "B"); no grammar in the
+// shared data has a hex digit after \xNN, and \uNNNN reads alike in both. Every
+// code point is stored UTF-8 encoded, so "\xff" is the two bytes C3 BF. A class
 // `[...]` lists code points and ranges `a-z`; `-` first or last is literal,
 // `^` first negates, and the reader resolves negation (and `.`) into positive
 // ranges; `[]` matches nothing, and a reversed range `z-a` is an error.
@@ -354,6 +357,9 @@ absl::StatusOr<uint32_t> GbnfReader::ReadEscape() {
       break;
     case 'v':
       codepoint = 0x0B;
+      break;
+    case 'e':  // XGrammar's escape for ESC; llama.cpp has none
+      codepoint = 0x1B;
       break;
     case '0':
       codepoint = 0;

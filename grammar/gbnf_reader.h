@@ -6,7 +6,7 @@
 //   sequence  : item*     item: primary ("*" | "+" | "?" | "{m}" | "{m,}" | "{m,n}" | "{,n}")*
 //   primary   : "literal" | 'literal' (XGrammar) | [class] | [^class] | . | NAME | "(" alternatives ")"
 //   comments  : `#` to end of line.  Names: [A-Za-z_][A-Za-z0-9_.-]* (also leading digits/`-`, as llama.cpp).
-//   escapes   : \n \r \t \\ \" \' \[ \] \- \^ \/ \? \xNN \uNNNN \UNNNNNNNN — every escape denotes a
+//   escapes   : \n \r \t \\ \" \' \[ \] \- \^ \/ \? \e \xNN \uNNNN \UNNNNNNNN — every escape denotes a
 //               code point, stored UTF-8 encoded (so "\xff" is U+00FF, two bytes).
 //   Refused with a clear error (each would change the language if ignored): XGrammar lookahead
 //   assertions `rule ::= body (= lookahead)`, XGrammar macro calls (`TagDispatch(`, `Regex(`, ...),

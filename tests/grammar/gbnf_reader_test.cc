@@ -117,6 +117,16 @@ TEST(GbnfReaderTest, DecodesSimpleEscapes) {
   EXPECT_EQ(nul.literal, std::string("a\0b\0c", 5));
 }
 
+// XGrammar's \e (ESC, U+001B), in literals and classes; XGrammar's own
+// escape table (cpp/support/encoding.h) has it, llama.cpp's does not.
+TEST(GbnfReaderTest, XGrammarEscapeForEsc) {
+  EXPECT_EQ(RootBody(R"("a\eb")").literal, "a\x1B" "b");
+  const Expr cls = RootBody(R"([\e-\x1F])");
+  ASSERT_EQ(cls.ranges.size(), 1u);
+  EXPECT_EQ(cls.ranges[0].lo, 0x1Bu);
+  EXPECT_EQ(cls.ranges[0].hi, 0x1Fu);
+}
+
 TEST(GbnfReaderTest, HexEscapesDenoteCodePointsStoredAsUtf8) {
   EXPECT_EQ(RootBody(R"("\x41\u00e9\u2603\U0001F600")").literal,
             "A\xC3\xA9\xE2\x98\x83\xF0\x9F\x98\x80");
@@ -125,6 +135,8 @@ TEST(GbnfReaderTest, HexEscapesDenoteCodePointsStoredAsUtf8) {
   EXPECT_EQ(RootBody(R"("\xFF\x7f\x80")").literal, "\xC3\xBF\x7F\xC2\x80");
   EXPECT_EQ(RootBody(R"("\U0010FFFF")").literal, "\xF4\x8F\xBF\xBF");
   EXPECT_EQ(RootBody(R"("\U00000345")").literal, "\xCD\x85");
+  // \x takes exactly two digits, as in llama.cpp (XGrammar would read U+041B).
+  EXPECT_EQ(RootBody(R"("\x41B")").literal, "AB");
 }
 
 TEST(GbnfReaderTest, RawUtf8IsCopied) {
