@@ -888,6 +888,9 @@ class DerivationCounter {
       case ExprKind::kRegex:  // GBNF has no regex terminals; this oracle does not model them
         ADD_FAILURE() << "DerivationCounter: unexpected regex terminal /" << e.literal << "/";
         break;
+      case ExprKind::kToken:  // nor tokens (lexed grammars come from Lark)
+        ADD_FAILURE() << "DerivationCounter: unexpected token " << e.token;
+        break;
       case ExprKind::kSequence: {
         result[start] = 1;
         for (ExprId child : e.children) result = Extend(result, child);
