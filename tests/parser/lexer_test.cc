@@ -4,10 +4,20 @@
 // answers differently from Lark's lexer.
 #include "parser/lexer.h"
 
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "re2/re2.h"
 #include "grammar/lark_lowering.h"
 #include "parser/flat_grammar.h"
 #include "pruning/compact.h"
@@ -230,6 +240,156 @@ A: /a*/
   ASSERT_FALSE(flat.ok());
   EXPECT_NE(flat.status().message().find("matches the empty string"), std::string::npos)
       << flat.status();
+}
+
+
+// ---------------------------------------------------------------------------
+// Differential test against an independent model of Lark's basic lexer: the
+// terminals in Lark's order (written out by hand below, not computed by
+// zapgram), each matched with RE2's leftmost-first semantics — the same as
+// Python's `re` for patterns without backreferences or lookaround — the
+// first that matches wins, keywords retyped, ignored tokens dropped. The
+// grammar is `start: item*` with `item` one of a random subset of the
+// tokens, so a text is a sentence iff it lexes and every token is in the
+// subset.
+
+struct ReferenceToken {
+  std::string name;
+  std::string regex;  // RE2 syntax
+  bool ignored = false;
+  bool keyword = false;  // a string NAME matches in full: NAME's retype when NAME is lexed
+};
+
+// Lark's try order for kDifferentialTerminals: priority 2 first; then the
+// unbounded regexes by pattern length (longest first), then strings by
+// length, then name. Lark lexes only terminals some rule uses or %ignore
+// names; IF, IN and INT are tried on their own only when NAME is not lexed
+// (else they are NAME's retypes).
+const std::vector<ReferenceToken>& ReferenceOrder() {
+  static const auto* order = new std::vector<ReferenceToken>{
+      {"HASHBANG", "#!"},
+      {"NUMBER", "[0-9]+(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"},
+      {"COMMENT", "/\\*(?s:.)*?\\*/", true},
+      {"NAME", "[a-z_][a-z0-9_]*"},
+      {"LINE", "//[^\\n]*", true},
+      {"WS", "[ \\n]+", true},
+      {"INT", "int", false, true},
+      {"ARROW", "->"},
+      {"DEC", "--"},
+      {"IF", "if", false, true},
+      {"IN", "in", false, true},
+      {"DOT", "\\."},
+      {"MINUS", "-"},
+      {"SLASH", "/"},
+  };
+  return *order;
+}
+
+constexpr std::string_view kDifferentialTerminals = R"(
+HASHBANG.2: "#!"
+NUMBER: /[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+COMMENT: /\/\*(.|\n)*?\*\//
+NAME: /[a-z_][a-z0-9_]*/
+LINE: /\/\/[^\n]*/
+WS: /[ \n]+/
+ARROW: "->"
+DEC: "--"
+DOT: "."
+MINUS: "-"
+SLASH: "/"
+IF: "if"
+IN: "in"
+INT: "int"
+%ignore COMMENT
+%ignore LINE
+%ignore WS
+)";
+
+// The reference: tokens of `text` (ignored ones dropped), or nullopt on a
+// lexing error, for a grammar whose rules use `used`.
+std::optional<std::vector<std::string>> ReferenceLex(std::string_view text,
+                                                     const absl::flat_hash_set<std::string>& used) {
+  static const auto* compiled = [] {
+    auto* v = new std::vector<std::unique_ptr<RE2>>;
+    for (const ReferenceToken& t : ReferenceOrder()) {
+      v->push_back(std::make_unique<RE2>("(?:" + t.regex + ")"));
+    }
+    return v;
+  }();
+  const bool name_lexed = used.contains("NAME");
+  std::vector<size_t> lexer;  // indices into ReferenceOrder(), in order
+  for (size_t i = 0; i < ReferenceOrder().size(); ++i) {
+    const ReferenceToken& t = ReferenceOrder()[i];
+    if (!t.ignored && !used.contains(t.name)) continue;
+    if (t.keyword && name_lexed) continue;
+    lexer.push_back(i);
+  }
+  std::vector<std::string> out;
+  size_t pos = 0;
+  const re2::StringPiece input(text.data(), text.size());
+  while (pos < text.size()) {
+    bool matched = false;
+    for (size_t i : lexer) {
+      re2::StringPiece match;
+      if (!(*compiled)[i]->Match(input, pos, text.size(), RE2::ANCHOR_START, &match, 1) ||
+          match.empty()) {
+        continue;
+      }
+      matched = true;
+      pos += match.size();
+      const ReferenceToken& t = ReferenceOrder()[i];
+      if (t.ignored) break;
+      std::string name = t.name;
+      if (name == "NAME") {
+        for (const ReferenceToken& k : ReferenceOrder()) {
+          if (k.keyword && used.contains(k.name) && match == re2::StringPiece(k.regex)) name = k.name;
+        }
+      }
+      out.push_back(name);
+      break;
+    }
+    if (!matched) return std::nullopt;
+  }
+  return out;
+}
+
+TEST(LarkLexingDifferential, AgreesWithOrderedRe2Lexer) {
+  const std::vector<std::string> all = {"HASHBANG", "NUMBER", "NAME", "ARROW", "DEC", "DOT",
+                                        "MINUS",    "SLASH",  "IF",   "IN",    "INT"};
+  const std::vector<std::string> pieces = {
+      "if", "in", "int", "ifx", "intx", "inx", "x", "a1", "_", "1", "1.5", "1.5e3", "1.",
+      "1e",  "2e+5", "3E-", ".", "-", "--", "->", "/", "/* a */", "/**/", "/* */ b */",
+      "// c\n", " ", "\n", "#!", "#", "*", "e", ">", "/*"};
+  std::mt19937 rng(20261121);
+  int sentences = 0, texts = 0;
+  for (int round = 0; round < 60; ++round) {
+    // A random subset of the tokens for `item`.
+    std::vector<std::string> subset;
+    for (const std::string& t : all) {
+      if (rng() % 2) subset.push_back(t);
+    }
+    if (subset.empty()) subset.push_back("NAME");
+    std::string lark = "start: item*\nitem: " + absl::StrJoin(subset, " | ") + "\n";
+    lark += kDifferentialTerminals;
+    FlatGrammar g = Compile(lark);
+    const absl::flat_hash_set<std::string> allowed(subset.begin(), subset.end());
+    for (int k = 0; k < 150; ++k) {
+      std::string text;
+      const int n = 1 + static_cast<int>(rng() % 7);
+      for (int i = 0; i < n; ++i) text += pieces[rng() % pieces.size()];
+      std::optional<std::vector<std::string>> tokens = ReferenceLex(text, allowed);
+      bool expected = tokens.has_value();
+      if (expected) {
+        for (const std::string& t : *tokens) expected = expected && allowed.contains(t);
+      }
+      ++texts;
+      sentences += expected;
+      ASSERT_EQ(Accepts(g, text), expected)
+          << "text \"" << absl::CEscape(text) << "\" with item: " << absl::StrJoin(subset, " | ");
+    }
+  }
+  std::printf("lexing differential: %d texts, %d sentences\n", texts, sentences);
+  EXPECT_GT(sentences, texts / 20);
 }
 
 }  // namespace
