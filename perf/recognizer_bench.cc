@@ -18,6 +18,11 @@
 //
 // Arguments are the target size in KB (1, 100, 1000). Run e.g.
 //   build/zapgram_bench --benchmark_filter=RecognizeJson
+//
+// BM_RecognizeLark/{java,go,sql}: SynCode's Lark grammar (lexed: the lexer
+// automaton runs in the recognizer's lanes) on every document its trace set
+// (traces/llama3/<set>.jsonl) labels valid, one fresh recognizer per
+// document; MB/s over all of them.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -31,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "nlohmann/json.hpp"
 #include "zapgram/grammar.h"
 
 namespace {
@@ -135,6 +141,60 @@ void RecognizeJson(benchmark::State& state, bool pruning) {
 void BM_RecognizeJson(benchmark::State& state) { RecognizeJson(state, /*pruning=*/true); }
 void BM_RecognizeJsonUnpruned(benchmark::State& state) { RecognizeJson(state, /*pruning=*/false); }
 
+constexpr const char* kLarkSets[] = {"java", "go", "sql"};
+
+struct LarkSet {
+  zapgram::Grammar grammar;
+  std::vector<std::string> docs;
+  size_t bytes = 0;
+};
+
+const LarkSet& LoadLarkSet(int64_t index) {
+  static std::map<int64_t, LarkSet*> sets;
+  if (auto it = sets.find(index); it != sets.end()) return *it->second;
+  const std::string name = kLarkSets[index];
+  std::ifstream in(fs::path(ZAPGRAM_DATA_DIR) / "traces" / "llama3" / (name + ".jsonl"));
+  std::string line, spec;
+  std::vector<std::string> docs;
+  size_t bytes = 0;
+  while (std::getline(in, line)) {
+    nlohmann::json record = nlohmann::json::parse(line);
+    if (!record.at("valid").get<bool>() || record.value("roundtrip_mismatch", false)) continue;
+    spec = record.at("grammar");
+    docs.push_back(record.at("text"));
+    bytes += docs.back().size();
+  }
+  absl::StatusOr<zapgram::Grammar> g = zapgram::Grammar::Load(spec, ZAPGRAM_DATA_DIR);
+  if (docs.empty() || !g.ok()) {
+    std::cerr << "recognizer_bench: " << name << ": " << (g.ok() ? "no documents" : g.status().ToString())
+              << "\n";
+    std::exit(1);
+  }
+  auto* set = new LarkSet{*std::move(g), std::move(docs), bytes};
+  sets[index] = set;
+  return *set;
+}
+
+void BM_RecognizeLark(benchmark::State& state) {
+  const LarkSet& set = LoadLarkSet(state.range(0));
+  state.SetLabel(kLarkSets[state.range(0)]);
+  for (auto _ : state) {
+    for (const std::string& doc : set.docs) {
+      zapgram::Recognizer recognizer(set.grammar);
+      bool accepted = recognizer.FeedBytes(doc) == doc.size() && recognizer.IsAccepting();
+      benchmark::DoNotOptimize(accepted);
+      if (!accepted) {
+        state.SkipWithError("a valid document was rejected");
+        return;
+      }
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(set.bytes));
+  state.counters["docs"] = static_cast<double>(set.docs.size());
+}
+
+BENCHMARK(BM_RecognizeLark)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RecognizeJson)->Arg(1)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RecognizeJsonUnpruned)->Arg(1)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
 
