@@ -152,3 +152,46 @@ INSTANTIATE_TEST_SUITE_P(SynCode, LarkTraceTest, ::testing::Values("java", "go",
 
 }  // namespace
 }  // namespace zapgram
+
+namespace zapgram {
+namespace {
+
+// Every .lark file of the shared data loads (read, lowered, lexer built) or
+// fails with an error that names the file; the verdicts are printed, with
+// the refusals grouped by reason.
+TEST(LarkGrammars, EveryFileLoadsOrFailsWithAPreciseError) {
+  const std::vector<std::string> files = testing::ListFiles(testing::DataPath("grammars/lark"), ".lark");
+  ASSERT_GT(files.size(), 50u);
+  int loaded = 0;
+  std::map<std::string, std::vector<std::string>> refused;  // reason -> files
+  for (const std::string& file : files) {
+    absl::StatusOr<grammar::Grammar> ir = internal::ReadGrammarSpec(file, "");
+    absl::Status status = ir.status();
+    if (ir.ok()) {
+      absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*ir);
+      status = flat.status();
+    }
+    const std::string name = file.substr(file.find("grammars/lark/") + 14);
+    if (status.ok()) {
+      ++loaded;
+      continue;
+    }
+    const std::string message(status.message());
+    EXPECT_NE(message.find(file), std::string::npos) << "the error does not name the file: " << message;
+    // The reason: the message after "file:line:col: ".
+    std::string reason = message;
+    if (size_t colon = message.find(": ", file.size()); colon != std::string::npos) {
+      reason = message.substr(colon + 2);
+    }
+    refused[reason.substr(0, 70)].push_back(name);
+  }
+  std::printf("shared .lark files: %zu, loaded %d, refused %zu\n", files.size(), loaded,
+              files.size() - loaded);
+  for (const auto& [reason, names] : refused) {
+    std::printf("  %zu x %s\n", names.size(), reason.c_str());
+    for (const std::string& n : names) std::printf("      %s\n", n.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace zapgram
