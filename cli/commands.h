@@ -44,6 +44,10 @@ extern const Command kCheckCommand;
 // `zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--data-root DIR]`
 // (parse_command.cc).
 extern const Command kParseCommand;
+// `zapgram mask GRAMMAR --tokenizer T [--prefix TEXT] [--show N]` (mask_command.cc).
+extern const Command kMaskCommand;
+// `zapgram bench --tokenizer T --trace F [--limit N] [--json] [--per-doc OUT]` (bench_command.cc).
+extern const Command kBenchCommand;
 
 // Prints "zapgram CMD: MESSAGE" and a pointer to the command's help on stderr;
 // returns kExitError so that callers can `return UsageError(...)`.

@@ -27,7 +27,8 @@
 namespace zapgram::cli {
 namespace {
 
-const Command* const kCommands[] = {&kCheckCommand, &kParseCommand};
+const Command* const kCommands[] = {&kCheckCommand, &kParseCommand, &kMaskCommand,
+                                    &kBenchCommand};
 
 const Command* FindCommand(std::string_view name) {
   for (const Command* command : kCommands) {

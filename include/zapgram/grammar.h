@@ -48,6 +48,7 @@ class Grammar {
 
   GrammarStats stats() const;
   const internal::CompiledGrammarData& data() const { return *data_; }
+  const std::shared_ptr<const internal::CompiledGrammarData>& shared_data() const { return data_; }
 
  private:
   explicit Grammar(std::shared_ptr<const internal::CompiledGrammarData> data)

@@ -1,0 +1,95 @@
+// The public Vocabulary, CompiledGrammar and Matcher: thin wrappers over
+// masks/vocabulary.h and masks/matcher.h.
+#include <algorithm>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "api/grammar_data.h"
+#include "masks/matcher.h"
+#include "masks/vocabulary.h"
+#include "zapgram/matcher.h"
+
+namespace zapgram {
+
+absl::StatusOr<Vocabulary> Vocabulary::Load(const std::string& path,
+                                           const VocabularyOptions& options) {
+  masks::VocabularyOptions internal_options;
+  internal_options.padded_size = options.padded_size;
+  if (options.eos_ids.has_value()) {
+    internal_options.eos_ids = std::vector<masks::TokenId>(options.eos_ids->begin(),
+                                                           options.eos_ids->end());
+  }
+  absl::StatusOr<masks::Vocabulary> v = masks::Vocabulary::LoadFromFile(path, internal_options);
+  if (!v.ok()) return v.status();
+  return Vocabulary(std::make_shared<const masks::Vocabulary>(*std::move(v)));
+}
+
+int32_t Vocabulary::size() const { return impl_->size(); }
+int32_t Vocabulary::padded_size() const { return impl_->padded_size(); }
+std::vector<int32_t> Vocabulary::eos_ids() const {
+  return std::vector<int32_t>(impl_->eos_ids().begin(), impl_->eos_ids().end());
+}
+std::string_view Vocabulary::token_bytes(int32_t id) const {
+  if (id < 0 || id >= impl_->padded_size() || impl_->kind(id) != masks::TokenKind::kNormal) return {};
+  return impl_->token_bytes(id);
+}
+bool Vocabulary::is_normal(int32_t id) const {
+  return id >= 0 && id < impl_->padded_size() && impl_->kind(id) == masks::TokenKind::kNormal;
+}
+
+absl::StatusOr<CompiledGrammar> CompiledGrammar::Compile(const Grammar& grammar,
+                                                         const Vocabulary& vocabulary) {
+  // The flat grammar lives inside the grammar's shared data; share it, do not copy.
+  std::shared_ptr<const parser::FlatGrammar> flat(grammar.shared_data(), &grammar.data().flat);
+  absl::StatusOr<std::shared_ptr<const masks::CompiledGrammar>> compiled =
+      masks::CompiledGrammar::Build(std::move(flat), vocabulary.impl());
+  if (!compiled.ok()) return compiled.status();
+  return CompiledGrammar(grammar, vocabulary, *std::move(compiled));
+}
+
+size_t CompiledGrammar::mask_words() const { return impl_->mask_words(); }
+
+Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
+    : grammar_(grammar) {
+  masks::MatcherOptions internal_options;
+  internal_options.recognizer.pruning = options.pruning;
+  internal_options.recognizer.max_rollback = options.max_rollback_bytes;
+  internal_options.recognizer.limits = options.limits;
+  impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);
+}
+Matcher::~Matcher() = default;
+Matcher::Matcher(Matcher&&) noexcept = default;
+Matcher& Matcher::operator=(Matcher&&) noexcept = default;
+
+size_t Matcher::ComputeMask(uint32_t* words) { return impl_->ComputeMask(words); }
+bool Matcher::AcceptToken(int32_t id) { return impl_->AcceptToken(id); }
+bool Matcher::AcceptBytes(std::string_view bytes) { return impl_->AcceptBytes(bytes); }
+bool Matcher::Rollback(size_t n) { return impl_->Rollback(n); }
+void Matcher::Reset() { impl_->Reset(); }
+bool Matcher::IsAccepting() const { return impl_->IsAccepting(); }
+bool Matcher::IsFinished() const { return impl_->IsFinished(); }
+std::string Matcher::ForcedBytes() { return impl_->ForcedBytes(); }
+size_t Matcher::ValidateTokens(absl::Span<const int32_t> draft) { return impl_->ValidateTokens(draft); }
+std::vector<std::string> Matcher::LastRejectedPrefixes() const { return impl_->LastRejectedPrefixes(); }
+std::vector<int32_t> Matcher::LastRejectedTokens() const { return impl_->LastRejectedTokens(); }
+absl::Status Matcher::status() const { return impl_->status(); }
+
+void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
+                  int threads) {
+  const size_t n = matchers.size();
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(threads > 0 ? threads : 1, n));
+  auto run = [&](size_t worker) {
+    for (size_t k = worker; k < n; k += workers) matchers[k]->ComputeMask(words + k * mask_words);
+  };
+  if (workers == 1) {
+    run(0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(run, w);
+  run(0);
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace zapgram

@@ -1,0 +1,232 @@
+// `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
+//  [--per-doc OUT.jsonl] [--no-pruning] [--data-root DIR]`: teacher-forced
+// mask benchmark over a trace file (format and output fixed by DESIGN.md,
+// since other engines are measured the same way).
+//
+// For each document of the trace: its grammar is compiled once per distinct
+// grammar argument (Grammar::Load + CompiledGrammar::Compile, timed: compile
+// ms), then a fresh Matcher walks the document's real token ids: before each
+// token the mask is computed (timed: mask µs per token) and the token must be
+// allowed by it; then it is accepted. A document is accepted when every token
+// is allowed and the end state accepts (EOS allowed). Rejected documents stop
+// at their first disallowed token (`rejected_at_token`). Records with
+// "roundtrip_mismatch": true are skipped (their tokens encode a normalized
+// text). Peak RSS is the process's (getrusage).
+//
+// The default data root is ROOT for a trace at ROOT/traces/<tokenizer>/<set>.jsonl.
+//
+// Tests: tests/cli/cli_test.cc (CliTest.Bench*).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "nlohmann/json.hpp"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
+
+namespace zapgram::cli {
+namespace {
+
+constexpr std::string_view kHelp =
+    "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
+    "                     [--per-doc OUT.jsonl] [--no-pruning] [--data-root DIR]\n"
+    "\n"
+    "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
+    "token mask before each of its real tokens, check the token is allowed, accept it.\n"
+    "\n"
+    "prints: docs, tokens, docs accepted, valid docs, compile ms (p50, p90, max),\n"
+    "mask us per token (mean, p50, p90, p99, max), peak RSS.\n"
+    "\n"
+    "options:\n"
+    "  --tokenizer T.json  Hugging Face tokenizer.json of the trace's token ids\n"
+    "  --trace F.jsonl     trace: {\"id\",\"grammar\",\"text\",\"tokens\",\"valid\"} per line\n"
+    "  --limit N           only the first N documents\n"
+    "  --json              the summary as one JSON object\n"
+    "  --per-doc OUT       one line per document: {\"id\",\"valid\",\"accepted\",\n"
+    "                      \"rejected_at_token\",\"error\"}\n"
+    "  --no-pruning        switch ZapFormat compaction off (ablation)\n"
+    "  --data-root DIR     resolve the trace's grammar paths against DIR (default: the\n"
+    "                      folder two levels above the trace's folder)\n"
+    "\n"
+    "exit status: 0 ran (whatever the verdicts), 2 usage error or unreadable input.\n";
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(k, v.size() - 1)];
+}
+
+struct CompiledEntry {
+  std::optional<CompiledGrammar> grammar;
+  std::string error;
+};
+
+int RunBench(const std::vector<std::string>& args) {
+  std::string tokenizer, trace, per_doc_path, data_root, limit_text;
+  bool json = false, pruning = true;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--json") {
+      json = true;
+    } else if (arg == "--no-pruning") {
+      pruning = false;
+    } else if (absl::StartsWith(arg, "--tokenizer")) {
+      if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("bench", "--tokenizer needs a file");
+    } else if (absl::StartsWith(arg, "--trace")) {
+      if (!TakeOptionValue(args, &i, "--trace", &trace)) return UsageError("bench", "--trace needs a file");
+    } else if (absl::StartsWith(arg, "--per-doc")) {
+      if (!TakeOptionValue(args, &i, "--per-doc", &per_doc_path)) return UsageError("bench", "--per-doc needs a file");
+    } else if (absl::StartsWith(arg, "--data-root")) {
+      if (!TakeOptionValue(args, &i, "--data-root", &data_root)) return UsageError("bench", "--data-root needs a directory");
+    } else if (absl::StartsWith(arg, "--limit")) {
+      if (!TakeOptionValue(args, &i, "--limit", &limit_text)) return UsageError("bench", "--limit needs a number");
+    } else {
+      return UsageError("bench", absl::StrCat("unknown argument '", arg, "'"));
+    }
+  }
+  if (tokenizer.empty() || trace.empty()) return UsageError("bench", "--tokenizer and --trace are required");
+  size_t limit = SIZE_MAX;
+  if (!limit_text.empty()) {
+    char* end = nullptr;
+    limit = std::strtoull(limit_text.c_str(), &end, 10);
+    if (end == limit_text.c_str() || *end != '\0') return UsageError("bench", "--limit needs a number");
+  }
+  if (data_root.empty()) {
+    data_root = std::filesystem::absolute(trace).parent_path().parent_path().parent_path().string();
+  }
+  std::ifstream in(trace);
+  if (!in) {
+    std::fprintf(stderr, "zapgram bench: cannot read trace '%s'\n", trace.c_str());
+    return kExitError;
+  }
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(tokenizer);
+  if (!vocab.ok()) {
+    std::fprintf(stderr, "zapgram bench: %s\n", std::string(vocab.status().message()).c_str());
+    return kExitError;
+  }
+  std::ofstream per_doc;
+  if (!per_doc_path.empty()) {
+    per_doc.open(per_doc_path);
+    if (!per_doc) {
+      std::fprintf(stderr, "zapgram bench: cannot write '%s'\n", per_doc_path.c_str());
+      return kExitError;
+    }
+  }
+  MatcherOptions matcher_options;
+  matcher_options.pruning = pruning;
+  matcher_options.max_rollback_bytes = 0;
+  std::map<std::string, CompiledEntry> compiled;
+  std::vector<double> compile_ms, mask_us;
+  size_t docs = 0, tokens = 0, accepted = 0, valid = 0;
+  std::vector<uint32_t> words;
+  std::string line;
+  while (docs < limit && std::getline(in, line)) {
+    nlohmann::json record;
+    try {
+      record = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "zapgram bench: %s: bad record: %s\n", trace.c_str(), e.what());
+      return kExitError;
+    }
+    if (record.value("roundtrip_mismatch", false)) continue;
+    ++docs;
+    const std::string id = record.value("id", "");
+    const bool is_valid = record.value("valid", true);
+    valid += is_valid;
+    const std::string spec = record.at("grammar");
+    CompiledEntry& entry = compiled[spec];
+    if (!entry.grammar.has_value() && entry.error.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<Grammar> g = Grammar::Load(spec, data_root);
+      absl::StatusOr<CompiledGrammar> c =
+          g.ok() ? CompiledGrammar::Compile(*g, *vocab) : absl::StatusOr<CompiledGrammar>(g.status());
+      compile_ms.push_back(std::chrono::duration<double, std::milli>(
+                               std::chrono::steady_clock::now() - start).count());
+      if (c.ok()) {
+        entry.grammar = *std::move(c);
+      } else {
+        entry.error = std::string(c.status().message());
+      }
+    }
+    nlohmann::json doc = {{"id", id}, {"valid", is_valid}, {"accepted", false},
+                          {"rejected_at_token", nullptr}, {"error", nullptr}};
+    if (!entry.grammar.has_value()) {
+      doc["error"] = entry.error;
+    } else {
+      Matcher matcher(*entry.grammar, matcher_options);
+      words.assign(entry.grammar->mask_words(), 0);
+      const std::vector<int32_t> ids = record.at("tokens").get<std::vector<int32_t>>();
+      bool ok = true;
+      for (size_t k = 0; k < ids.size() && ok; ++k) {
+        const auto start = std::chrono::steady_clock::now();
+        matcher.ComputeMask(words.data());
+        mask_us.push_back(std::chrono::duration<double, std::micro>(
+                              std::chrono::steady_clock::now() - start).count());
+        ++tokens;
+        const int32_t t = ids[k];
+        const bool allowed = t >= 0 && t < vocab->padded_size() && ((words[t / 32] >> (t % 32)) & 1);
+        if (!allowed || !matcher.AcceptToken(t)) {
+          ok = false;
+          doc["rejected_at_token"] = k;
+          if (!matcher.status().ok()) doc["error"] = std::string(matcher.status().message());
+        }
+      }
+      if (ok) {
+        if (matcher.IsAccepting()) {
+          doc["accepted"] = true;
+          ++accepted;
+        } else {
+          doc["rejected_at_token"] = ids.size();
+        }
+      }
+    }
+    if (per_doc.is_open()) per_doc << doc.dump() << "\n";
+  }
+  double mean = 0;
+  for (double v : mask_us) mean += v;
+  if (!mask_us.empty()) mean /= static_cast<double>(mask_us.size());
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const double peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  const double max_us = mask_us.empty() ? 0 : *std::max_element(mask_us.begin(), mask_us.end());
+  const double max_ms = compile_ms.empty() ? 0 : *std::max_element(compile_ms.begin(), compile_ms.end());
+  if (json) {
+    nlohmann::json summary = {
+        {"docs", docs}, {"tokens", tokens}, {"accepted", accepted}, {"valid", valid},
+        {"compile_ms", {{"p50", Percentile(compile_ms, 0.5)}, {"p90", Percentile(compile_ms, 0.9)}, {"max", max_ms}}},
+        {"mask_us", {{"mean", mean}, {"p50", Percentile(mask_us, 0.5)}, {"p90", Percentile(mask_us, 0.9)},
+                     {"p99", Percentile(mask_us, 0.99)}, {"max", max_us}}},
+        {"peak_rss_mb", peak_rss_mb}};
+    std::printf("%s\n", summary.dump().c_str());
+  } else {
+    std::printf("docs %zu, tokens %zu, accepted %zu, valid %zu\n", docs, tokens, accepted, valid);
+    std::printf("compile ms: p50 %.2f, p90 %.2f, max %.2f\n", Percentile(compile_ms, 0.5),
+                Percentile(compile_ms, 0.9), max_ms);
+    std::printf("mask us: mean %.1f, p50 %.1f, p90 %.1f, p99 %.1f, max %.1f\n", mean,
+                Percentile(mask_us, 0.5), Percentile(mask_us, 0.9), Percentile(mask_us, 0.99), max_us);
+    std::printf("peak RSS: %.1f MB\n", peak_rss_mb);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+const Command kBenchCommand = {
+    "bench",
+    "teacher-forced mask benchmark over a trace file (DESIGN.md's format)",
+    kHelp,
+    &RunBench,
+};
+
+}  // namespace zapgram::cli

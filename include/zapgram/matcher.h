@@ -1,0 +1,122 @@
+// zapgram public API: token masks for constrained decoding.
+//
+//   Vocabulary       a tokenizer's ids -> bytes (Hugging Face tokenizer.json:
+//                    byte-level BPE as Llama 3 / Qwen 2.5, SentencePiece with
+//                    byte fallback as Gemma 3), special tokens, EOS ids.
+//   CompiledGrammar  a Grammar (zapgram/grammar.h) joined with a Vocabulary:
+//                    immutable, cheap to copy, safe to share across threads.
+//   Matcher          one per sequence being decoded.
+//
+// Mask layout (shared with XGrammar and vLLM): uint32 words,
+// ceil(padded_size / 32) of them; token i is allowed iff bit i % 32 of word
+// i / 32 is set. EOS is allowed exactly when the text so far is a sentence;
+// special tokens and ids past the tokenizer never are.
+#ifndef ZAPGRAM_MATCHER_H_
+#define ZAPGRAM_MATCHER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "zapgram/grammar.h"
+#include "zapgram/limits.h"
+
+namespace zapgram {
+
+namespace masks {
+class Vocabulary;
+class CompiledGrammar;
+class Matcher;
+}  // namespace masks
+
+struct VocabularyOptions {
+  // Ids of the model's output layer (>= the tokenizer's); 0 = the tokenizer's.
+  uint32_t padded_size = 0;
+  // When set, exactly these ids are EOS; else the tokenizer's end-of-text
+  // special tokens (<|end_of_text|>, <|eot_id|>, <|endoftext|>, <|im_end|>,
+  // <eos>, <end_of_turn>, ...).
+  std::optional<std::vector<int32_t>> eos_ids;
+};
+
+class Vocabulary {
+ public:
+  static absl::StatusOr<Vocabulary> Load(const std::string& tokenizer_json_path,
+                                         const VocabularyOptions& options = {});
+  int32_t size() const;         // ids the tokenizer defines
+  int32_t padded_size() const;  // ids of a mask
+  std::vector<int32_t> eos_ids() const;
+  std::string_view token_bytes(int32_t id) const;  // empty for special/unused ids
+  bool is_normal(int32_t id) const;                // not special, not unused
+  const std::shared_ptr<const masks::Vocabulary>& impl() const { return impl_; }
+
+ private:
+  explicit Vocabulary(std::shared_ptr<const masks::Vocabulary> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const masks::Vocabulary> impl_;
+};
+
+class CompiledGrammar {
+ public:
+  static absl::StatusOr<CompiledGrammar> Compile(const Grammar& grammar, const Vocabulary& vocabulary);
+  size_t mask_words() const;
+  const Vocabulary& vocabulary() const { return vocabulary_; }
+  const std::shared_ptr<const masks::CompiledGrammar>& impl() const { return impl_; }
+
+ private:
+  CompiledGrammar(Grammar grammar, Vocabulary vocabulary,
+                  std::shared_ptr<const masks::CompiledGrammar> impl)
+      : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), impl_(std::move(impl)) {}
+  Grammar grammar_;
+  Vocabulary vocabulary_;
+  std::shared_ptr<const masks::CompiledGrammar> impl_;
+};
+
+struct MatcherOptions {
+  bool pruning = true;
+  // Bytes that Rollback may undo (the tokens rolled back must fit).
+  uint32_t max_rollback_bytes = 512;
+  ParserLimits limits;
+};
+
+class Matcher {
+ public:
+  explicit Matcher(const CompiledGrammar& grammar, const MatcherOptions& options = {});
+  ~Matcher();
+  Matcher(Matcher&&) noexcept;
+  Matcher& operator=(Matcher&&) noexcept;
+
+  // Fills mask_words() words; returns the number of allowed ids.
+  size_t ComputeMask(uint32_t* words);
+  bool AcceptToken(int32_t id);               // false: not allowed, state unchanged
+  bool AcceptBytes(std::string_view bytes);   // all or nothing
+  bool Rollback(size_t n_tokens);             // false: beyond the rollback budget
+  void Reset();
+  bool IsAccepting() const;                   // the text so far is a sentence
+  bool IsFinished() const;                    // EOS accepted
+  std::string ForcedBytes();                  // bytes the grammar forces next
+  size_t ValidateTokens(absl::Span<const int32_t> draft);  // acceptable prefix length
+  // Of the last ComputeMask: minimal rejected byte prefixes, rejected ids.
+  std::vector<std::string> LastRejectedPrefixes() const;
+  std::vector<int32_t> LastRejectedTokens() const;
+  absl::Status status() const;  // not ok when a budget ran out
+  masks::Matcher& impl() { return *impl_; }
+
+ private:
+  CompiledGrammar grammar_;
+  std::unique_ptr<masks::Matcher> impl_;
+};
+
+// Fills the masks of many matchers (matcher k's mask at words + k * mask_words)
+// on up to `threads` threads. Matchers must be distinct objects.
+void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
+                  int threads);
+
+}  // namespace zapgram
+
+#endif  // ZAPGRAM_MATCHER_H_

@@ -1,0 +1,71 @@
+// `zapgram mask` and `zapgram bench` end to end on real tokenizers and traces.
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_paths.h"
+
+namespace zapgram {
+namespace {
+
+testing::CliResult Zapgram(const std::vector<std::string>& args) {
+  return testing::RunCliAt(ZAPGRAM_CLI_PATH, args);
+}
+
+std::string Llama3() { return testing::DataPath("tokenizers/llama3.tokenizer.json"); }
+
+TEST(MaskCli, CountsForcedBytesAndTokens) {
+  testing::CliResult r =
+      Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--prefix", "{\"a\": [1, tr", "--show", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = testing::SplitLines(r.out);
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  // Only "u" and "ue" continue `tr` towards `true`.
+  EXPECT_EQ(lines[0], "2 of 128256 tokens allowed; EOS not allowed");
+  EXPECT_EQ(lines[1], "forced next: \"ue\"");
+}
+
+TEST(MaskCli, EosAfterACompleteDocumentAndRejectedPrefix) {
+  testing::CliResult r = Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--prefix", "[1]"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("EOS allowed"), std::string::npos) << r.out;
+  r = Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--prefix", "[1}"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("prefix rejected at byte 2"), std::string::npos) << r.out;
+  r = Zapgram({"mask", "builtin:json"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(BenchCli, JsonSummaryAndPerDocumentLines) {
+  const std::string per_doc = testing::FreshTempPath("per_doc.jsonl");
+  testing::CliResult r = Zapgram({"bench", "--tokenizer", Llama3(), "--trace",
+                                  testing::DataPath("traces/llama3/sql.jsonl"), "--limit", "12",
+                                  "--json", "--per-doc", per_doc});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  for (const char* key : {"docs", "tokens", "accepted", "valid", "compile_ms", "mask_us", "peak_rss_mb"}) {
+    EXPECT_TRUE(summary.contains(key)) << key;
+  }
+  EXPECT_EQ(summary["docs"], 12);
+  for (const char* key : {"mean", "p50", "p90", "p99", "max"}) EXPECT_TRUE(summary["mask_us"].contains(key));
+  std::ifstream in(per_doc);
+  std::string line;
+  int lines = 0, agree = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json doc = nlohmann::json::parse(line);
+    ++lines;
+    agree += doc["accepted"] == doc["valid"];
+    if (doc["accepted"] == false) {
+      EXPECT_FALSE(doc["rejected_at_token"].is_null());
+    }
+  }
+  EXPECT_EQ(lines, 12);
+  EXPECT_EQ(agree, 12);  // sql labels agree (tests/data/lark_data_test.cc)
+  EXPECT_EQ(summary["accepted"], summary["valid"]);
+}
+
+}  // namespace
+}  // namespace zapgram
