@@ -1,0 +1,99 @@
+// TokenTrie: the normal tokens of a Vocabulary as a flat depth-first byte trie.
+//
+// The mask computation asks, for every token, "can the parser take these
+// bytes?". Tokens share prefixes, so it walks a trie of their bytes, feeding
+// the parser one byte per edge (push) and undoing it on the way back (pop).
+// When the parser refuses a node's byte, every token below the node is
+// refused too: the test is a true prefix test on the bytes, so the walk skips
+// the node's whole subtree in O(1).
+//
+// Layout (llguidance's flat trie, our own encoding): nodes() is the trie in
+// depth-first pre-order, children of a node sorted by byte. Node 0 is the root
+// (the empty string, depth 0). Each node stores the index one past its
+// subtree, so its subtree is [i, subtree_end) and its next sibling (if any)
+// starts at subtree_end. The ids whose bytes end exactly at a node are the
+// slice token_ids()[first_token, first_token + token_count); token_ids() is
+// itself in DFS order, ids with equal bytes sorted by id. Only kNormal ids
+// are included; special and unused ids never appear (a normal token with
+// empty bytes would sit on the root).
+//
+// A walker, with the parser state S holding the bytes of the current path:
+//   for (uint32_t i = 1; i < nodes.size();) {
+//     const TokenTrieNode& node = nodes[i];
+//     pop S back to node.depth - 1 bytes;
+//     if (S accepts node.byte) { push it; allow TokensAt(i); ++i; }
+//     else i = node.subtree_end;            // the whole subtree is refused
+//   }
+// (depth tells how many bytes to pop when the walk moves up.)
+//
+// Building sorts the normal ids by their bytes and emits nodes while scanning
+// the sorted list, keeping an explicit stack of open nodes (no recursion).
+//
+// Thread safety: immutable after Build; share freely across threads.
+// Tests: tests/masks/token_trie_test.cc.
+#ifndef ZAPGRAM_MASKS_TOKEN_TRIE_H_
+#define ZAPGRAM_MASKS_TOKEN_TRIE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "masks/vocabulary.h"
+
+namespace zapgram::masks {
+
+// 12 bytes, trivially copyable.
+struct TokenTrieNode {
+  uint32_t subtree_end;  // index one past the last node of this node's subtree
+  uint32_t first_token;  // first index into TokenTrie::token_ids() of the ids ending here
+  uint16_t depth;        // length of the node's byte string (root: 0); fits because
+                         // Vocabulary refuses tokens longer than 65535 bytes
+  uint8_t byte;          // the last byte of the node's string (root: 0)
+  uint8_t token_count;   // ids whose bytes are exactly the node's string
+};
+static_assert(sizeof(TokenTrieNode) == 12);
+static_assert(std::is_trivially_copyable_v<TokenTrieNode>);
+
+class TokenTrie {
+ public:
+  static constexpr uint32_t kRoot = 0;
+
+  // Errors (kResourceExhausted) only when more than 255 normal ids share one
+  // byte string, which no real tokenizer does.
+  static absl::StatusOr<TokenTrie> Build(const Vocabulary& vocabulary);
+
+  absl::Span<const TokenTrieNode> nodes() const { return nodes_; }
+  absl::Span<const TokenId> token_ids() const { return token_ids_; }
+  // The ids whose bytes are exactly node `node`'s string.
+  absl::Span<const TokenId> TokensAt(uint32_t node) const {
+    const TokenTrieNode& n = nodes_[node];
+    return absl::Span<const TokenId>(token_ids_).subspan(n.first_token, n.token_count);
+  }
+
+  // The node whose string is `bytes`, if any. O(|bytes| * fan-out).
+  std::optional<uint32_t> FindNode(std::string_view bytes) const;
+  // Normal ids whose bytes are a prefix of `bytes` (the empty prefix and
+  // `bytes` itself included), sorted by length then id.
+  std::vector<TokenId> TokensPrefixOf(std::string_view bytes) const;
+
+  // Heap bytes held.
+  size_t memory_bytes() const;
+  // The first `max_nodes` nodes, one per line: index, depth, byte (escaped),
+  // subtree end, ids. For golden tests and debugging.
+  std::string Dump(uint32_t max_nodes) const;
+
+ private:
+  TokenTrie() = default;
+
+  std::vector<TokenTrieNode> nodes_;
+  std::vector<TokenId> token_ids_;
+};
+
+}  // namespace zapgram::masks
+
+#endif  // ZAPGRAM_MASKS_TOKEN_TRIE_H_
