@@ -1,5 +1,6 @@
 // The public Grammar and Recognizer: thin wrappers over the readers, the
-// lowering (parser/flat_grammar.h) and the pruned recognizer (pruning/compact.h).
+// regular-terminal merge (transforms/regular_terminals.h), the lowering
+// (parser/flat_grammar.h) and the pruned recognizer (pruning/compact.h).
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "grammar/gbnf_reader.h"
 #include "grammar/lark_lowering.h"
 #include "pruning/compact.h"
+#include "transforms/regular_terminals.h"
 #include "zapgram/grammar.h"
 
 namespace zapgram {
@@ -45,6 +47,12 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
     path = std::filesystem::path(std::string(data_root)) / path;
   }
   std::string ext = path.extension().string();
+  if (ext == ".lark") {
+    // Relative %imports resolve next to the file (grammar/lark_reader.h).
+    absl::StatusOr<grammar::LarkGrammar> lark = grammar::ReadLarkFile(path.string());
+    if (!lark.ok()) return lark.status();
+    return grammar::LowerLark(*lark);
+  }
   if (ext != ".gbnf" && ext != ".ebnf" && ext != ".lark") {
     return absl::InvalidArgumentError(absl::StrFormat(
         "cannot tell the grammar format of '%s': expected a .gbnf, .ebnf or .lark path, "
@@ -55,7 +63,6 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read grammar file '", path.string(), "'"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  if (ext == ".lark") return grammar::ReadLarkGrammar(buffer.str(), path.string());
   return grammar::ReadGbnf(buffer.str(), path.string());
 }
 
@@ -68,7 +75,12 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
   if (!ir.ok()) return ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
   data->ir = *std::move(ir);
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(data->ir, limits);
+  // Regular parts (strings, numbers, whitespace) become single DFA terminals:
+  // one Earley item per string instead of an item per character, and token
+  // masks can use per-terminal-state token sets.
+  absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(data->ir);
+  if (!merged.ok()) return merged.status();
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits);
   if (!flat.ok()) return flat.status();
   data->flat = *std::move(flat);
   return data;

@@ -50,10 +50,17 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Compile(const Grammar& grammar,
 
 size_t CompiledGrammar::mask_words() const { return impl_->mask_words(); }
 
+CompiledGrammar::CacheStats CompiledGrammar::cache_stats() const {
+  const masks::MaskCacheStats s = impl_->cache_stats();
+  return {s.hits, s.misses, s.entries, s.bytes};
+}
+
 Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
     : grammar_(grammar) {
   masks::MatcherOptions internal_options;
   internal_options.recognizer.pruning = options.pruning;
+  internal_options.use_cache = options.use_cache;
+  internal_options.use_token_sets = options.use_token_sets;
   internal_options.recognizer.max_rollback = options.max_rollback_bytes;
   internal_options.recognizer.limits = options.limits;
   impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);

@@ -1,5 +1,5 @@
 // `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
-//  [--per-doc OUT.jsonl] [--no-pruning] [--data-root DIR]`: teacher-forced
+//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--data-root DIR]`: teacher-forced
 // mask benchmark over a trace file (format and output fixed by DESIGN.md,
 // since other engines are measured the same way).
 //
@@ -39,7 +39,8 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
-    "                     [--per-doc OUT.jsonl] [--no-pruning] [--data-root DIR]\n"
+    "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
+    "                     [--data-root DIR]\n"
     "\n"
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
     "token mask before each of its real tokens, check the token is allowed, accept it.\n"
@@ -54,7 +55,9 @@ constexpr std::string_view kHelp =
     "  --json              the summary as one JSON object\n"
     "  --per-doc OUT       one line per document: {\"id\",\"valid\",\"accepted\",\n"
     "                      \"rejected_at_token\",\"error\"}\n"
-    "  --no-pruning        switch ZapFormat compaction off (ablation)\n"
+    "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
+    "  --no-cache          switch the state cache off (ablation)\n"
+    "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
     "  --data-root DIR     resolve the trace's grammar paths against DIR (default: the\n"
     "                      folder two levels above the trace's folder)\n"
     "\n"
@@ -74,13 +77,17 @@ struct CompiledEntry {
 
 int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
-  bool json = false, pruning = true;
+  bool json = false, pruning = true, use_cache = true, use_token_sets = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--json") {
       json = true;
     } else if (arg == "--no-pruning") {
       pruning = false;
+    } else if (arg == "--no-cache") {
+      use_cache = false;
+    } else if (arg == "--no-ci-sets") {
+      use_token_sets = false;
     } else if (absl::StartsWith(arg, "--tokenizer")) {
       if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("bench", "--tokenizer needs a file");
     } else if (absl::StartsWith(arg, "--trace")) {
@@ -125,6 +132,8 @@ int RunBench(const std::vector<std::string>& args) {
   }
   MatcherOptions matcher_options;
   matcher_options.pruning = pruning;
+  matcher_options.use_cache = use_cache;
+  matcher_options.use_token_sets = use_token_sets;
   matcher_options.max_rollback_bytes = 0;
   std::map<std::string, CompiledEntry> compiled;
   std::vector<double> compile_ms, mask_us;
@@ -201,13 +210,21 @@ int RunBench(const std::vector<std::string>& args) {
   const double peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   const double max_us = mask_us.empty() ? 0 : *std::max_element(mask_us.begin(), mask_us.end());
   const double max_ms = compile_ms.empty() ? 0 : *std::max_element(compile_ms.begin(), compile_ms.end());
+  uint64_t hits = 0, lookups = 0;
+  for (const auto& [spec, entry] : compiled) {
+    if (!entry.grammar.has_value()) continue;
+    const CompiledGrammar::CacheStats s = entry.grammar->cache_stats();
+    hits += s.hits;
+    lookups += s.hits + s.misses;
+  }
+  const double hit_rate = lookups == 0 ? 0 : static_cast<double>(hits) / static_cast<double>(lookups);
   if (json) {
     nlohmann::json summary = {
         {"docs", docs}, {"tokens", tokens}, {"accepted", accepted}, {"valid", valid},
         {"compile_ms", {{"p50", Percentile(compile_ms, 0.5)}, {"p90", Percentile(compile_ms, 0.9)}, {"max", max_ms}}},
         {"mask_us", {{"mean", mean}, {"p50", Percentile(mask_us, 0.5)}, {"p90", Percentile(mask_us, 0.9)},
                      {"p99", Percentile(mask_us, 0.99)}, {"max", max_us}}},
-        {"peak_rss_mb", peak_rss_mb}};
+        {"peak_rss_mb", peak_rss_mb}, {"cache_hit_rate", hit_rate}};
     std::printf("%s\n", summary.dump().c_str());
   } else {
     std::printf("docs %zu, tokens %zu, accepted %zu, valid %zu\n", docs, tokens, accepted, valid);
@@ -216,6 +233,7 @@ int RunBench(const std::vector<std::string>& args) {
     std::printf("mask us: mean %.1f, p50 %.1f, p90 %.1f, p99 %.1f, max %.1f\n", mean,
                 Percentile(mask_us, 0.5), Percentile(mask_us, 0.9), Percentile(mask_us, 0.99), max_us);
     std::printf("peak RSS: %.1f MB\n", peak_rss_mb);
+    std::printf("state cache hit rate: %.1f%%\n", 100 * hit_rate);
   }
   return kExitOk;
 }

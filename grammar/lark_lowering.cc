@@ -9,6 +9,8 @@
 //    where every terminal becomes a kToken.
 #include "grammar/lark_lowering.h"
 
+#include "grammar/regex_render.h"
+
 #include <algorithm>
 #include <string>
 #include <tuple>
@@ -34,17 +36,6 @@ struct Pattern {
   std::string regexp;
 };
 
-// Python's re.escape (3.7+): escapes exactly these characters.
-std::string PythonEscape(std::string_view text) {
-  static constexpr std::string_view kSpecial = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f";
-  std::string out;
-  for (char c : text) {
-    if (kSpecial.find(c) != std::string_view::npos) out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-
 // The reader stores "x"i as a regex of the escaped text (lark_reader.cc's
 // RegexEscape: `\` before punctuation, \xNN for other ASCII); this undoes it.
 std::string UnescapeIstring(std::string_view pattern) {
@@ -64,28 +55,9 @@ std::string UnescapeIstring(std::string_view pattern) {
   return out;
 }
 
-std::string FlagLetters(uint32_t flags) {
-  std::string out;
-  if (flags & kRegexIgnoreCase) out.push_back('i');
-  if (flags & kRegexMultiline) out.push_back('m');
-  if (flags & kRegexDotAll) out.push_back('s');
-  if (flags & kRegexVerbose) out.push_back('x');
-  return out;
-}
-
 std::string WithFlags(std::string regexp, uint32_t flags) {
   if (flags == 0) return regexp;
-  return absl::StrCat("(?", FlagLetters(flags), ":", regexp, ")");
-}
-
-std::string ClassRegexp(const std::vector<CodepointRange>& ranges) {
-  std::string out = "[";
-  for (const CodepointRange& r : ranges) {
-    absl::StrAppend(&out, absl::StrFormat("\\x{%X}", r.lo));
-    if (r.hi != r.lo) absl::StrAppend(&out, absl::StrFormat("-\\x{%X}", r.hi));
-  }
-  out += "]";
-  return out;
+  return ScopedRegexp(regexp, flags);
 }
 
 // Lark's names for anonymous string terminals: the upper-cased string when
@@ -219,20 +191,7 @@ absl::Status Lowering::RenderPatterns(ExprId root) {
         break;
       }
       case ExprKind::kRepeat: {
-        std::string op;
-        if (e.min == 0 && e.max == kUnbounded) {
-          op = "*";
-        } else if (e.min == 1 && e.max == kUnbounded) {
-          op = "+";
-        } else if (e.min == 0 && e.max == 1) {
-          op = "?";
-        } else if (e.max == kUnbounded) {
-          op = absl::StrFormat("{%d,}", e.min);
-        } else if (e.min == e.max) {
-          op = absl::StrFormat("{%d}", e.min);
-        } else {
-          op = absl::StrFormat("{%d,%d}", e.min, e.max);
-        }
+        const std::string op = RepeatSuffix(e.min, e.max);
         p.value = absl::StrCat("(?:", patterns_[e.children[0]].regexp, ")", op);
         p.regexp = p.value;
         break;

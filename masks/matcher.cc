@@ -2,6 +2,7 @@
 #include "masks/matcher.h"
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,97 @@ void SetBit(uint32_t* words, TokenId id) {
 
 }  // namespace
 
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
+                                 std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie)
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)) {
+  const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.num_states();
+  sets_once_ = std::make_unique<std::once_flag[]>(states);
+  sets_.resize(states);
+}
+
+const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
+  std::call_once(sets_once_[state], [&] { sets_[state] = BuildTokenSets(state); });
+  return sets_[state];
+}
+
+StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
+  // Depth-first over the trie with the terminal's DFA: `dfa[d]` is the state
+  // after the node at depth d, `ended[d]` whether the terminal could end at
+  // some depth in 1..d-1 (an accepting state strictly before the last byte).
+  const parser::TerminalTable& t = grammar_->terminals;
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  StateTokenSets out;
+  std::vector<TokenId> accepted;
+  std::vector<uint32_t> dfa = {state};
+  std::vector<uint8_t> ended = {0};
+  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
+    const TokenTrieNode& node = nodes[i];
+    dfa.resize(node.depth);
+    ended.resize(node.depth);
+    const uint32_t parent_state = dfa.back();
+    const bool ended_before = ended.back() || (node.depth > 1 && t.accepting[parent_state]);
+    const uint32_t next = t.Step(parent_state, node.byte);
+    if (next == 0) {
+      if (ended_before) out.uncertain_roots.push_back(i);
+      i = node.subtree_end;
+      continue;
+    }
+    for (TokenId id : trie_.TokensAt(i)) accepted.push_back(id);
+    dfa.push_back(next);
+    ended.push_back(ended_before);
+    ++i;
+  }
+  std::sort(accepted.begin(), accepted.end());
+  if (accepted.size() < mask_words()) {
+    out.accepted_ids = std::move(accepted);
+  } else {
+    out.accepted_words.assign(mask_words(), 0);
+    for (TokenId id : accepted) SetBit(out.accepted_words.data(), id);
+  }
+  return out;
+}
+
+int64_t CompiledGrammar::CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    ++cache_stats_.misses;
+    return -1;
+  }
+  ++cache_stats_.hits;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  std::copy(it->second.words.begin(), it->second.words.end(), words);
+  return static_cast<int64_t>(it->second.allowed);
+}
+
+void CompiledGrammar::CacheStore(const std::vector<uint32_t>& key, const uint32_t* words,
+                                 size_t allowed) const {
+  const size_t entry_bytes = 4 * (key.size() + mask_words()) + 64;
+  if (entry_bytes > cache_budget_bytes_) return;
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto [it, inserted] = cache_.try_emplace(key);
+  if (!inserted) return;
+  it->second.words.assign(words, words + mask_words());
+  it->second.allowed = allowed;
+  lru_.push_front(&it->first);
+  it->second.lru = lru_.begin();
+  ++cache_stats_.entries;
+  cache_stats_.bytes += entry_bytes;
+  while (cache_stats_.bytes > cache_budget_bytes_ && !lru_.empty()) {
+    const std::vector<uint32_t>* victim = lru_.back();
+    lru_.pop_back();
+    cache_stats_.bytes -= 4 * (victim->size() + mask_words()) + 64;
+    --cache_stats_.entries;
+    ++cache_stats_.evictions;
+    cache_.erase(*victim);
+  }
+}
+
+MaskCacheStats CompiledGrammar::cache_stats() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  return cache_stats_;
+}
+
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
     std::shared_ptr<const parser::FlatGrammar> grammar,
     std::shared_ptr<const Vocabulary> vocabulary) {
@@ -31,7 +123,8 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
     : grammar_(std::move(grammar)),
-      recognizer_(pruning::MakeRecognizer(&grammar_->grammar(), options.recognizer)) {}
+      recognizer_(pruning::MakeRecognizer(&grammar_->grammar(), options.recognizer)),
+      options_(options) {}
 
 size_t Matcher::PushBytes(std::string_view bytes) {
   size_t n = 0;
@@ -48,9 +141,101 @@ void Matcher::PopBytes(size_t n) {
 
 size_t Matcher::ComputeMask(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
+  rejected_nodes_.clear();
+  rejected_nodes_known_ = false;
+  if (finished_ || !recognizer_.status().ok()) {
+    std::fill(words, words + g.mask_words(), 0u);
+    rejected_nodes_known_ = true;
+    return 0;
+  }
+  const bool cached = options_.use_cache && recognizer_.CanonicalState(&key_);
+  if (cached) {
+    const int64_t allowed = g.CacheLookup(key_, words);
+    if (allowed >= 0) return static_cast<size_t>(allowed);
+  }
+  const size_t allowed = options_.use_token_sets && !g.grammar().lexed()
+                             ? MaskFromTokenSets(words)
+                             : WalkTrie(words);
+  // A mask cut short by a budget is not cached.
+  if (cached && recognizer_.status().ok()) g.CacheStore(key_, words, allowed);
+  return allowed;
+}
+
+size_t Matcher::MaskFromTokenSets(uint32_t* words) {
+  const CompiledGrammar& g = *grammar_;
+  std::fill(words, words + g.mask_words(), 0u);
+  recognizer_.CollectScanStates(&states_);
+  roots_.clear();
+  for (uint32_t state : states_) {
+    const StateTokenSets& sets = g.TokenSets(state);
+    if (!sets.accepted_words.empty()) {
+      for (size_t w = 0; w < sets.accepted_words.size(); ++w) words[w] |= sets.accepted_words[w];
+    }
+    for (TokenId id : sets.accepted_ids) SetBit(words, id);
+    roots_.insert(roots_.end(), sets.uncertain_roots.begin(), sets.uncertain_roots.end());
+  }
+  std::sort(roots_.begin(), roots_.end());
+  roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
+  // Walk the uncertain subtrees with the parser. `pushed_` holds the bytes
+  // pushed so far: the path to the current subtree's parent, shared with the
+  // previous root's where the paths agree.
+  const TokenTrie& trie = g.trie();
+  absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  pushed_.clear();
+  std::string path;
+  for (uint32_t root : roots_) {
+    // The bytes from the trie root to `root`'s parent.
+    const uint32_t depth = nodes[root].depth;
+    path.assign(depth - 1, '\0');
+    for (uint32_t i = root, d = depth; i-- > 0 && d > 1;) {
+      if (nodes[i].depth == d - 1) path[--d - 1] = static_cast<char>(nodes[i].byte);
+    }
+    size_t common = 0;
+    while (common < pushed_.size() && common < path.size() && pushed_[common] == path[common]) ++common;
+    PopBytes(pushed_.size() - common);
+    pushed_.resize(common);
+    bool alive = true;
+    while (pushed_.size() < path.size()) {
+      if (!recognizer_.Push(static_cast<uint8_t>(path[pushed_.size()]))) {
+        alive = false;
+        break;
+      }
+      pushed_.push_back(path[pushed_.size()]);
+    }
+    if (!alive) continue;  // the whole subtree is rejected
+    // The subtree, as in WalkTrie, relative to the parent's depth.
+    uint32_t extra = 0;
+    for (uint32_t i = root; i < nodes[root].subtree_end;) {
+      const TokenTrieNode& node = nodes[i];
+      for (; depth - 1 + extra >= node.depth; --extra) recognizer_.Pop();
+      if (!recognizer_.Push(node.byte)) {
+        i = node.subtree_end;
+        continue;
+      }
+      ++extra;
+      for (TokenId id : trie.TokensAt(i)) SetBit(words, id);
+      ++i;
+    }
+    PopBytes(extra);
+  }
+  PopBytes(pushed_.size());
+  pushed_.clear();
+  size_t allowed = 0;
+  for (size_t w = 0; w < g.mask_words(); ++w) allowed += std::popcount(words[w]);
+  if (recognizer_.IsAccepting()) {
+    for (TokenId id : g.vocabulary().eos_ids()) {
+      if (!((words[id / 32] >> (id % 32)) & 1)) ++allowed;
+      SetBit(words, id);
+    }
+  }
+  return allowed;
+}
+
+size_t Matcher::WalkTrie(uint32_t* words) {
+  const CompiledGrammar& g = *grammar_;
   std::fill(words, words + g.mask_words(), 0u);
   rejected_nodes_.clear();
-  if (finished_ || !recognizer_.status().ok()) return 0;
+  rejected_nodes_known_ = true;
   const TokenTrie& trie = g.trie();
   absl::Span<const TokenTrieNode> nodes = trie.nodes();
   size_t allowed = 0;
@@ -164,10 +349,19 @@ size_t Matcher::ValidateTokens(absl::Span<const TokenId> draft) {
   return valid;
 }
 
-std::vector<std::string> Matcher::LastRejectedPrefixes() const {
+const std::vector<uint32_t>& Matcher::LastRejectedNodes() {
+  if (!rejected_nodes_known_) {
+    std::vector<uint32_t> scratch(grammar_->mask_words());
+    if (!finished_ && recognizer_.status().ok()) WalkTrie(scratch.data());
+    rejected_nodes_known_ = true;
+  }
+  return rejected_nodes_;
+}
+
+std::vector<std::string> Matcher::LastRejectedPrefixes() {
   absl::Span<const TokenTrieNode> nodes = grammar_->trie().nodes();
   std::vector<std::string> out;
-  for (uint32_t node : rejected_nodes_) {
+  for (uint32_t node : LastRejectedNodes()) {
     // The node's string: walk back to the root through the nearest
     // shallower nodes before it (DFS order).
     std::string prefix(nodes[node].depth, '\0');
@@ -183,10 +377,10 @@ std::vector<std::string> Matcher::LastRejectedPrefixes() const {
   return out;
 }
 
-std::vector<TokenId> Matcher::LastRejectedTokens() const {
+std::vector<TokenId> Matcher::LastRejectedTokens() {
   const TokenTrie& trie = grammar_->trie();
   std::vector<TokenId> out;
-  for (uint32_t node : rejected_nodes_) {
+  for (uint32_t node : LastRejectedNodes()) {
     for (uint32_t i = node; i < trie.nodes()[node].subtree_end; ++i) {
       for (TokenId id : trie.TokensAt(i)) out.push_back(id);
     }

@@ -14,6 +14,20 @@
 // never are. The rejected nodes of the last mask are kept for samplers
 // (sampling/: CARS records them as invalid prefixes).
 //
+// Two shortcuts make masks cheap (byte-level grammars; lexed ones walk):
+//  - context-independent token sets. An item sitting on terminal T in DFA
+//    state s accepts every token whose bytes keep T's DFA alive from s,
+//    whatever surrounds it: those tokens are one precomputed set per state
+//    (a bitset, or an id list when smaller). A token the parser accepts
+//    otherwise must end T on the way and go on past it: the DFA walk from s
+//    passes an accepting state and then dies. The trie nodes where it dies
+//    after such a point are the state's *uncertain roots*; only their
+//    subtrees are walked with the parser. Every other token is rejected.
+//    Built on first use per state (thread-safe, std::call_once).
+//  - the state cache: masks keyed by the recognizer's canonical pruned state
+//    (Recognizer::CanonicalState), shared by every matcher of the grammar,
+//    bounded in bytes with LRU eviction, with hit/miss counters.
+//
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
 //
@@ -22,11 +36,14 @@
 #define ZAPGRAM_MASKS_MATCHER_H_
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -37,6 +54,20 @@
 #include "zapgram/limits.h"
 
 namespace zapgram::masks {
+
+// The tokens of one terminal state (see above).
+struct StateTokenSets {
+  std::vector<uint32_t> accepted_words;  // bitset, when smaller than the list
+  std::vector<TokenId> accepted_ids;     // else sorted ids
+  std::vector<uint32_t> uncertain_roots; // trie nodes, in DFS order
+  size_t bytes() const {
+    return 4 * (accepted_words.size() + accepted_ids.size() + uncertain_roots.size());
+  }
+};
+
+struct MaskCacheStats {
+  uint64_t hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
+};
 
 class CompiledGrammar {
  public:
@@ -51,16 +82,43 @@ class CompiledGrammar {
   // uint32 words of a mask: ceil(padded_size / 32).
   size_t mask_words() const { return (static_cast<size_t>(vocabulary_->padded_size()) + 31) / 32; }
 
+  // The token sets of terminal-table state `state` (byte-level grammars).
+  const StateTokenSets& TokenSets(uint32_t state) const;
+
+  // The shared mask cache. Lookup copies the mask into `words` and returns
+  // its allowed count, or -1 on a miss.
+  int64_t CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const;
+  void CacheStore(const std::vector<uint32_t>& key, const uint32_t* words, size_t allowed) const;
+  MaskCacheStats cache_stats() const;
+  void set_cache_budget_bytes(size_t bytes) { cache_budget_bytes_ = bytes; }
+
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
-                  std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie)
-      : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)) {}
+                  std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie);
+  StateTokenSets BuildTokenSets(uint32_t state) const;
+
   std::shared_ptr<const parser::FlatGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   TokenTrie trie_;
+  // Per terminal state, built once on first use.
+  std::unique_ptr<std::once_flag[]> sets_once_;
+  mutable std::vector<StateTokenSets> sets_;
+  // Mask cache: key -> (mask, allowed); LRU order in `lru_` (front = newest).
+  struct CacheEntry {
+    std::vector<uint32_t> words;
+    size_t allowed;
+    std::list<const std::vector<uint32_t>*>::iterator lru;
+  };
+  mutable std::mutex cache_mu_;
+  mutable absl::node_hash_map<std::vector<uint32_t>, CacheEntry> cache_;
+  mutable std::list<const std::vector<uint32_t>*> lru_;
+  mutable MaskCacheStats cache_stats_;
+  size_t cache_budget_bytes_ = size_t{256} << 20;
 };
 
 struct MatcherOptions {
+  bool use_cache = true;          // the shared state cache (ablation: off)
+  bool use_token_sets = true;     // context-independent token sets (ablation: off)
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
   // unit): Rollback(n tokens) works while their bytes fit.
   RecognizerOptions recognizer{.pruning = true, .max_rollback = 512, .limits = {}};
@@ -92,11 +150,13 @@ class Matcher {
   // state does not change.
   size_t ValidateTokens(absl::Span<const TokenId> draft);
 
-  // Of the last ComputeMask: trie nodes rejected (minimal rejected prefixes).
-  const std::vector<uint32_t>& last_rejected_nodes() const { return rejected_nodes_; }
-  std::vector<std::string> LastRejectedPrefixes() const;
+  // Of the last ComputeMask: trie nodes rejected (minimal rejected
+  // prefixes: the parser refuses their last byte). Computed by a full walk
+  // on demand when the mask came from the cache or the token sets.
+  const std::vector<uint32_t>& LastRejectedNodes();
+  std::vector<std::string> LastRejectedPrefixes();
   // Normal ids rejected by the last mask (every token under a rejected node).
-  std::vector<TokenId> LastRejectedTokens() const;
+  std::vector<TokenId> LastRejectedTokens();
 
   const absl::Status& status() const { return recognizer_.status(); }
   const CompiledGrammar& grammar() const { return *grammar_; }
@@ -104,6 +164,8 @@ class Matcher {
   size_t retained_items() const { return recognizer_.RetainedItems(); }
 
  private:
+  size_t WalkTrie(uint32_t* words);            // every node, the parser decides
+  size_t MaskFromTokenSets(uint32_t* words);   // token sets + uncertain subtrees
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
   size_t PushBytes(std::string_view bytes);
@@ -114,6 +176,12 @@ class Matcher {
   std::vector<uint32_t> history_;  // bytes of each accepted token or byte run
   bool finished_ = false;
   std::vector<uint32_t> rejected_nodes_;
+  bool rejected_nodes_known_ = false;  // the last mask came from a full walk
+  MatcherOptions options_;
+  std::vector<uint32_t> key_;
+  std::vector<uint32_t> states_;
+  std::vector<uint32_t> roots_;
+  std::string pushed_;
 };
 
 }  // namespace zapgram::masks

@@ -110,6 +110,15 @@ class Recognizer {
   bool CanContinue() const;   // some byte can follow
   ByteSet NextBytes() const;  // exactly the bytes b for which Feed(b) would succeed
 
+  // The distinct terminal-table states of the items on terminals at the
+  // newest position, sorted (byte-level grammars; empty for lexed ones).
+  void CollectScanStates(std::vector<uint32_t>* out) const;
+  // A canonical form of the live state: the live chart, renumbered densely,
+  // without positions, lanes spelled out. Two recognizers of one grammar with
+  // equal canonical states accept exactly the same continuations (the key of
+  // the mask cache). Needs a compactor (pruning); false without one.
+  bool CanonicalState(std::vector<uint32_t>* out) const;
+
   // Speculative steps on top of the current state (no compaction, no snapshot).
   bool Push(uint8_t byte);
   void Pop();
@@ -218,6 +227,7 @@ class Recognizer {
   std::vector<LaneTarget> targets_;
   absl::flat_hash_map<uint32_t, uint32_t> target_of_lane_;
   std::vector<uint32_t> guard_scratch_;
+  mutable Chart canonical_scratch_;
 };
 
 }  // namespace zapgram::parser

@@ -66,6 +66,11 @@ class CompiledGrammar {
   static absl::StatusOr<CompiledGrammar> Compile(const Grammar& grammar, const Vocabulary& vocabulary);
   size_t mask_words() const;
   const Vocabulary& vocabulary() const { return vocabulary_; }
+  // The mask cache shared by this grammar's matchers.
+  struct CacheStats {
+    uint64_t hits = 0, misses = 0, entries = 0, bytes = 0;
+  };
+  CacheStats cache_stats() const;
   const std::shared_ptr<const masks::CompiledGrammar>& impl() const { return impl_; }
 
  private:
@@ -79,6 +84,8 @@ class CompiledGrammar {
 
 struct MatcherOptions {
   bool pruning = true;
+  bool use_cache = true;       // masks shared by equal parser states (ablation: off)
+  bool use_token_sets = true;  // context-independent per-terminal-state sets (ablation: off)
   // Bytes that Rollback may undo (the tokens rolled back must fit).
   uint32_t max_rollback_bytes = 512;
   ParserLimits limits;

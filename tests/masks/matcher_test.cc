@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "api/grammar_data.h"
 #include "pruning/compact.h"
+#include "transforms/regular_terminals.h"
 #include "tests/support/test_paths.h"
 
 namespace zapgram::masks {
@@ -32,12 +33,20 @@ std::shared_ptr<const Vocabulary> LoadVocabulary(const std::string& name) {
   return v;
 }
 
+// As Grammar::Load compiles (regular parts merged into terminals), or with
+// the plain lowering when `merge_regular` is false.
 std::shared_ptr<const CompiledGrammar> CompileFor(const std::string& spec,
-                                                  std::shared_ptr<const Vocabulary> vocab) {
+                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  bool merge_regular = true) {
   absl::StatusOr<grammar::Grammar> ir = internal::ReadGrammarSpec(spec, testing::DataPath(""));
   EXPECT_TRUE(ir.ok()) << ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
   data->ir = *std::move(ir);
+  if (merge_regular) {
+    absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(data->ir);
+    EXPECT_TRUE(merged.ok()) << merged.status();
+    data->ir = *std::move(merged);
+  }
   absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(data->ir);
   EXPECT_TRUE(flat.ok()) << flat.status();
   data->flat = *std::move(flat);
@@ -164,19 +173,25 @@ TEST(MatcherTrace, ValidDocumentsAccepted) {
   }
 }
 
-// Random walks: pick a random allowed token each step.
+// Random walks: pick a random allowed token each step. Every way of
+// computing the mask (token sets + cache, token sets alone, the plain trie
+// walk; merged and plain lowering) against the brute force.
 TEST(MatcherRandomWalk, MasksMatchBruteForce) {
   auto vocab = LoadVocabulary("llama3");
-  auto g = CompileFor("builtin:json", vocab);
-  std::vector<uint32_t> words(g->mask_words());
-  int mismatches = 0;
-  for (uint32_t seed = 1; seed <= 3; ++seed) {
+  int mismatches = 0, masks = 0;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    auto g = CompileFor("builtin:json", vocab, /*merge_regular=*/seed % 2 == 1);
+    std::vector<uint32_t> words(g->mask_words());
     std::mt19937 rng(seed);
-    Matcher m(g);
+    MatcherOptions options;
+    options.use_cache = seed % 3 != 0;
+    options.use_token_sets = seed % 3 != 2;
+    Matcher m(g, options);
     std::string text;
     for (int step = 0; step < 12; ++step) {
       const size_t n = m.ComputeMask(words.data());
       mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), "seed " + std::to_string(seed));
+      ++masks;
       ASSERT_GT(n, 0u);
       std::vector<TokenId> allowed;
       for (TokenId id = 0; id < vocab->padded_size(); ++id) {
@@ -188,7 +203,29 @@ TEST(MatcherRandomWalk, MasksMatchBruteForce) {
       text += vocab->token_bytes(t);
     }
   }
+  std::printf("random walks: %d masks checked, %d mismatches\n", masks, mismatches);
   EXPECT_EQ(mismatches, 0);
+}
+
+// The cache answers repeated states: a document with many equal contexts
+// gets hits, and cached masks equal fresh ones.
+TEST(Matcher, CacheHitsAreEqualToFreshMasks) {
+  auto vocab = LoadVocabulary("llama3");
+  auto g = CompileFor("builtin:json", vocab);
+  const std::string doc = "[\"aa\", \"bb\", \"cc\", \"dd\", \"ee\", \"ff\"]";
+  MatcherOptions fresh_options;
+  fresh_options.use_cache = false;
+  Matcher cached(g), fresh(g, fresh_options);
+  std::vector<uint32_t> a(g->mask_words()), b(g->mask_words());
+  for (char c : doc) {
+    EXPECT_EQ(cached.ComputeMask(a.data()), fresh.ComputeMask(b.data()));
+    EXPECT_EQ(a, b);
+    ASSERT_TRUE(cached.AcceptBytes(std::string(1, c)));
+    ASSERT_TRUE(fresh.AcceptBytes(std::string(1, c)));
+  }
+  const MaskCacheStats stats = g->cache_stats();
+  EXPECT_GT(stats.hits, 10u);
+  EXPECT_GT(stats.misses, 0u);
 }
 
 TEST(Matcher, RollbackRestoresTheMask) {

@@ -1,0 +1,122 @@
+// Expressions -> regex text (see regex_render.h).
+#include "grammar/regex_render.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace zapgram::grammar {
+
+std::string PythonEscape(std::string_view text) {
+  static constexpr std::string_view kSpecial = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f";
+  std::string out;
+  for (char c : text) {
+    if (kSpecial.find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string ClassRegexp(const std::vector<CodepointRange>& ranges) {
+  std::string out = "[";
+  for (const CodepointRange& r : ranges) {
+    absl::StrAppend(&out, absl::StrFormat("\\x{%X}", r.lo));
+    if (r.hi != r.lo) absl::StrAppend(&out, absl::StrFormat("-\\x{%X}", r.hi));
+  }
+  out += "]";
+  return out;
+}
+
+std::string RepeatSuffix(uint32_t min, uint32_t max) {
+  if (min == 0 && max == kUnbounded) return "*";
+  if (min == 1 && max == kUnbounded) return "+";
+  if (min == 0 && max == 1) return "?";
+  if (max == kUnbounded) return absl::StrFormat("{%d,}", min);
+  if (min == max) return absl::StrFormat("{%d}", min);
+  return absl::StrFormat("{%d,%d}", min, max);
+}
+
+std::string ScopedRegexp(std::string_view regexp, uint32_t flags) {
+  std::string letters;
+  if (flags & kRegexIgnoreCase) letters.push_back('i');
+  if (flags & kRegexMultiline) letters.push_back('m');
+  if (flags & kRegexDotAll) letters.push_back('s');
+  if (flags & kRegexVerbose) letters.push_back('x');
+  return absl::StrFormat("(?%s:%s)", letters, regexp);
+}
+
+absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
+                                        const std::function<ExprId(RuleId)>& rule_body,
+                                        size_t max_bytes) {
+  std::vector<std::string> memo(g.exprs.size());
+  std::vector<uint8_t> done(g.exprs.size(), 0);
+  std::vector<uint8_t> open(g.exprs.size(), 0);
+  auto children = [&](ExprId id) -> std::vector<ExprId> {
+    const Expr& e = g.exprs[id];
+    if (e.kind == ExprKind::kRuleRef) return {rule_body(e.rule)};
+    return e.children;
+  };
+  std::vector<std::pair<ExprId, bool>> stack = {{root, false}};
+  while (!stack.empty()) {
+    auto [id, expanded] = stack.back();
+    stack.pop_back();
+    if (done[id]) continue;
+    if (!expanded) {
+      if (open[id]) return absl::InvalidArgumentError("recursive rules have no regex");
+      open[id] = 1;
+      stack.push_back({id, true});
+      for (ExprId c : children(id)) {
+        if (open[c] && !done[c]) return absl::InvalidArgumentError("recursive rules have no regex");
+        if (!done[c]) stack.push_back({c, false});
+      }
+      continue;
+    }
+    const Expr& e = g.exprs[id];
+    std::string out;
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        out = "(?:)";
+        break;
+      case ExprKind::kLiteral:
+        out = absl::StrCat("(?:", PythonEscape(e.literal), ")");
+        break;
+      case ExprKind::kCharClass:
+        out = e.ranges.empty() ? "[^\\x{0}-\\x{10FFFF}]" : ClassRegexp(e.ranges);
+        break;
+      case ExprKind::kRegex:
+        out = ScopedRegexp(e.literal, e.flags);
+        break;
+      case ExprKind::kRuleRef:
+        out = memo[rule_body(e.rule)];
+        break;
+      case ExprKind::kSequence:
+        out = "(?:";
+        for (ExprId c : e.children) out += memo[c];
+        out += ")";
+        break;
+      case ExprKind::kChoice:
+        out = "(?:";
+        for (size_t i = 0; i < e.children.size(); ++i) {
+          if (i > 0) out += "|";
+          out += memo[e.children[i]];
+        }
+        out += ")";
+        break;
+      case ExprKind::kRepeat:
+        out = absl::StrCat("(?:", memo[e.children[0]], ")", RepeatSuffix(e.min, e.max));
+        break;
+      case ExprKind::kToken:
+        return absl::InvalidArgumentError("a token has no regex of its own here");
+    }
+    if (out.size() > max_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("regex longer than ", max_bytes, " bytes"));
+    }
+    memo[id] = std::move(out);
+    done[id] = 1;
+  }
+  return memo[root];
+}
+
+}  // namespace zapgram::grammar

@@ -1,0 +1,46 @@
+// Writing grammar expressions as regexes of zapgram's regex dialect
+// (grammar/regex_compiler.h), so that a regular part of a grammar can be
+// compiled into one byte DFA.
+//
+// Pieces: PythonEscape (a string as a regex matching exactly it, as Python's
+// re.escape writes it), ClassRegexp (code-point ranges as a class with
+// \x{..} escapes), RepeatSuffix (`*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`), and
+// RenderRegex, which writes a whole expression tree: literals, classes,
+// regexes (grouped, flags scoped), sequences, choices (?:a|b), repetitions,
+// and references to rules whose bodies `rule_body` supplies (they are
+// inlined; the caller guarantees they are not recursive). Explicit stack,
+// memoized per node, output bounded by `max_bytes`.
+//
+// Tests: tests/transforms/regular_terminals_test.cc (rendered regexes
+// compile to the language of the expression, checked against the reference
+// recognizer).
+#ifndef ZAPGRAM_GRAMMAR_REGEX_RENDER_H_
+#define ZAPGRAM_GRAMMAR_REGEX_RENDER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+
+namespace zapgram::grammar {
+
+std::string PythonEscape(std::string_view text);
+std::string ClassRegexp(const std::vector<CodepointRange>& ranges);
+std::string RepeatSuffix(uint32_t min, uint32_t max);
+// `regexp` under `flags` (RegexFlags) as a scoped group, or grouped as is.
+std::string ScopedRegexp(std::string_view regexp, uint32_t flags);
+
+// The regex of expression `root` of `g`. A kRuleRef is replaced by
+// rule_body(rule) (an expression of `g`). Fails (kResourceExhausted) past
+// `max_bytes`, or (kInvalidArgument) on a kToken.
+absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
+                                        const std::function<ExprId(RuleId)>& rule_body,
+                                        size_t max_bytes);
+
+}  // namespace zapgram::grammar
+
+#endif  // ZAPGRAM_GRAMMAR_REGEX_RENDER_H_

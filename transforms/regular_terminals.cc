@@ -1,0 +1,268 @@
+// Merging regular parts into regex terminals (see regular_terminals.h).
+//
+// Steps, each linear in the grammar (plus one regex compilation per merge):
+//  1. Regular rules, by Kahn's algorithm on the rule reference graph: a rule
+//     is settled once every rule it refers to is; rules on or behind a cycle
+//     are never settled, hence not regular.
+//  2. Regular expression nodes, bottom-up (explicit stack).
+//  3. A rebuild of every rule body, top-down: a regular composite node
+//     (sequence, choice, repetition, reference) whose regex compiles within
+//     the limits becomes one kRegex; otherwise its children are rebuilt, and
+//     in a sequence each run of two or more adjacent regular children is
+//     tried as one regex.
+#include "transforms/regular_terminals.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+#include "grammar/regex_compiler.h"
+#include "grammar/regex_render.h"
+
+namespace zapgram::transforms {
+
+namespace {
+
+using grammar::Expr;
+using grammar::ExprId;
+using grammar::ExprKind;
+using grammar::Grammar;
+using grammar::RuleId;
+
+constexpr ExprId kUnbuilt = 0xFFFFFFFFu;
+
+class Merger {
+ public:
+  Merger(const Grammar& g, RegularTerminalStats* stats, const RegularTerminalOptions& options)
+      : g_(g), stats_(stats), options_(options) {}
+
+  absl::StatusOr<Grammar> Run();
+
+ private:
+  void FindRegularRules();
+  void FindRegularNodes();
+  // The regex of the concatenation of `parts` if it compiles within the limits.
+  std::optional<std::string> TryRegex(const std::vector<ExprId>& parts);
+  ExprId Rebuild(ExprId root);
+  // A sequence's plan: each piece is a run merged into one regex, or one
+  // child rebuilt on its own.
+  struct Piece {
+    ExprId child = kUnbuilt;  // kUnbuilt: `regex` holds a merged run
+    std::string regex;
+  };
+  std::vector<Piece> PlanSequence(const Expr& e);
+  bool Mergeable(ExprId id) const {
+    const ExprKind k = g_.exprs[id].kind;
+    return regular_node_[id] && (k == ExprKind::kSequence || k == ExprKind::kChoice ||
+                                 k == ExprKind::kRepeat || k == ExprKind::kRuleRef);
+  }
+
+  const Grammar& g_;
+  RegularTerminalStats* stats_;
+  const RegularTerminalOptions& options_;
+  Grammar out_;
+  std::vector<uint8_t> regular_rule_;
+  std::vector<uint8_t> regular_node_;
+  std::vector<ExprId> memo_;
+  absl::flat_hash_map<ExprId, std::vector<Piece>> plans_;
+};
+
+void Merger::FindRegularRules() {
+  const size_t n = g_.rules.size();
+  std::vector<std::vector<RuleId>> users(n);
+  std::vector<uint32_t> pending(n, 0);
+  std::vector<uint8_t> has_token(n, 0);
+  std::vector<uint32_t> seen(g_.exprs.size(), 0xFFFFFFFFu);
+  for (RuleId r = 0; r < n; ++r) {
+    std::vector<ExprId> stack = {g_.rules[r].body};
+    std::vector<RuleId> deps;
+    while (!stack.empty()) {
+      const ExprId id = stack.back();
+      stack.pop_back();
+      if (seen[id] == r) continue;
+      seen[id] = r;
+      const Expr& e = g_.exprs[id];
+      if (e.kind == ExprKind::kRuleRef) deps.push_back(e.rule);
+      if (e.kind == ExprKind::kToken) has_token[r] = 1;
+      for (ExprId c : e.children) stack.push_back(c);
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    pending[r] = static_cast<uint32_t>(deps.size());
+    for (RuleId d : deps) users[d].push_back(r);
+  }
+  regular_rule_.assign(n, 0);
+  std::vector<uint8_t> spoiled = has_token;
+  std::vector<RuleId> ready;
+  for (RuleId r = 0; r < n; ++r) {
+    if (pending[r] == 0) ready.push_back(r);
+  }
+  while (!ready.empty()) {
+    const RuleId r = ready.back();
+    ready.pop_back();
+    regular_rule_[r] = !spoiled[r];
+    for (RuleId u : users[r]) {
+      if (!regular_rule_[r]) spoiled[u] = 1;
+      if (--pending[u] == 0) ready.push_back(u);
+    }
+  }
+}
+
+void Merger::FindRegularNodes() {
+  const size_t n = g_.exprs.size();
+  regular_node_.assign(n, 0);
+  std::vector<uint8_t> state(n, 0);
+  for (ExprId root = 0; root < n; ++root) {
+    if (state[root]) continue;
+    std::vector<ExprId> stack = {root};
+    while (!stack.empty()) {
+      const ExprId id = stack.back();
+      const Expr& e = g_.exprs[id];
+      if (state[id] == 0) {
+        state[id] = 1;
+        for (ExprId c : e.children) {
+          if (state[c] == 0) stack.push_back(c);
+        }
+        continue;
+      }
+      stack.pop_back();
+      if (state[id] == 2) continue;
+      state[id] = 2;
+      bool regular = e.kind != ExprKind::kToken;
+      if (e.kind == ExprKind::kRuleRef) regular = regular_rule_[e.rule] != 0;
+      for (ExprId c : e.children) regular = regular && regular_node_[c];
+      regular_node_[id] = regular;
+    }
+  }
+}
+
+std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
+  std::string pattern;
+  for (ExprId part : parts) {
+    absl::StatusOr<std::string> piece = grammar::RenderRegex(
+        g_, part, [&](RuleId r) { return g_.rules[r].body; }, options_.max_regex_bytes);
+    if (!piece.ok() || pattern.size() + piece->size() > options_.max_regex_bytes) {
+      if (stats_ != nullptr) ++stats_->too_large;
+      return std::nullopt;
+    }
+    pattern += *piece;
+  }
+  grammar::RegexLimits limits;
+  limits.max_dfa_states = options_.max_dfa_states;
+  absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(pattern, 0, limits);
+  if (!dfa.ok() || dfa->empty()) {
+    if (stats_ != nullptr) ++stats_->too_large;
+    return std::nullopt;
+  }
+  if (stats_ != nullptr) ++stats_->merged;
+  return pattern;
+}
+
+std::vector<Merger::Piece> Merger::PlanSequence(const Expr& e) {
+  std::vector<Piece> plan;
+  const std::vector<ExprId>& children = e.children;
+  for (size_t i = 0; i < children.size();) {
+    size_t j = i;
+    while (j < children.size() && regular_node_[children[j]]) ++j;
+    if (j - i >= 2) {
+      std::vector<ExprId> run(children.begin() + i, children.begin() + j);
+      if (std::optional<std::string> pattern = TryRegex(run)) {
+        plan.push_back({kUnbuilt, *std::move(pattern)});
+        i = j;
+        continue;
+      }
+    }
+    const size_t end = std::max(j, i + 1);
+    for (; i < end; ++i) plan.push_back({children[i], {}});
+  }
+  return plan;
+}
+
+ExprId Merger::Rebuild(ExprId root) {
+  std::vector<std::pair<ExprId, bool>> stack = {{root, false}};
+  while (!stack.empty()) {
+    auto [id, expanded] = stack.back();
+    stack.pop_back();
+    if (memo_[id] != kUnbuilt) continue;
+    const Expr& e = g_.exprs[id];
+    if (!expanded) {
+      if (Mergeable(id)) {
+        if (std::optional<std::string> pattern = TryRegex({id})) {
+          memo_[id] = out_.AddRegex(*std::move(pattern), 0, e.loc);
+          continue;
+        }
+      }
+      stack.push_back({id, true});
+      if (e.kind == ExprKind::kSequence) {
+        plans_[id] = PlanSequence(e);
+        for (const Piece& piece : plans_[id]) {
+          if (piece.child != kUnbuilt && memo_[piece.child] == kUnbuilt) {
+            stack.push_back({piece.child, false});
+          }
+        }
+        continue;
+      }
+      for (ExprId c : e.children) {
+        if (memo_[c] == kUnbuilt) stack.push_back({c, false});
+      }
+      continue;
+    }
+    std::vector<ExprId> kids;
+    if (e.kind != ExprKind::kSequence) {
+      for (ExprId c : e.children) kids.push_back(memo_[c]);
+    }
+    switch (e.kind) {
+      case ExprKind::kSequence:
+        for (Piece& piece : plans_[id]) {
+          kids.push_back(piece.child != kUnbuilt ? memo_[piece.child]
+                                                 : out_.AddRegex(std::move(piece.regex), 0, e.loc));
+        }
+        plans_.erase(id);
+        memo_[id] = out_.AddSequence(std::move(kids), e.loc);
+        break;
+      case ExprKind::kChoice:
+        memo_[id] = out_.AddChoice(std::move(kids), e.loc);
+        break;
+      case ExprKind::kRepeat:
+        memo_[id] = out_.AddRepeat(kids[0], e.min, e.max, e.loc);
+        break;
+      default: {
+        Expr copy = e;
+        out_.exprs.push_back(std::move(copy));
+        memo_[id] = static_cast<ExprId>(out_.exprs.size() - 1);
+        break;
+      }
+    }
+  }
+  return memo_[root];
+}
+
+absl::StatusOr<Grammar> Merger::Run() {
+  absl::Status st = g_.Validate();
+  if (!st.ok()) return st;
+  if (g_.lexed()) return g_;
+  FindRegularRules();
+  FindRegularNodes();
+  out_.source_name = g_.source_name;
+  out_.root = g_.root;
+  out_.rules = g_.rules;
+  memo_.assign(g_.exprs.size(), kUnbuilt);
+  for (RuleId r = 0; r < g_.rules.size(); ++r) out_.rules[r].body = Rebuild(g_.rules[r].body);
+  if (!(st = out_.Validate()).ok()) return st;
+  return std::move(out_);
+}
+
+}  // namespace
+
+absl::StatusOr<grammar::Grammar> MergeRegularTerminals(const grammar::Grammar& g,
+                                                       RegularTerminalStats* stats,
+                                                       const RegularTerminalOptions& options) {
+  Merger merger(g, stats, options);
+  return merger.Run();
+}
+
+}  // namespace zapgram::transforms

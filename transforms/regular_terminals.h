@@ -1,0 +1,45 @@
+// Regular parts of a grammar become single regex terminals.
+//
+// A rule is regular when it is not recursive and refers only to regular
+// rules; an expression is regular when everything it refers to is. The
+// largest regular expressions of the non-regular rules (a JSON string or
+// number, the whitespace between tokens, a run of adjacent regular items in a
+// sequence) are written as one regex (grammar/regex_render.h) and replaced by
+// a kRegex node, which the lowering compiles into one byte DFA.
+//
+// Why: an Earley item sitting on one DFA terminal scans a whole string or
+// number with one state per byte and no predictions or completions in
+// between, and token masks can answer from per-(terminal, DFA state) token
+// sets (masks/) instead of walking the parser through every byte.
+//
+// A merge is kept only when the regex compiles within `max_dfa_states`
+// (else its parts are tried separately), so the pass never fails on size.
+// Lexed grammars (tokens, Lark) are returned unchanged: their terminals are
+// already tokens. Language-preserving (tests/transforms/regular_terminals_test.cc).
+#ifndef ZAPGRAM_TRANSFORMS_REGULAR_TERMINALS_H_
+#define ZAPGRAM_TRANSFORMS_REGULAR_TERMINALS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+
+namespace zapgram::transforms {
+
+struct RegularTerminalOptions {
+  size_t max_regex_bytes = size_t{1} << 16;  // rendered regex length
+  uint32_t max_dfa_states = 4096;            // DFA states of one merged terminal
+};
+
+struct RegularTerminalStats {
+  uint64_t merged = 0;     // expressions replaced by one regex
+  uint64_t too_large = 0;  // regular expressions left alone (regex or DFA too large)
+};
+
+absl::StatusOr<grammar::Grammar> MergeRegularTerminals(const grammar::Grammar& g,
+                                                       RegularTerminalStats* stats = nullptr,
+                                                       const RegularTerminalOptions& options = {});
+
+}  // namespace zapgram::transforms
+
+#endif  // ZAPGRAM_TRANSFORMS_REGULAR_TERMINALS_H_
