@@ -148,7 +148,7 @@ TEST_P(LarkTraceTest, AcceptedExactlyWhenLabelledValid) {
   EXPECT_TRUE(disagreements.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(SynCode, LarkTraceTest, ::testing::Values("java", "go", "sql"));
+INSTANTIATE_TEST_SUITE_P(SynCode, LarkTraceTest, ::testing::Values("java", "go", "sql", "c"));
 
 }  // namespace
 }  // namespace zapgram
