@@ -14,6 +14,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "api/grammar_data.h"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
 #include "pruning/compact.h"
 #include "transforms/regular_terminals.h"
 #include "tests/support/test_paths.h"
@@ -314,3 +316,45 @@ TEST(Matcher, RejectedPrefixesAreMinimal) {
 
 }  // namespace
 }  // namespace zapgram::masks
+
+namespace zapgram {
+namespace {
+
+// One compiled grammar shared by matchers on several threads (the token
+// sets are built on first use and the cache is shared): masks equal those
+// computed one matcher at a time on a separate grammar.
+TEST(MatcherThreads, SharedGrammarGivesTheSameMasks) {
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  absl::StatusOr<Grammar> grammar = Grammar::Load("builtin:json");
+  ASSERT_TRUE(grammar.ok());
+  absl::StatusOr<CompiledGrammar> shared = CompiledGrammar::Compile(*grammar, *vocab);
+  absl::StatusOr<CompiledGrammar> alone = CompiledGrammar::Compile(*grammar, *vocab);
+  ASSERT_TRUE(shared.ok() && alone.ok());
+  const std::vector<std::string> prefixes = {"", "{\"a\": ", "[1, 2", "{\"k\": \"v", "[tr", "{\"x\": [{\"y\": 1.5e",
+                                             "  ", "[\"\\u00"};
+  std::vector<Matcher> matchers;
+  std::vector<Matcher*> pointers;
+  for (const std::string& p : prefixes) {
+    matchers.emplace_back(*shared);
+    ASSERT_TRUE(matchers.back().AcceptBytes(p)) << p;
+  }
+  for (Matcher& m : matchers) pointers.push_back(&m);
+  const size_t words = shared->mask_words();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<uint32_t> batch(words * matchers.size());
+    ComputeMasks(pointers, batch.data(), words, /*threads=*/4);
+    for (size_t k = 0; k < prefixes.size(); ++k) {
+      Matcher single(*alone);
+      ASSERT_TRUE(single.AcceptBytes(prefixes[k]));
+      std::vector<uint32_t> expected(words);
+      single.ComputeMask(expected.data());
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), batch.begin() + k * words))
+          << "prefix " << prefixes[k] << " round " << round;
+    }
+  }
+  EXPECT_GT(shared->cache_stats().hits, 0u);
+}
+
+}  // namespace
+}  // namespace zapgram
