@@ -3,7 +3,11 @@
 // The check runs the stages a grammar goes through before it can constrain
 // anything, and reports what each stage finds, like a compiler's front end:
 //
-//   1. read: the GBNF/EBNF reader turns the text into the grammar IR. Syntax
+//   1. read: the GBNF/EBNF reader turns the text into the grammar IR; a
+//      .lark file is read and lowered to a lexed IR (rules over tokens, the
+//      lexicon beside them) exactly as `parse` loads it
+//      (internal::ReadGrammarSpec -> grammar::ReadLarkFile + LowerLark, so
+//      relative %imports are resolved against the file's folder). Syntax
 //      errors and undefined symbols are errors; the reader's message already
 //      names source:line:col.
 //   2. analyse the IR: rules not reachable from the root and rules that derive
@@ -12,8 +16,9 @@
 //   3. normalize: the grammar -> grammar passes of transforms/pipeline.h run
 //      on the IR, and each prints what it did: "transform PASS: R rules, E
 //      expressions, S symbols -> R' rules, ...; inlined: a, b; ..." (sizes as
-//      transforms/report.h defines them). The compiled form below is still
-//      built from the grammar as read, as the other commands build it.
+//      transforms/report.h defines them; a lexed grammar's tokens are
+//      terminal symbols). The compiled form below is built the way the other
+//      commands build it.
 //   4. compile: zapgram::Grammar::FromGbnf/Load lowers and compiles exactly as
 //      `parse` and the matchers will; its failures (e.g. a compile budget) are
 //      errors, and its GrammarStats are printed.
@@ -27,8 +32,9 @@
 // usage errors (bad options, unreadable file, unsupported grammar kind).
 //
 // GRAMMAR is resolved here rather than by Grammar::Load because the check
-// needs the IR: PATH.gbnf / PATH.ebnf by extension (relative paths against
-// --data-root when given), or builtin:NAME (grammar/builtin.h).
+// needs the IR: PATH.gbnf / PATH.ebnf / PATH.lark by extension (relative
+// paths against --data-root when given), builtin:NAME (grammar/builtin.h) or
+// regex:PATTERN.
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Check*).
 #include <cstdio>
@@ -63,14 +69,16 @@ constexpr std::string_view kHelp =
     "  errors    syntax errors and undefined symbols (SOURCE:LINE:COL), an\n"
     "            unproductive root rule (the language is empty), compile failures\n"
     "  warnings  rules unreachable from the root, rules that derive no string\n"
-    "  summary   rules, expressions, literal and class terminals of the grammar as\n"
-    "            read; nonterminals, productions, rhs symbols, terminals and terminal\n"
-    "            automaton states of the compiled grammar\n"
+    "  summary   rules, expressions, literal and class terminals (and tokens, for\n"
+    "            .lark) of the grammar as read; nonterminals, productions, rhs\n"
+    "            symbols, terminals and terminal (or lexer) automaton states of the\n"
+    "            compiled grammar\n"
     "  transforms  what each normalization pass did (useless_rules, inline_rules,\n"
     "            fuse_literals, dedup_rules): rules, expressions and symbols before\n"
     "            and after, and the rules it removed, inlined or merged\n"
     "\n"
-    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), builtin:NAME or regex:PATTERN.\n"
+    "GRAMMAR is PATH.gbnf, PATH.ebnf or PATH.lark (by extension), builtin:NAME or\n"
+    "regex:PATTERN.\n"
     "\n"
     "options:\n"
     "  --dump            also print the grammar as read, in GBNF\n"
@@ -82,8 +90,10 @@ constexpr std::string_view kHelp =
 struct GrammarSource {
   std::string text;
   std::string name;     // for messages: the resolved path, or "<builtin:NAME>"
-  std::string builtin;  // the spec, when it is compiled by spec (builtin:NAME, regex:PATTERN)
+  std::string builtin;  // the spec, when it is compiled by spec (builtin:NAME,
+                        // regex:PATTERN, the resolved PATH.lark)
   std::optional<grammar::Grammar> ir;  // regex:PATTERN: built directly, no text
+  bool lark = false;    // PATH.lark: read (and lowered) by internal::ReadGrammarSpec
 };
 
 void AppendView(std::string* out, std::string_view view) { out->append(view); }
@@ -113,18 +123,20 @@ absl::StatusOr<GrammarSource> LoadSource(const std::string& spec, const std::str
     source.ir = *std::move(ir);
     return source;
   }
-  if (absl::StartsWith(spec, "schema:") || absl::EndsWith(spec, ".lark")) {
-    return absl::UnimplementedError(
-        absl::StrCat("'", spec, "': check supports only .gbnf/.ebnf files and builtin:NAME"));
+  if (absl::StartsWith(spec, "schema:")) {
+    return absl::UnimplementedError(absl::StrCat(
+        "'", spec, "': check supports .gbnf/.ebnf/.lark files, builtin:NAME and regex:PATTERN"));
   }
-  if (!absl::EndsWith(spec, ".gbnf") && !absl::EndsWith(spec, ".ebnf")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", spec, "': a grammar is PATH.gbnf, PATH.ebnf, builtin:NAME or regex:PATTERN"));
+  source.lark = absl::EndsWith(spec, ".lark");
+  if (!source.lark && !absl::EndsWith(spec, ".gbnf") && !absl::EndsWith(spec, ".ebnf")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", spec, "': a grammar is PATH.gbnf, PATH.ebnf, PATH.lark, builtin:NAME or regex:PATTERN"));
   }
   source.name = ResolvePath(spec, data_root);
   absl::StatusOr<std::string> text = ReadFileBytes(source.name);
   if (!text.ok()) return absl::FailedPreconditionError(text.status().message());
   source.text = *std::move(text);
+  if (source.lark) source.builtin = source.name;
   return source;
 }
 
@@ -164,6 +176,7 @@ std::string Count(size_t n, std::string_view noun) {
 struct IrCounts {
   size_t literals = 0;
   size_t classes = 0;
+  size_t tokens = 0;  // the lexicon of a lexed (.lark) grammar
 };
 
 IrCounts CountTerminals(const grammar::Grammar& ir) {
@@ -172,6 +185,7 @@ IrCounts CountTerminals(const grammar::Grammar& ir) {
     if (e.kind == grammar::ExprKind::kLiteral) ++counts.literals;
     if (e.kind == grammar::ExprKind::kCharClass) ++counts.classes;
   }
+  counts.tokens = ir.tokens.size();
   return counts;
 }
 
@@ -211,9 +225,12 @@ int RunCheck(const std::vector<std::string>& args) {
     return UsageError("check", std::string(source.status().message()));
   }
 
-  // 1. Read.
+  // 1. Read (a .lark file through the path every command uses, so that the
+  // check sees the IR that `parse` compiles).
   absl::StatusOr<grammar::Grammar> ir =
-      source->ir ? *source->ir : grammar::ReadGbnf(source->text, source->name);
+      source->ir     ? *source->ir
+      : source->lark ? internal::ReadGrammarSpec(source->name, "")
+                     : grammar::ReadGbnf(source->text, source->name);
   if (!ir.ok()) {
     PrintReaderError(source->name, std::string(ir.status().message()));
     std::printf("%s: not usable (1 error)\n", source->name.c_str());
@@ -254,10 +271,11 @@ int RunCheck(const std::vector<std::string>& args) {
     }
   }
   IrCounts counts = CountTerminals(*ir);
-  std::printf("grammar: %s, %s, %s, %s\n", Count(ir->rules.size(), "rule").c_str(),
+  std::printf("grammar: %s, %s, %s, %s%s\n", Count(ir->rules.size(), "rule").c_str(),
               Count(ir->exprs.size(), "expression").c_str(),
               Count(counts.literals, "literal terminal").c_str(),
-              Count(counts.classes, "class terminal").c_str());
+              Count(counts.classes, "class terminal").c_str(),
+              ir->lexed() ? absl::StrCat(", ", Count(counts.tokens, "token")).c_str() : "");
 
   // 3. Normalize: what each transform does to this grammar.
   if (errors == 0) {

@@ -7,8 +7,12 @@
 //     repetition met inside a sequence gets a fresh nonterminal (and a task).
 //     Repetition: `X{m,}` becomes the left-recursive `R -> X^m | R X`
 //     (Earley's favourite shape: constant work per step, no Leo chain),
-//     `X{m,n}` becomes m copies of X followed by a right-nested chain of n-m
-//     optionals `O_k -> X O_{k-1} | ε` (unambiguous, unlike X? X? X?).
+//     `X{m,n}` becomes X^m followed by X{0,n-m}. Counts up to
+//     kUnrollMaxCount (16) unroll: X^m is m copies of X, X{0,r} a
+//     right-nested chain of optionals `O_k -> X O_{k-1} | ε` (unambiguous,
+//     unlike X? X? X?; Leo items make it constant work per byte). Larger
+//     counts use binary forms, O(log n) productions and symbols instead of
+//     O(n) (see "Counted repetition" below).
 //  2. Terminals: each distinct literal, class or regex (grammar/regex_compiler.h)
 //     becomes one byte DFA (a regex that matches the empty string becomes
 //     `N -> ε | T`, T without the empty string; an empty language, like an
@@ -20,9 +24,38 @@
 //  4. Nullable nonterminals and prediction closures, by worklists.
 // A lexed grammar's terminals are its tokens (kToken); its lexer
 // (parser/lexer.h) is built here too, and the byte-level table stays empty.
+//
+// Counted repetition. With E_k = X{2^k} (E_0 = X, E_k -> E_{k-1} E_{k-1})
+// and F_i = X{0,2^i-1} (F_1 -> X | ε, F_i -> E_{i-1} F_{i-1} | F_{i-1}):
+//  - X^c is E_k1 E_k2 ... over the set bits of c, high to low;
+//  - X{0,r} is R_top over the bits of r, built from bit 0 up with R_{-1} = ε:
+//    bit i clear: R_i = R_{i-1}; set with every lower bit set: R_i = F_{i+1};
+//    set otherwise: R_i -> E_i R_{i-1} | F_i (a count either has bit i, and
+//    the rest is at most r mod 2^i, or it is below 2^i).
+// Each count has exactly one derivation shape (its binary digits), so these
+// forms are exactly as ambiguous as the unrolled X X ... X: one parse per way
+// of cutting the input into X's. X{0,100000} is 61 productions (the chain:
+// 200,001), X{0,2^32-2} 156. Nonterminals are named by their language:
+// `N#{16}`, `N#{0,15}`.
+// The cost moves to the recognizer: a count is known only at the end, so the
+// parser follows one hypothesis per binary digit ("inside block E_i",
+// "skipped it"), each a stack of nested E items. Measured with pruning
+// (tests/parser/repetition_test.cc, RepetitionCost): [a-z]{0,1000} takes at
+// most 30 items per set and retains 28 (the chain: 4 and 2, thanks to Leo),
+// [a-z]{0,100000} 51 and 49; ("ab"){3,700} 31 and 29. A logarithmic chart
+// is the price of a logarithmic grammar: the retained items must encode the
+// count consumed so far, and their dots range over O(log n) positions only.
+// Ambiguous bodies gain: ("a" | "aa"){0,300} peaks at 1,063 items per
+// set against 23,104 for the chain (every chain link is a distinct item per
+// live count). Hence the threshold: below it the chain is small and faster.
+// A repetition of a single terminal class could also become one terminal
+// DFA (the regex compiler counts {m,n} itself); that is left to the readers.
+// Tests: tests/parser/repetition_test.cc (sizes, goldens, language against
+// the reference recognizer and counting oracles, items per set).
 #include "parser/flat_grammar.h"
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -70,11 +103,29 @@ class Lowering {
   absl::Status AppendSymbols(ExprId id, uint32_t owner, std::vector<Symbol>* out);
   absl::Status Define(uint32_t nt, ExprId id);
   absl::Status DefineRepeat(uint32_t nt, const Expr& e);
+  // Counted repetition of one symbol X (see the essay): the nonterminals
+  // made so far for one repetition `owner`.
+  struct CountedForms {
+    uint32_t owner = 0;
+    std::vector<Symbol> power;  // power[k] = E_k = X{2^k}; power[0] = X
+    std::vector<Symbol> below;  // below[i] = F_i = X{0,2^i-1}; below[0] = kNone (ε)
+  };
+  absl::StatusOr<Symbol> Power(CountedForms& f, uint32_t k);
+  absl::StatusOr<Symbol> Below(CountedForms& f, uint32_t i);
+  // Appends symbols deriving exactly X^count.
+  absl::Status AppendExactly(CountedForms& f, uint32_t count, std::vector<Symbol>* out);
+  // A symbol deriving X{0,limit} (limit >= 1); with define_owner, the owner's
+  // productions are that symbol's.
+  absl::StatusOr<Symbol> UpTo(CountedForms& f, uint32_t limit, bool define_owner);
+  // The unrolled X{0,count}: O_count -> X O_{count-1} | ε ...; count >= 1.
+  absl::StatusOr<Symbol> OptionalChain(uint32_t nt, Symbol x, uint32_t count, bool define_nt);
   absl::Status AddProduction(uint32_t lhs, std::vector<Symbol> rhs);
   absl::Status BuildTerminalTable(FlatGrammar& out);
   absl::Status Finish(FlatGrammar& out);
 
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  // Counts up to this unroll (cheaper below it: see the essay).
+  static constexpr uint32_t kUnrollMaxCount = 16;
   const grammar::Grammar& g_;
   const CompileLimits& limits_;
   std::vector<std::string> names_;
@@ -242,6 +293,110 @@ absl::Status Lowering::AppendSymbols(ExprId id, uint32_t owner, std::vector<Symb
   return absl::OkStatus();
 }
 
+absl::StatusOr<Symbol> Lowering::OptionalChain(uint32_t nt, Symbol x, uint32_t count,
+                                               bool define_nt) {
+  // O_k -> X O_{k-1} | ε, O_1 -> X | ε; the last one is `nt` when define_nt.
+  uint32_t chain = kNone;
+  for (uint32_t k = 1; k <= count; ++k) {
+    uint32_t opt = (k == count && define_nt) ? nt
+                                             : NewNonterminal(absl::StrCat(names_[nt], "#opt", k));
+    std::vector<Symbol> more = {x};
+    if (chain != kNone) more.push_back(chain);
+    absl::Status st = AddProduction(opt, std::move(more));
+    if (st.ok()) st = AddProduction(opt, {});
+    if (!st.ok()) return st;
+    chain = opt;
+  }
+  return chain;
+}
+
+absl::StatusOr<Symbol> Lowering::Power(CountedForms& f, uint32_t k) {
+  // E_0 = X, E_j -> E_{j-1} E_{j-1}.
+  while (f.power.size() <= k) {
+    const size_t j = f.power.size();
+    uint32_t e = NewNonterminal(absl::StrCat(names_[f.owner], "#{", uint64_t{1} << j, "}"));
+    absl::Status st = AddProduction(e, {f.power[j - 1], f.power[j - 1]});
+    if (!st.ok()) return st;
+    f.power.push_back(e);
+  }
+  return f.power[k];
+}
+
+absl::StatusOr<Symbol> Lowering::Below(CountedForms& f, uint32_t i) {
+  // F_1 -> X | ε, F_j -> E_{j-1} F_{j-1} | F_{j-1} (j >= 2).
+  while (f.below.size() <= i) {
+    const uint32_t j = static_cast<uint32_t>(f.below.size());
+    if (j == 0) {
+      f.below.push_back(kNone);  // F_0 = ε, never a symbol
+      continue;
+    }
+    absl::StatusOr<Symbol> e = Power(f, j - 1);
+    if (!e.ok()) return e.status();
+    uint32_t nt = NewNonterminal(
+        absl::StrCat(names_[f.owner], "#{0,", (uint64_t{1} << j) - 1, "}"));
+    std::vector<Symbol> with = {*e}, without;
+    if (f.below[j - 1] != kNone) {
+      with.push_back(f.below[j - 1]);
+      without.push_back(f.below[j - 1]);
+    }
+    absl::Status st = AddProduction(nt, std::move(with));
+    if (st.ok()) st = AddProduction(nt, std::move(without));
+    if (!st.ok()) return st;
+    f.below.push_back(nt);
+  }
+  return f.below[i];
+}
+
+absl::Status Lowering::AppendExactly(CountedForms& f, uint32_t count, std::vector<Symbol>* out) {
+  if (count <= kUnrollMaxCount) {
+    out->insert(out->end(), count, f.power[0]);
+    return absl::OkStatus();
+  }
+  // The binary digits of count, high to low: X^count = E_k1 E_k2 ...
+  for (int k = 31; k >= 0; --k) {
+    if (((count >> k) & 1u) == 0) continue;
+    absl::StatusOr<Symbol> e = Power(f, static_cast<uint32_t>(k));
+    if (!e.ok()) return e.status();
+    out->push_back(*e);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Symbol> Lowering::UpTo(CountedForms& f, uint32_t limit, bool define_owner) {
+  // R_i = X{0, limit mod 2^(i+1)}, built from bit 0 up; R_{-1} = ε.
+  //   bit i of limit clear: R_i = R_{i-1};
+  //   set, all bits below set too: R_i = F_{i+1};
+  //   set otherwise: R_i -> E_i R_{i-1} | F_i.
+  // The top level (the highest set bit) is the owner itself when define_owner.
+  const int top = 31 - std::countl_zero(limit);
+  Symbol prev = kNone;  // ε
+  for (int i = 0; i <= top; ++i) {
+    if (((limit >> i) & 1u) == 0) continue;
+    const uint64_t low = limit & ((uint64_t{2} << i) - 1);  // limit mod 2^(i+1)
+    const bool owner_here = i == top && define_owner;
+    if (low == (uint64_t{2} << i) - 1 && !owner_here) {
+      absl::StatusOr<Symbol> b = Below(f, static_cast<uint32_t>(i) + 1);
+      if (!b.ok()) return b.status();
+      prev = *b;
+      continue;
+    }
+    absl::StatusOr<Symbol> e = Power(f, static_cast<uint32_t>(i));
+    if (!e.ok()) return e.status();
+    absl::StatusOr<Symbol> below = Below(f, static_cast<uint32_t>(i));
+    if (!below.ok()) return below.status();
+    uint32_t nt = owner_here ? f.owner
+                             : NewNonterminal(absl::StrCat(names_[f.owner], "#{0,", low, "}"));
+    std::vector<Symbol> with = {*e}, without;
+    if (prev != kNone) with.push_back(prev);
+    if (*below != kNone) without.push_back(*below);
+    absl::Status st = AddProduction(nt, std::move(with));
+    if (st.ok()) st = AddProduction(nt, std::move(without));
+    if (!st.ok()) return st;
+    prev = nt;
+  }
+  return prev;
+}
+
 absl::Status Lowering::DefineRepeat(uint32_t nt, const Expr& e) {
   ExprId child = e.children[0];
   std::vector<Symbol> item;
@@ -255,28 +410,27 @@ absl::Status Lowering::DefineRepeat(uint32_t nt, const Expr& e) {
     if (!st.ok()) return st;
     item = {seq};
   }
-  Symbol x = item[0];
-  std::vector<Symbol> body(e.min, x);
+  CountedForms forms;
+  forms.owner = nt;
+  forms.power = {item[0]};
+  std::vector<Symbol> body;
+  if (!(st = AppendExactly(forms, e.min, &body)).ok()) return st;
   if (e.max == grammar::kUnbounded) {
     // X{m,} : N -> X^m | N X
     if (!(st = AddProduction(nt, std::move(body))).ok()) return st;
-    return AddProduction(nt, {nt, x});
+    return AddProduction(nt, {nt, item[0]});
   }
-  // X{m,n} : N -> X^m O_{n-m}, O_k -> X O_{k-1} | ε ; with m = 0, N is O_{n-m}.
-  uint32_t optional_count = e.max - e.min;
-  uint32_t chain = kNone;
-  for (uint32_t k = 1; k <= optional_count; ++k) {
-    uint32_t opt = (k == optional_count && e.min == 0)
-                       ? nt
-                       : NewNonterminal(absl::StrCat(names_[nt], "#opt", k));
-    std::vector<Symbol> more = {x};
-    if (chain != kNone) more.push_back(chain);
-    if (!(st = AddProduction(opt, std::move(more))).ok()) return st;
-    if (!(st = AddProduction(opt, {})).ok()) return st;
-    chain = opt;
+  // X{m,n} : N -> X^m Y with Y = X{0,n-m}; with m = 0, N is Y.
+  const uint32_t optional_count = e.max - e.min;
+  if (optional_count > 0) {
+    absl::StatusOr<Symbol> rest =
+        optional_count <= kUnrollMaxCount
+            ? OptionalChain(nt, item[0], optional_count, /*define_nt=*/e.min == 0)
+            : UpTo(forms, optional_count, /*define_owner=*/e.min == 0);
+    if (!rest.ok()) return rest.status();
+    if (e.min == 0) return absl::OkStatus();
+    body.push_back(*rest);
   }
-  if (e.min == 0) return absl::OkStatus();
-  if (chain != kNone) body.push_back(chain);
   return AddProduction(nt, std::move(body));
 }
 

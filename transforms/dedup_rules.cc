@@ -29,6 +29,10 @@
 // Also, by idempotence of union, a choice keeps one copy of each distinct
 // alternative (and one alternative left is the alternative itself).
 //
+// Terminals (literals, classes, regexes, tokens of a lexed grammar) are
+// leaves keyed by their payload: two references to the same token are one
+// node, two different tokens never are, and the lexicon is copied as is.
+//
 // Soundness: merged rules satisfy body(A)[~] = body(B)[~] under the merge
 // relation ~, so by induction over the Kleene iterates of the grammar's least
 // fixpoint, A and B derive the same strings; the language is unchanged.
@@ -170,7 +174,12 @@ class Deduper {
     Expr e;
     e.kind = key.kind;
     e.flags = key.flags;
-    e.rule = key.rule;
+    // A token's index travels in key.rule (the kind tells the two apart).
+    if (key.kind == ExprKind::kToken) {
+      e.token = key.rule;
+    } else {
+      e.rule = key.rule;
+    }
     e.min = key.min;
     e.max = key.max;
     e.literal = key.literal;

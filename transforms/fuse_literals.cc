@@ -16,7 +16,9 @@
 //    (order of alternatives does not change a language);
 //  - x{1,1} = x, x{0,0} = "" and ""{m,n} = "".
 // Regex terminals are atoms: never concatenated with literals (they are
-// compiled separately and a literal next to one keeps its own DFA).
+// compiled separately and a literal next to one keeps its own DFA). So are
+// the tokens of a lexed grammar: two adjacent tokens are two lexemes, and
+// fusing them would change where the lexer cuts.
 // The output is a fresh grammar with the same rules; shared nodes stay shared.
 //
 // This is what RE2's simplifier and most grammar compilers (XGrammar's

@@ -170,4 +170,8 @@ absl::StatusOr<Grammar> Normalize(const Grammar& grammar, TransformReport* repor
   return current;
 }
 
+absl::StatusOr<Grammar> NormalizeForCompile(const Grammar& grammar) {
+  return Normalize(grammar, /*report=*/nullptr, NormalizeOptions());
+}
+
 }  // namespace zapgram::transforms

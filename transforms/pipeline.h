@@ -11,6 +11,16 @@
 // a normal form so that hashing finds more duplicates. Each pass is linear,
 // so the pipeline is. Every pass preserves the language generated from the
 // root (tests: tests/transforms/transforms_test.cc, LanguagePreservation.*).
+//
+// Lexed grammars (Lark, grammar::Grammar::tokens): every pass copies the
+// lexicon unchanged and treats a kToken as an opaque terminal leaf (never
+// fused with anything, inlined or shared like any leaf), so the lexer built
+// from the result is the one built from the input, and the language of
+// token sequences is preserved; hence so is the language of documents
+// (tests: LexedGrammars.*, SynCode java/go/sql traces).
+//
+// NormalizeForCompile is what compilation runs (api/grammar_api.cc) before
+// lowering: the same passes, no report.
 #ifndef ZAPGRAM_TRANSFORMS_PIPELINE_H_
 #define ZAPGRAM_TRANSFORMS_PIPELINE_H_
 
@@ -33,6 +43,11 @@ struct NormalizeOptions {
 absl::StatusOr<grammar::Grammar> Normalize(const grammar::Grammar& grammar,
                                            TransformReport* report = nullptr,
                                            const NormalizeOptions& options = {});
+
+// The pipeline as the compiler runs it (default options, no report). Errors
+// as Normalize: an invalid grammar, or an empty language ("root rule 'r' is
+// unproductive", with its source location). Cost: linear in the grammar.
+absl::StatusOr<grammar::Grammar> NormalizeForCompile(const grammar::Grammar& grammar);
 
 }  // namespace zapgram::transforms
 

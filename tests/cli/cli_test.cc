@@ -6,7 +6,8 @@
 // rejection offsets with their line:col and expected bytes, the --stats fields
 // and the pruning invariant max_items <= max_items_unpruned, and the
 // diagnostics of `check` (unreachable/unproductive rules named with their
-// definition line:col, syntax errors naming file:line:col).
+// definition line:col, syntax errors naming file:line:col) on GBNF and .lark
+// files, with one line per transform pass.
 //
 // Grammars come from ZAPGRAM_DATA_DIR (the shared data folder) and from
 // tests/testdata/gbnf_docs; small ad-hoc grammars and documents are written to
@@ -199,28 +200,48 @@ TEST(CliTest, CheckReportsStatistics) {
   EXPECT_TRUE(Contains(r.out, ": ok (0 warnings)")) << r.out;
 }
 
-TEST(CliTest, CheckPrintsWhatEachTransformDid) {
-  CliResult r = RunCli({"check", JsonGbnf()});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  // One line per pass, in pipeline order; each pass starts from the previous one's result.
+// The "transform PASS: R rules, E expressions, S symbols -> ..." lines of a
+// check report, in order.
+struct PassLine {
+  std::string pass;
+  uint64_t before[3] = {0, 0, 0};  // rules, expressions, symbols
+  uint64_t after[3] = {0, 0, 0};
+};
+
+std::vector<PassLine> TransformLines(const std::string& out) {
   const RE2 line_re(
       R"(transform (\w+): (\d+) rules?, (\d+) expressions?, (\d+) symbols? -> )"
       R"((\d+) rules?, (\d+) expressions?, (\d+) symbols?(?:; .*)?)");
-  std::vector<std::string> passes;
-  std::string previous_after;
-  for (const std::string& line : Lines(r.out)) {
-    std::string pass, m2, m3, m4, m5, m6, m7;
-    if (!RE2::FullMatch(line, line_re, &pass, &m2, &m3, &m4, &m5, &m6, &m7)) continue;
-    passes.push_back(pass);
-    std::string before = m2 + "/" + m3 + "/" + m4;
-    if (!previous_after.empty()) {
-      EXPECT_EQ(before, previous_after) << line;
+  std::vector<PassLine> lines;
+  for (const std::string& line : Lines(out)) {
+    PassLine p;
+    if (RE2::FullMatch(line, line_re, &p.pass, &p.before[0], &p.before[1], &p.before[2],
+                       &p.after[0], &p.after[1], &p.after[2])) {
+      lines.push_back(p);
     }
-    previous_after = m5 + "/" + m6 + "/" + m7;
+  }
+  return lines;
+}
+
+// One line per pass, in pipeline order; each pass starts from the previous one's result.
+void ExpectPipelineLines(const std::vector<PassLine>& lines, const std::string& out) {
+  std::vector<std::string> passes;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    passes.push_back(lines[i].pass);
+    if (i > 0) {
+      EXPECT_TRUE(std::equal(lines[i].before, lines[i].before + 3, lines[i - 1].after))
+          << lines[i].pass << "\n" << out;
+    }
   }
   EXPECT_EQ(passes, (std::vector<std::string>{"useless_rules", "inline_rules", "fuse_literals",
                                               "dedup_rules"}))
-      << r.out;
+      << out;
+}
+
+TEST(CliTest, CheckPrintsWhatEachTransformDid) {
+  CliResult r = RunCli({"check", JsonGbnf()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ExpectPipelineLines(TransformLines(r.out), r.out);
   // json.gbnf as read: 7 rules; `array` and `number` are used once and inlined.
   EXPECT_TRUE(Contains(r.out, "transform useless_rules: 7 rules, ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "inlined: array, number")) << r.out;
@@ -248,6 +269,98 @@ TEST(CliTest, CheckPrintsWhatEachTransformDid) {
   EXPECT_TRUE(Contains(r.out, "transform dedup_rules: 1 rule, 1 expression, 1 symbol -> "
                               "1 rule, 1 expression, 1 symbol; no change\n"))
       << r.out;
+}
+
+// .lark files are read and lowered as `parse` loads them; the transforms run
+// on the lexed IR (tokens are terminal symbols) and are printed as for GBNF.
+TEST(CliTest, CheckLarkFilePrintsEachTransform) {
+  std::string path = WriteTemp("pairs.lark",
+                               "start: pair+\n"
+                               "pair: key \"=\" value \";\"\n"
+                               "key: NAME\n"
+                               "value: NAME | NUMBER | \"(\" value \")\"\n"
+                               "NAME: /[a-z]+/\n"
+                               "NUMBER: /[0-9]+/\n"
+                               "%ignore \" \"\n");
+  CliResult r = RunCli({"check", path});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // start: 2 expressions (1 symbol), pair: 5 (4), value: 7 (5), key: 1 (1);
+  // ";" "=" ")" "(" NUMBER NAME and the ignored " " are the 7 tokens.
+  EXPECT_TRUE(Contains(r.out, "grammar: 4 rules, 15 expressions, 0 literal terminals, "
+                              "0 class terminals, 7 tokens\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "transform useless_rules: 4 rules, 15 expressions, 11 symbols -> "
+                              "4 rules, 15 expressions, 11 symbols; no change\n"))
+      << r.out;
+  // pair and key are used once: start ::= (NAME "=" value ";")+.
+  EXPECT_TRUE(Contains(r.out, "transform inline_rules: 4 rules, 15 expressions, 11 symbols -> "
+                              "2 rules, 13 expressions, 9 symbols; inlined: pair, key; "
+                              "rules inlined: 2\n"))
+      << r.out;
+  // Adjacent tokens are never fused.
+  EXPECT_TRUE(Contains(r.out, "transform fuse_literals: 2 rules, 13 expressions, 9 symbols -> "
+                              "2 rules, 13 expressions, 9 symbols; no change\n"))
+      << r.out;
+  // The two NAME references become one node.
+  EXPECT_TRUE(Contains(r.out, "transform dedup_rules: 2 rules, 13 expressions, 9 symbols -> "
+                              "2 rules, 12 expressions, 9 symbols; nodes shared: 1\n"))
+      << r.out;
+  EXPECT_TRUE(RE2::PartialMatch(r.out, R"(compiled: \d+ nonterminals, \d+ productions, \d+ rhs )"
+                                       R"(symbols, 7 terminals, \d+ terminal automaton states)"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, path + ": ok (0 warnings)")) << r.out;
+}
+
+TEST(CliTest, CheckSynCodeLarkGrammars) {
+  for (const char* name : {"java", "go", "sql"}) {
+    // Relative to --data-root, as `parse` resolves it.
+    CliResult r = RunCli({"check", std::string("grammars/lark/syncode/") + name + ".lark",
+                          "--data-root", DataDir().string()});
+    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.out << r.err;
+    EXPECT_TRUE(RE2::PartialMatch(r.out, R"(grammar: \d+ rules, \d+ expressions, 0 literal )"
+                                         R"(terminals, 0 class terminals, \d+ tokens)"))
+        << r.out;
+    std::vector<PassLine> lines = TransformLines(r.out);
+    ExpectPipelineLines(lines, r.out);
+    // Lark grammars have many single-use rules (e.g. java's compilation_unit).
+    ASSERT_FALSE(lines.empty());
+    EXPECT_LT(lines.back().after[0], lines.front().before[0]) << r.out;
+    EXPECT_TRUE(Contains(r.out, "compiled: ")) << r.out;
+  }
+}
+
+TEST(CliTest, CheckLarkFollowsRelativeImports) {
+  // Through the loader `parse` uses: `%import .lex (...)` is lex.lark beside the file.
+  fs::path dir = fs::path(TempPath("lark_import"));
+  fs::create_directories(dir);
+  std::ofstream(dir / "lex.lark") << "NAME: /[a-z]+/\nNUMBER: /[0-9]+/\n";
+  std::ofstream(dir / "main.lark") << "start: (NAME | NUMBER)+\n%import .lex (NAME, NUMBER)\n"
+                                      "%ignore \" \"\n";
+  CliResult r = RunCli({"check", (dir / "main.lark").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "grammar: 1 rule, 4 expressions, 0 literal terminals, "
+                              "0 class terminals, 3 tokens\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "transform dedup_rules: 1 rule, 4 expressions, 2 symbols -> "
+                              "1 rule, 4 expressions, 2 symbols; no change\n"))
+      << r.out;
+}
+
+TEST(CliTest, CheckLarkErrorsNameFileLineCol) {
+  std::string path = WriteTemp("undefined.lark", "start: pair+\npair: key \"=\"\n");
+  CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":2:7: error: undefined rule 'key'")) << r.out;
+  EXPECT_TRUE(Contains(r.out, path + ": not usable (1 error)")) << r.out;
+
+  path = WriteTemp("empty.lark", "start: a\na: \"x\" a\n");
+  r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":1:1: error: root rule 'start' is unproductive")) << r.out;
+
+  r = RunCli({"check", "/nonexistent/grammar.lark"});  // could not run
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_FALSE(r.err.empty());
 }
 
 TEST(CliTest, CheckBuiltinJson) {
