@@ -14,6 +14,7 @@
 #include "grammar/gbnf_reader.h"
 #include "grammar/lark_lowering.h"
 #include "pruning/compact.h"
+#include "transforms/pipeline.h"
 #include "transforms/regular_terminals.h"
 #include "zapgram/grammar.h"
 
@@ -75,10 +76,13 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
   if (!ir.ok()) return ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
   data->ir = *std::move(ir);
-  // Regular parts (strings, numbers, whitespace) become single DFA terminals:
+  // Normalized (transforms/pipeline.h), then regular parts (strings,
+  // numbers, whitespace) become single DFA terminals:
   // one Earley item per string instead of an item per character, and token
   // masks can use per-terminal-state token sets.
-  absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(data->ir);
+  absl::StatusOr<grammar::Grammar> normalized = transforms::NormalizeForCompile(data->ir);
+  if (!normalized.ok()) return normalized.status();
+  absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(*normalized);
   if (!merged.ok()) return merged.status();
   absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits);
   if (!flat.ok()) return flat.status();

@@ -27,6 +27,15 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.num_states();
   sets_once_ = std::make_unique<std::once_flag[]>(states);
   sets_.resize(states);
+  // Parents from the depth-first order: the nearest earlier node one level up.
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  trie_parent_.assign(nodes.size(), TokenTrie::kRoot);
+  std::vector<uint32_t> at_depth = {TokenTrie::kRoot};
+  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size(); ++i) {
+    at_depth.resize(nodes[i].depth);
+    trie_parent_[i] = at_depth.back();
+    at_depth.push_back(i);
+  }
 }
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
@@ -69,6 +78,103 @@ StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
     for (TokenId id : accepted) SetBit(out.accepted_words.data(), id);
   }
   return out;
+}
+
+StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
+  // Depth-first over the trie with the lexer: a token is certain when its
+  // bytes keep the lane's open token going for `token` (or an ignored token:
+  // the items ride along); its subtree is uncertain (parser walk) when it
+  // leaves that state after the lexer could have ended a token on the way
+  // (an emit at depth 1..k), and rejected otherwise.
+  const parser::LexerTable& lexer = *grammar_->lexer;
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  auto inside = [&](uint32_t u) {
+    if (u == 0) return false;
+    if (lexer.ignored_can_continue[u]) return true;
+    return token != kIgnoredOnly && lexer.CanContinue(u, token);
+  };
+  StateTokenSets out;
+  std::vector<TokenId> accepted;
+  std::vector<uint32_t> state = {lexer_state};
+  std::vector<uint8_t> ended = {0};
+  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
+    const TokenTrieNode& node = nodes[i];
+    state.resize(node.depth);
+    ended.resize(node.depth);
+    const uint32_t u = lexer.Step(state.back(), node.byte);
+    const bool ended_here = ended.back() || (u != 0 && lexer.emit[u] != parser::kNoToken);
+    if (!inside(u)) {
+      if (ended_here) out.uncertain_roots.push_back(i);
+      i = node.subtree_end;
+      continue;
+    }
+    for (TokenId id : trie_.TokensAt(i)) accepted.push_back(id);
+    state.push_back(u);
+    ended.push_back(ended_here);
+    ++i;
+  }
+  std::sort(accepted.begin(), accepted.end());
+  if (accepted.size() < mask_words()) {
+    out.accepted_ids = std::move(accepted);
+  } else {
+    out.accepted_words.assign(mask_words(), 0);
+    for (TokenId id : accepted) SetBit(out.accepted_words.data(), id);
+  }
+  return out;
+}
+
+std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, uint32_t rank) const {
+  // The guard fires when the lexer, run on from the earlier token's start,
+  // accepts a terminal ranked `rank` or better; it is over when it dies or
+  // no such terminal is reachable any more.
+  const parser::LexerTable& lexer = *grammar_->lexer;
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  std::vector<uint32_t> fire(mask_words(), 0u);
+  std::vector<uint32_t> state = {guard_state};
+  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
+    const TokenTrieNode& node = nodes[i];
+    state.resize(node.depth);
+    // The recognizer's order (BuildNextLexedSets): dead = holds, then fire,
+    // then nothing good enough reachable = holds.
+    const uint32_t g = lexer.Step(state.back(), node.byte);
+    const bool fires = g != 0 && lexer.min_accepting_rank[g] <= rank;
+    if (fires) {
+      for (uint32_t k = i; k < node.subtree_end; ++k) {
+        for (TokenId id : trie_.TokensAt(k)) SetBit(fire.data(), id);
+      }
+    }
+    if (fires || g == 0 || lexer.min_rank_later[g] > rank) {
+      i = node.subtree_end;
+      continue;
+    }
+    state.push_back(g);
+    ++i;
+  }
+  return fire;
+}
+
+const StateTokenSets& CompiledGrammar::LexedTokenSets(uint32_t lexer_state, uint32_t token) const {
+  const uint64_t key = (uint64_t{lexer_state} << 32) | token;
+  {
+    std::lock_guard<std::mutex> lock(lexed_mu_);
+    auto it = lexed_sets_.find(key);
+    if (it != lexed_sets_.end()) return it->second;
+  }
+  StateTokenSets sets = BuildLexedTokenSets(lexer_state, token);
+  std::lock_guard<std::mutex> lock(lexed_mu_);
+  return lexed_sets_.try_emplace(key, std::move(sets)).first->second;
+}
+
+const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state, uint32_t rank) const {
+  const uint64_t key = (uint64_t{guard_state} << 32) | rank;
+  {
+    std::lock_guard<std::mutex> lock(lexed_mu_);
+    auto it = guard_failures_.find(key);
+    if (it != guard_failures_.end()) return it->second;
+  }
+  std::vector<uint32_t> fire = BuildGuardFailures(guard_state, rank);
+  std::lock_guard<std::mutex> lock(lexed_mu_);
+  return guard_failures_.try_emplace(key, std::move(fire)).first->second;
 }
 
 int64_t CompiledGrammar::CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const {
@@ -153,33 +259,56 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     const int64_t allowed = g.CacheLookup(key_, words);
     if (allowed >= 0) return static_cast<size_t>(allowed);
   }
-  const size_t allowed = options_.use_token_sets && !g.grammar().lexed()
-                             ? MaskFromTokenSets(words)
-                             : WalkTrie(words);
+  const size_t allowed = options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
   // A mask cut short by a budget is not cached.
   if (cached && recognizer_.status().ok()) g.CacheStore(key_, words, allowed);
   return allowed;
 }
 
+void Matcher::AddTokenSets(const StateTokenSets& sets, uint32_t* words) {
+  for (size_t w = 0; w < sets.accepted_words.size(); ++w) words[w] |= sets.accepted_words[w];
+  for (TokenId id : sets.accepted_ids) SetBit(words, id);
+  roots_.insert(roots_.end(), sets.uncertain_roots.begin(), sets.uncertain_roots.end());
+}
+
 size_t Matcher::MaskFromTokenSets(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
-  std::fill(words, words + g.mask_words(), 0u);
-  recognizer_.CollectScanStates(&states_);
+  const size_t n_words = g.mask_words();
+  std::fill(words, words + n_words, 0u);
   roots_.clear();
-  for (uint32_t state : states_) {
-    const StateTokenSets& sets = g.TokenSets(state);
-    if (!sets.accepted_words.empty()) {
-      for (size_t w = 0; w < sets.accepted_words.size(); ++w) words[w] |= sets.accepted_words[w];
+  if (!g.grammar().lexed()) {
+    recognizer_.CollectScanStates(&states_);
+    for (uint32_t state : states_) AddTokenSets(g.TokenSets(state), words);
+  } else {
+    // Per lane: the union of its items' sets, minus the tokens that make one
+    // of its guards fire (the lane dies on them whatever the parser does).
+    recognizer_.CollectLanes(&lanes_);
+    for (const parser::Recognizer::LaneView& lane : lanes_) {
+      lane_words_.assign(n_words, 0u);
+      for (uint32_t token : lane.tokens) {
+        AddTokenSets(g.LexedTokenSets(lane.lexer_state, token), lane_words_.data());
+      }
+      if (lane.accepting) {
+        AddTokenSets(g.LexedTokenSets(lane.lexer_state, CompiledGrammar::kIgnoredOnly),
+                     lane_words_.data());
+      }
+      for (size_t k = 0; k + 1 < lane.guards.size(); k += 2) {
+        const std::vector<uint32_t>& fire = g.GuardFailures(lane.guards[k], lane.guards[k + 1]);
+        for (size_t w = 0; w < n_words; ++w) lane_words_[w] &= ~fire[w];
+      }
+      for (size_t w = 0; w < n_words; ++w) words[w] |= lane_words_[w];
     }
-    for (TokenId id : sets.accepted_ids) SetBit(words, id);
-    roots_.insert(roots_.end(), sets.uncertain_roots.begin(), sets.uncertain_roots.end());
   }
+  WalkUncertainRoots(words);
+  return CountAndAddEos(words);
+}
+
+void Matcher::WalkUncertainRoots(uint32_t* words) {
   std::sort(roots_.begin(), roots_.end());
   roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
-  // Walk the uncertain subtrees with the parser. `pushed_` holds the bytes
-  // pushed so far: the path to the current subtree's parent, shared with the
-  // previous root's where the paths agree.
-  const TokenTrie& trie = g.trie();
+  // `pushed_` holds the bytes pushed so far: the path to the current
+  // subtree's parent, shared with the previous root's where the paths agree.
+  const TokenTrie& trie = grammar_->trie();
   absl::Span<const TokenTrieNode> nodes = trie.nodes();
   pushed_.clear();
   std::string path;
@@ -187,8 +316,8 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words) {
     // The bytes from the trie root to `root`'s parent.
     const uint32_t depth = nodes[root].depth;
     path.assign(depth - 1, '\0');
-    for (uint32_t i = root, d = depth; i-- > 0 && d > 1;) {
-      if (nodes[i].depth == d - 1) path[--d - 1] = static_cast<char>(nodes[i].byte);
+    for (uint32_t i = grammar_->trie_parent(root); i != TokenTrie::kRoot; i = grammar_->trie_parent(i)) {
+      path[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
     }
     size_t common = 0;
     while (common < pushed_.size() && common < path.size() && pushed_[common] == path[common]) ++common;
@@ -220,6 +349,10 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words) {
   }
   PopBytes(pushed_.size());
   pushed_.clear();
+}
+
+size_t Matcher::CountAndAddEos(uint32_t* words) {
+  const CompiledGrammar& g = *grammar_;
   size_t allowed = 0;
   for (size_t w = 0; w < g.mask_words(); ++w) allowed += std::popcount(words[w]);
   if (recognizer_.IsAccepting()) {
@@ -362,15 +495,10 @@ std::vector<std::string> Matcher::LastRejectedPrefixes() {
   absl::Span<const TokenTrieNode> nodes = grammar_->trie().nodes();
   std::vector<std::string> out;
   for (uint32_t node : LastRejectedNodes()) {
-    // The node's string: walk back to the root through the nearest
-    // shallower nodes before it (DFS order).
+    // The node's string, through the parents.
     std::string prefix(nodes[node].depth, '\0');
-    uint32_t depth = nodes[node].depth;
-    for (uint32_t i = node + 1; i-- > 0 && depth > 0;) {
-      if (nodes[i].depth == depth) {
-        prefix[depth - 1] = static_cast<char>(nodes[i].byte);
-        --depth;
-      }
+    for (uint32_t i = node; i != TokenTrie::kRoot; i = grammar_->trie_parent(i)) {
+      prefix[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
     }
     out.push_back(std::move(prefix));
   }

@@ -79,11 +79,20 @@ class CompiledGrammar {
   const parser::FlatGrammar& grammar() const { return *grammar_; }
   const Vocabulary& vocabulary() const { return *vocabulary_; }
   const TokenTrie& trie() const { return trie_; }
+  // Per trie node: its parent (the root's is itself).
+  uint32_t trie_parent(uint32_t node) const { return trie_parent_[node]; }
   // uint32 words of a mask: ceil(padded_size / 32).
   size_t mask_words() const { return (static_cast<size_t>(vocabulary_->padded_size()) + 31) / 32; }
 
   // The token sets of terminal-table state `state` (byte-level grammars).
   const StateTokenSets& TokenSets(uint32_t state) const;
+  // Lexed grammars: the token sets of items waiting for `token` in a lane
+  // whose lexer state is `lexer_state` (token = kIgnoredOnly: the lane's
+  // accepting flag carried through ignored tokens), and the tokens whose
+  // bytes make guard (lexer state, rank) fire. Built on first use.
+  static constexpr uint32_t kIgnoredOnly = 0xFFFFFFFEu;
+  const StateTokenSets& LexedTokenSets(uint32_t lexer_state, uint32_t token) const;
+  const std::vector<uint32_t>& GuardFailures(uint32_t guard_state, uint32_t rank) const;
 
   // The shared mask cache. Lookup copies the mask into `words` and returns
   // its allowed count, or -1 on a miss.
@@ -96,10 +105,17 @@ class CompiledGrammar {
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
                   std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie);
   StateTokenSets BuildTokenSets(uint32_t state) const;
+  StateTokenSets BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const;
+  std::vector<uint32_t> BuildGuardFailures(uint32_t guard_state, uint32_t rank) const;
+  // Lexed grammars' sets, keyed by (state, token) and (guard state, rank).
+  mutable std::mutex lexed_mu_;
+  mutable absl::node_hash_map<uint64_t, StateTokenSets> lexed_sets_;
+  mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
 
   std::shared_ptr<const parser::FlatGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   TokenTrie trie_;
+  std::vector<uint32_t> trie_parent_;
   // Per terminal state, built once on first use.
   std::unique_ptr<std::once_flag[]> sets_once_;
   mutable std::vector<StateTokenSets> sets_;
@@ -182,6 +198,13 @@ class Matcher {
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
   std::string pushed_;
+  std::vector<parser::Recognizer::LaneView> lanes_;
+  std::vector<uint32_t> lane_words_;
+  // Sets the bits of `sets`' accepted tokens in `words`; appends its roots.
+  void AddTokenSets(const StateTokenSets& sets, uint32_t* words);
+  // Walks the uncertain subtrees in roots_ with the parser (sorted first).
+  void WalkUncertainRoots(uint32_t* words);
+  size_t CountAndAddEos(uint32_t* words);
 };
 
 }  // namespace zapgram::masks

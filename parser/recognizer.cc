@@ -534,6 +534,26 @@ void Recognizer::CollectScanStates(std::vector<uint32_t>* out) const {
   out->erase(std::unique(out->begin(), out->end()), out->end());
 }
 
+void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
+  out->clear();
+  if (!grammar_->lexed()) return;
+  const Chart& chart = current();
+  for (uint32_t s = chart.NewestFirst(); s < chart.sets.size(); ++s) {
+    const EarleySet& set = chart.sets[s];
+    const std::vector<uint32_t>& lane = lanes_[set.lane];
+    LaneView view;
+    view.lexer_state = lane[0];
+    view.guards.assign(lane.begin() + 1, lane.end());
+    view.accepting = set.accepting != 0;
+    for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+      view.tokens.push_back(Payload(grammar_->rhs[chart.scan[i].dot]));
+    }
+    std::sort(view.tokens.begin(), view.tokens.end());
+    view.tokens.erase(std::unique(view.tokens.begin(), view.tokens.end()), view.tokens.end());
+    out->push_back(std::move(view));
+  }
+}
+
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out) const {
   out->clear();
   if (compactor_ == nullptr) return false;

@@ -113,6 +113,17 @@ class Recognizer {
   // The distinct terminal-table states of the items on terminals at the
   // newest position, sorted (byte-level grammars; empty for lexed ones).
   void CollectScanStates(std::vector<uint32_t>* out) const;
+  // Lexed grammars: the lanes of the newest position, each with its lexer
+  // state, guards ((lexer state, rank) pairs), whether it is accepting (or
+  // accepting if its open token is ignored), and the tokens its items wait
+  // for (sorted, distinct).
+  struct LaneView {
+    uint32_t lexer_state = 0;
+    std::vector<uint32_t> guards;
+    bool accepting = false;
+    std::vector<uint32_t> tokens;
+  };
+  void CollectLanes(std::vector<LaneView>* out) const;
   // A canonical form of the live state: the live chart, renumbered densely,
   // without positions, lanes spelled out. Two recognizers of one grammar with
   // equal canonical states accept exactly the same continuations (the key of

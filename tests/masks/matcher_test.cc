@@ -209,6 +209,40 @@ TEST(MatcherRandomWalk, MasksMatchBruteForce) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Lexed (Lark) grammars: random walks with the cache off, so the per-lane
+// token sets and guard sets answer every step.
+TEST(MatcherRandomWalk, LexedGrammarsMatchBruteForce) {
+  auto vocab = LoadVocabulary("llama3");
+  int mismatches = 0, masks = 0;
+  for (const char* spec : {"grammars/lark/syncode/sql.lark", "grammars/lark/syncode/java.lark"}) {
+    auto g = CompileFor(spec, vocab);
+    std::vector<uint32_t> words(g->mask_words());
+    for (uint32_t seed = 1; seed <= 2; ++seed) {
+      std::mt19937 rng(seed);
+      MatcherOptions options;
+      options.use_cache = false;
+      Matcher m(g, options);
+      std::string text;
+      for (int step = 0; step < 10; ++step) {
+        const size_t n = m.ComputeMask(words.data());
+        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), std::string(spec) + " step " + std::to_string(step));
+        ++masks;
+        if (n == 0) break;
+        std::vector<TokenId> allowed;
+        for (TokenId id = 0; id < vocab->padded_size(); ++id) {
+          if (Allowed(words, id) && !vocab->is_eos(id)) allowed.push_back(id);
+        }
+        if (allowed.empty()) break;
+        const TokenId t = allowed[rng() % allowed.size()];
+        ASSERT_TRUE(m.AcceptToken(t));
+        text += vocab->token_bytes(t);
+      }
+    }
+  }
+  std::printf("lexed random walks: %d masks checked, %d mismatches\n", masks, mismatches);
+  EXPECT_EQ(mismatches, 0);
+}
+
 // The cache answers repeated states: a document with many equal contexts
 // gets hits, and cached masks equal fresh ones.
 TEST(Matcher, CacheHitsAreEqualToFreshMasks) {
