@@ -3,7 +3,9 @@
 // Lowering (this file's .cc) turns the IR's expression trees into plain
 // productions `A -> X1 ... Xk` without recursion on the C++ stack: every
 // choice, repetition and nested sequence gets a fresh nonterminal, and
-// `x{m,n}` unrolls to m copies followed by a right-nested chain of optionals.
+// `x{m,n}` unrolls to m copies followed by a right-nested chain of optionals
+// for counts up to 16, and beyond uses O(log n) binary building blocks
+// (flat_grammar.cc).
 // Terminals are literals and code-point classes; each becomes a small byte
 // automaton (grammar/byte_automaton.h) and all of them are merged into one
 // global table, so that an Earley item sitting on a terminal carries its

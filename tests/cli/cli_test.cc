@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/cli_runner.h"
 #include "re2/re2.h"
 #include "nlohmann/json.hpp"
 
@@ -39,26 +40,8 @@ fs::path DataDir() { return fs::path(ZAPGRAM_DATA_DIR); }
 fs::path DocsDir() { return fs::path(ZAPGRAM_SOURCE_DIR) / "tests" / "testdata" / "gbnf_docs"; }
 std::string JsonGbnf() { return (DataDir() / "grammars/gbnf/llama.cpp/json.gbnf").string(); }
 
-std::string ShellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 // A fresh path under the test temp dir.
-std::string TempPath(std::string_view name) {
-  static int counter = 0;
-  return (fs::path(testing::TempDir()) / ("zapgram_cli_" + std::to_string(getpid()) + "_" +
-                                          std::to_string(counter++) + "_" + std::string(name)))
-      .string();
-}
+std::string TempPath(std::string_view name) { return zapgram::testing::FreshTempPath(name); }
 
 std::string WriteTemp(std::string_view name, std::string_view content) {
   std::string path = TempPath(name);
@@ -67,46 +50,11 @@ std::string WriteTemp(std::string_view name, std::string_view content) {
   return path;
 }
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using CliResult = zapgram::testing::CliResult;
 
-CliResult RunCli(const std::vector<std::string>& args) {
-  std::string err_path = TempPath("stderr.txt");
-  std::string command = ShellQuote(ZAPGRAM_CLI_PATH);
-  for (const std::string& arg : args) {
-    command += ' ';
-    command += ShellQuote(arg);
-  }
-  command += " 2>";
-  command += ShellQuote(err_path);
-  command += " </dev/null";
-  CliResult result;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed: " << command;
-    return result;
-  }
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path, std::ios::binary);
-  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-  fs::remove(err_path);
-  return result;
-}
+CliResult RunCli(const std::vector<std::string>& args) { return zapgram::testing::RunCliAt(ZAPGRAM_CLI_PATH, args); }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
+std::vector<std::string> Lines(const std::string& text) { return zapgram::testing::SplitLines(text); }
 
 // Parses `parse --json` output: one object per line.
 std::vector<Json> JsonLines(const std::string& text) {
@@ -623,7 +571,7 @@ TEST(CliTest, ParseNoPruningGivesTheSameVerdicts) {
 
 TEST(CliTest, ParseReadsStandardInput) {
   std::string doc = WriteTemp("stdin.json", "[1, 2, 3]");
-  std::string command = ShellQuote(ZAPGRAM_CLI_PATH) + " parse builtin:json - < " + ShellQuote(doc);
+  std::string command = zapgram::testing::ShellQuote(ZAPGRAM_CLI_PATH) + " parse builtin:json - < " + zapgram::testing::ShellQuote(doc);
   std::FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   char buffer[256] = {};

@@ -13,8 +13,6 @@
 
 namespace zapgram::testing {
 
-namespace {
-
 std::string ShellQuote(std::string_view s) {
   std::string out = "'";
   for (char c : s) {
@@ -27,8 +25,6 @@ std::string ShellQuote(std::string_view s) {
   out.push_back('\'');
   return out;
 }
-
-}  // namespace
 
 std::string FreshTempPath(std::string_view name) {
   static int counter = 0;

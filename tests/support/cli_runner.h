@@ -16,6 +16,9 @@ struct CliResult {
   std::string err;
 };
 
+// `s` quoted for /bin/sh.
+std::string ShellQuote(std::string_view s);
+
 // Runs `cli_path ARGS...`.
 CliResult RunCliAt(const std::string& cli_path, const std::vector<std::string>& args);
 
