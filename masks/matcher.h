@@ -14,7 +14,7 @@
 // never are. The rejected nodes of the last mask are kept for samplers
 // (sampling/: CARS records them as invalid prefixes).
 //
-// Two shortcuts make masks cheap (byte-level grammars; lexed ones walk):
+// Two shortcuts make masks cheap:
 //  - context-independent token sets. An item sitting on terminal T in DFA
 //    state s accepts every token whose bytes keep T's DFA alive from s,
 //    whatever surrounds it: those tokens are one precomputed set per state
@@ -24,6 +24,10 @@
 //    after such a point are the state's *uncertain roots*; only their
 //    subtrees are walked with the parser. Every other token is rejected.
 //    Built on first use per state (thread-safe, std::call_once).
+//    Lexed grammars (Lark) get the same per (lane lexer state, awaited
+//    token): certain while the lane's open token can still become that token
+//    (or an ignored one), uncertain past a possible token end; a lane's
+//    guards remove the tokens that make them fire (the lane dies on them).
 //  - the state cache: masks keyed by the recognizer's canonical pruned state
 //    (Recognizer::CanonicalState), shared by every matcher of the grammar,
 //    bounded in bytes with LRU eviction, with hit/miss counters.
