@@ -5,6 +5,7 @@
 #include "masks/matcher.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -120,7 +121,11 @@ std::vector<TraceRecord> ReadTrace(const std::string& tokenizer, const std::stri
 
 // Teacher-forced: at each of the first `steps` tokens, mask == brute force and
 // the trace's token is allowed exactly while the document is still valid.
+// ZAPGRAM_BRUTE_FORCE_DOCS / ZAPGRAM_BRUTE_FORCE_STEPS widen the sample for
+// long offline runs (every step of many documents).
 void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps) {
+  if (const char* d = std::getenv("ZAPGRAM_BRUTE_FORCE_DOCS")) docs = std::strtoull(d, nullptr, 10);
+  if (const char* s = std::getenv("ZAPGRAM_BRUTE_FORCE_STEPS")) steps = std::strtoull(s, nullptr, 10);
   auto vocab = LoadVocabulary(tokenizer);
   std::map<std::string, std::shared_ptr<const CompiledGrammar>> grammars;
   int checked = 0, mismatches = 0;
