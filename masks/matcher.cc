@@ -38,89 +38,93 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   }
 }
 
+std::string CompiledGrammar::NodeString(uint32_t node) const {
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  std::string bytes(nodes[node].depth, '\0');
+  for (uint32_t i = node; i != TokenTrie::kRoot; i = trie_parent_[i]) {
+    bytes[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
+  }
+  return bytes;
+}
+
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
   std::call_once(sets_once_[state], [&] { sets_[state] = BuildTokenSets(state); });
   return sets_[state];
 }
 
-StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
-  // Depth-first over the trie with the terminal's DFA: `dfa[d]` is the state
-  // after the node at depth d, `ended[d]` whether the terminal could end at
-  // some depth in 1..d-1 (an accepting state strictly before the last byte).
-  const parser::TerminalTable& t = grammar_->terminals;
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+namespace {
+
+// Depth-first over the trie with an automaton started at `start`: `step`
+// moves it by one byte, a node is certain while inside(state) holds, and
+// ended(parent_ended, parent, child, depth) says whether the terminal or
+// token could have ended by then. A node that leaves `inside` is an uncertain
+// root when it could have ended on the way (the parser decides its subtree),
+// else its subtree is rejected. Accepted ids are stored adaptively.
+template <typename Step, typename Inside, typename Ended>
+StateTokenSets ClassifyTokens(const TokenTrie& trie, size_t mask_words, uint32_t start, Step step,
+                              Inside inside, Ended ended) {
+  absl::Span<const TokenTrieNode> nodes = trie.nodes();
   StateTokenSets out;
   std::vector<TokenId> accepted;
-  std::vector<uint32_t> dfa = {state};
-  std::vector<uint8_t> ended = {0};
+  std::vector<uint32_t> state = {start};  // per depth on the path: the automaton state
+  std::vector<uint8_t> ended_by = {0};    // per depth: could have ended by then
   for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
     const TokenTrieNode& node = nodes[i];
-    dfa.resize(node.depth);
-    ended.resize(node.depth);
-    const uint32_t parent_state = dfa.back();
-    const bool ended_before = ended.back() || (node.depth > 1 && t.accepting[parent_state]);
-    const uint32_t next = t.Step(parent_state, node.byte);
-    if (next == 0) {
-      if (ended_before) out.uncertain_roots.push_back(i);
+    state.resize(node.depth);
+    ended_by.resize(node.depth);
+    const uint32_t next = step(state.back(), node.byte);
+    const bool ended_here = ended(ended_by.back() != 0, state.back(), next, node.depth);
+    if (!inside(next)) {
+      if (ended_here) out.uncertain_roots.push_back(i);
       i = node.subtree_end;
       continue;
     }
-    for (TokenId id : trie_.TokensAt(i)) accepted.push_back(id);
-    dfa.push_back(next);
-    ended.push_back(ended_before);
+    for (TokenId id : trie.TokensAt(i)) accepted.push_back(id);
+    state.push_back(next);
+    ended_by.push_back(ended_here);
     ++i;
   }
   std::sort(accepted.begin(), accepted.end());
-  if (accepted.size() < mask_words()) {
+  if (accepted.size() < mask_words) {
     out.accepted_ids = std::move(accepted);
   } else {
-    out.accepted_words.assign(mask_words(), 0);
+    out.accepted_words.assign(mask_words, 0);
     for (TokenId id : accepted) SetBit(out.accepted_words.data(), id);
   }
   return out;
 }
 
+}  // namespace
+
+StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
+  // Certain while the terminal's DFA stays alive; it could have ended when an
+  // accepting state came strictly before the last byte (at depth 0 the item
+  // has completed already, through other items of the set).
+  const parser::TerminalTable& t = grammar_->terminals;
+  return ClassifyTokens(
+      trie_, mask_words(), state, [&](uint32_t s, uint8_t byte) { return t.Step(s, byte); },
+      [](uint32_t s) { return s != 0; },
+      [&](bool before, uint32_t parent, uint32_t, uint32_t depth) {
+        return before || (depth > 1 && t.accepting[parent]);
+      });
+}
+
 StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
-  // Depth-first over the trie with the lexer: a token is certain when its
-  // bytes keep the lane's open token going for `token` (or an ignored token:
-  // the items ride along); its subtree is uncertain (parser walk) when it
-  // leaves that state after the lexer could have ended a token on the way
-  // (an emit at depth 1..k), and rejected otherwise.
+  // Certain while the lane's open token can still become `token` (or an
+  // ignored token: the items ride along); it could have ended once the lexer
+  // could emit a token on the way (an emit at depth 1..k).
   const parser::LexerTable& lexer = *grammar_->lexer;
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
-  auto inside = [&](uint32_t u) {
-    if (u == 0) return false;
-    if (lexer.ignored_can_continue[u]) return true;
-    return token != kIgnoredOnly && lexer.CanContinue(u, token);
-  };
-  StateTokenSets out;
-  std::vector<TokenId> accepted;
-  std::vector<uint32_t> state = {lexer_state};
-  std::vector<uint8_t> ended = {0};
-  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
-    const TokenTrieNode& node = nodes[i];
-    state.resize(node.depth);
-    ended.resize(node.depth);
-    const uint32_t u = lexer.Step(state.back(), node.byte);
-    const bool ended_here = ended.back() || (u != 0 && lexer.emit[u] != parser::kNoToken);
-    if (!inside(u)) {
-      if (ended_here) out.uncertain_roots.push_back(i);
-      i = node.subtree_end;
-      continue;
-    }
-    for (TokenId id : trie_.TokensAt(i)) accepted.push_back(id);
-    state.push_back(u);
-    ended.push_back(ended_here);
-    ++i;
-  }
-  std::sort(accepted.begin(), accepted.end());
-  if (accepted.size() < mask_words()) {
-    out.accepted_ids = std::move(accepted);
-  } else {
-    out.accepted_words.assign(mask_words(), 0);
-    for (TokenId id : accepted) SetBit(out.accepted_words.data(), id);
-  }
-  return out;
+  return ClassifyTokens(
+      trie_, mask_words(), lexer_state,
+      [&](uint32_t u, uint8_t byte) { return lexer.Step(u, byte); },
+      [&](uint32_t u) {
+        if (u == 0) return false;
+        if (lexer.ignored_can_continue[u]) return true;
+        return token != kIgnoredOnly && lexer.CanContinue(u, token);
+      },
+      [&](bool before, uint32_t, uint32_t u, uint32_t) {
+        return before || (u != 0 && lexer.emit[u] != parser::kNoToken);
+      });
 }
 
 std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, uint32_t rank) const {
@@ -311,14 +315,10 @@ void Matcher::WalkUncertainRoots(uint32_t* words) {
   const TokenTrie& trie = grammar_->trie();
   absl::Span<const TokenTrieNode> nodes = trie.nodes();
   pushed_.clear();
-  std::string path;
   for (uint32_t root : roots_) {
     // The bytes from the trie root to `root`'s parent.
     const uint32_t depth = nodes[root].depth;
-    path.assign(depth - 1, '\0');
-    for (uint32_t i = grammar_->trie_parent(root); i != TokenTrie::kRoot; i = grammar_->trie_parent(i)) {
-      path[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
-    }
+    const std::string path = grammar_->NodeString(grammar_->trie_parent(root));
     size_t common = 0;
     while (common < pushed_.size() && common < path.size() && pushed_[common] == path[common]) ++common;
     PopBytes(pushed_.size() - common);
@@ -332,20 +332,7 @@ void Matcher::WalkUncertainRoots(uint32_t* words) {
       pushed_.push_back(path[pushed_.size()]);
     }
     if (!alive) continue;  // the whole subtree is rejected
-    // The subtree, as in WalkTrie, relative to the parent's depth.
-    uint32_t extra = 0;
-    for (uint32_t i = root; i < nodes[root].subtree_end;) {
-      const TokenTrieNode& node = nodes[i];
-      for (; depth - 1 + extra >= node.depth; --extra) recognizer_.Pop();
-      if (!recognizer_.Push(node.byte)) {
-        i = node.subtree_end;
-        continue;
-      }
-      ++extra;
-      for (TokenId id : trie.TokensAt(i)) SetBit(words, id);
-      ++i;
-    }
-    PopBytes(extra);
+    WalkNodes(root, nodes[root].subtree_end, depth - 1, words, /*rejected=*/nullptr);
   }
   PopBytes(pushed_.size());
   pushed_.clear();
@@ -364,38 +351,34 @@ size_t Matcher::CountAndAddEos(uint32_t* words) {
   return allowed;
 }
 
+void Matcher::WalkNodes(uint32_t begin, uint32_t end, uint32_t base_depth, uint32_t* words,
+                        std::vector<uint32_t>* rejected) {
+  const TokenTrie& trie = grammar_->trie();
+  absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  uint32_t depth = base_depth;  // the depth of the node on top of the pushed bytes
+  for (uint32_t i = begin; i < end;) {
+    const TokenTrieNode& node = nodes[i];
+    for (; depth >= node.depth; --depth) recognizer_.Pop();
+    if (!recognizer_.Push(node.byte)) {
+      if (rejected != nullptr) rejected->push_back(i);
+      i = node.subtree_end;
+      continue;
+    }
+    ++depth;
+    for (TokenId id : trie.TokensAt(i)) SetBit(words, id);
+    ++i;
+  }
+  PopBytes(depth - base_depth);
+}
+
 size_t Matcher::WalkTrie(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
   std::fill(words, words + g.mask_words(), 0u);
   rejected_nodes_.clear();
   rejected_nodes_known_ = true;
-  const TokenTrie& trie = g.trie();
-  absl::Span<const TokenTrieNode> nodes = trie.nodes();
-  size_t allowed = 0;
-  uint32_t depth = 0;  // bytes pushed: the depth of the node on top
-  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
-    const TokenTrieNode& node = nodes[i];
-    for (; depth >= node.depth; --depth) recognizer_.Pop();
-    if (!recognizer_.Push(node.byte)) {
-      rejected_nodes_.push_back(i);
-      i = node.subtree_end;
-      continue;
-    }
-    ++depth;
-    for (TokenId id : trie.TokensAt(i)) {
-      SetBit(words, id);
-      ++allowed;
-    }
-    ++i;
-  }
-  PopBytes(depth);
-  if (recognizer_.IsAccepting()) {
-    for (TokenId id : g.vocabulary().eos_ids()) {
-      SetBit(words, id);
-      ++allowed;
-    }
-  }
-  return allowed;
+  WalkNodes(TokenTrie::kRoot + 1, static_cast<uint32_t>(g.trie().nodes().size()), 0, words,
+            &rejected_nodes_);
+  return CountAndAddEos(words);
 }
 
 bool Matcher::AcceptToken(TokenId id) {
@@ -492,15 +475,9 @@ const std::vector<uint32_t>& Matcher::LastRejectedNodes() {
 }
 
 std::vector<std::string> Matcher::LastRejectedPrefixes() {
-  absl::Span<const TokenTrieNode> nodes = grammar_->trie().nodes();
   std::vector<std::string> out;
   for (uint32_t node : LastRejectedNodes()) {
-    // The node's string, through the parents.
-    std::string prefix(nodes[node].depth, '\0');
-    for (uint32_t i = node; i != TokenTrie::kRoot; i = grammar_->trie_parent(i)) {
-      prefix[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
-    }
-    out.push_back(std::move(prefix));
+    out.push_back(grammar_->NodeString(node));
   }
   return out;
 }

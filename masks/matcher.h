@@ -85,6 +85,8 @@ class CompiledGrammar {
   const TokenTrie& trie() const { return trie_; }
   // Per trie node: its parent (the root's is itself).
   uint32_t trie_parent(uint32_t node) const { return trie_parent_[node]; }
+  // The bytes from the trie root to `node` (its token string).
+  std::string NodeString(uint32_t node) const;
   // uint32 words of a mask: ceil(padded_size / 32).
   size_t mask_words() const { return (static_cast<size_t>(vocabulary_->padded_size()) + 31) / 32; }
 
@@ -185,6 +187,11 @@ class Matcher {
 
  private:
   size_t WalkTrie(uint32_t* words);            // every node, the parser decides
+  // Pushes the trie nodes [begin, end) depth first on top of bytes that end
+  // at depth `base_depth`, setting the bits of the tokens that survive and
+  // recording refused nodes in `rejected` (may be null); pops back after.
+  void WalkNodes(uint32_t begin, uint32_t end, uint32_t base_depth, uint32_t* words,
+                 std::vector<uint32_t>* rejected);
   size_t MaskFromTokenSets(uint32_t* words);   // token sets + uncertain subtrees
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
