@@ -218,4 +218,22 @@ absl::StatusOr<ByteDfa> CodepointClassDfa(const std::vector<CodepointRange>& ran
   return Determinize(nfa, 1u << 16);
 }
 
+void ByteClassPartition::Refine(const std::array<uint32_t, 256>& row) {
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> refined;
+  for (uint32_t b = 0; b < 256; ++b) {
+    auto [it, inserted] =
+        refined.emplace(std::make_pair(class_[b], row[b]), static_cast<uint32_t>(refined.size()));
+    class_[b] = it->second;
+  }
+  num_classes_ = static_cast<uint32_t>(refined.size());
+}
+
+std::vector<uint8_t> ByteClassPartition::Representatives() const {
+  std::vector<uint8_t> out;
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (class_[b] == out.size()) out.push_back(static_cast<uint8_t>(b));
+  }
+  return out;
+}
+
 }  // namespace zapgram::grammar

@@ -50,6 +50,24 @@ class ByteNfa {
   std::vector<uint8_t> accepting_;
 };
 
+// A partition of the 256 byte values into classes that no transition row
+// tells apart (the columns of a table over byte classes). Starts with one
+// class; each Refine splits the classes by where a row sends their bytes.
+// Classes are numbered densely in the order of their smallest byte.
+class ByteClassPartition {
+ public:
+  void Refine(const std::array<uint32_t, 256>& row);
+  uint32_t num_classes() const { return num_classes_; }
+  bool all_distinct() const { return num_classes_ == 256; }
+  uint8_t class_of(uint8_t byte) const { return static_cast<uint8_t>(class_[byte]); }
+  // The smallest byte of each class, in class order.
+  std::vector<uint8_t> Representatives() const;
+
+ private:
+  std::array<uint32_t, 256> class_{};
+  uint32_t num_classes_ = 1;
+};
+
 // A trimmed DFA. State 0 is dead, state 1 the start. A DFA whose language is
 // empty has only the dead state and `empty()` is true.
 struct ByteDfa {

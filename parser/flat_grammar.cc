@@ -486,27 +486,12 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
       t.accepting[offset + s] = d.accepting[s];
     }
   }
-  // Byte classes: bytes whose columns are identical share a class. Refined
-  // row by row: two bytes stay together while every row sends them to the
-  // same state.
-  std::array<uint32_t, 256> cls{};
-  uint32_t num_classes = 1;
-  for (uint32_t s = 1; s < total; ++s) {
-    absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> refined;
-    for (uint32_t b = 0; b < 256; ++b) {
-      auto [it, inserted] =
-          refined.emplace(std::make_pair(cls[b], rows[s][b]), static_cast<uint32_t>(refined.size()));
-      cls[b] = it->second;
-    }
-    num_classes = static_cast<uint32_t>(refined.size());
-    if (num_classes == 256) break;
-  }
-  std::vector<int> representative(num_classes, -1);
-  for (uint32_t b = 0; b < 256; ++b) {
-    t.byte_class[b] = static_cast<uint8_t>(cls[b]);
-    if (representative[cls[b]] < 0) representative[cls[b]] = static_cast<int>(b);
-  }
-  t.num_classes = static_cast<uint32_t>(representative.size());
+  // Byte classes: bytes whose columns are identical share a class.
+  grammar::ByteClassPartition classes;
+  for (uint32_t s = 1; s < total && !classes.all_distinct(); ++s) classes.Refine(rows[s]);
+  const std::vector<uint8_t> representative = classes.Representatives();
+  for (uint32_t b = 0; b < 256; ++b) t.byte_class[b] = classes.class_of(static_cast<uint8_t>(b));
+  t.num_classes = classes.num_classes();
   t.next.assign(static_cast<size_t>(total) * t.num_classes, 0);
   t.has_next.assign(total, 0);
   t.live_bytes.assign(total, ByteSet());

@@ -146,7 +146,7 @@ class LexerBuilder {
   std::vector<TokenAutomaton> automata_;  // per token (empty dfa when not in the lexer)
   std::vector<std::vector<uint32_t>> retypes_;  // per host token: its keywords, in Lark order
   std::vector<uint32_t> effective_rank_;        // rank, or the best host's for a retype target
-  std::vector<int> representative_;             // per byte class: one byte of it
+  std::vector<uint8_t> representative_;         // per byte class: one byte of it
   // Product states: key = {best, token, state, token, state, ...}.
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids_;
   std::vector<std::vector<uint32_t>> keys_;
@@ -255,28 +255,15 @@ void LexerBuilder::RankTokens() {
 }
 
 void LexerBuilder::ComputeByteClasses() {
-  std::array<uint32_t, 256> cls{};
-  uint32_t num_classes = 1;
+  grammar::ByteClassPartition classes;
   for (const TokenAutomaton& a : automata_) {
-    for (uint32_t s = 1; s < a.dfa.num_states(); ++s) {
-      absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> refined;
-      for (uint32_t b = 0; b < 256; ++b) {
-        auto [it, inserted] = refined.emplace(std::make_pair(cls[b], a.dfa.next[s][b]),
-                                              static_cast<uint32_t>(refined.size()));
-        cls[b] = it->second;
-      }
-      num_classes = static_cast<uint32_t>(refined.size());
+    for (uint32_t s = 1; s < a.dfa.num_states() && !classes.all_distinct(); ++s) {
+      classes.Refine(a.dfa.next[s]);
     }
   }
-  (void)num_classes;
-  representative_.clear();
-  absl::flat_hash_map<uint32_t, uint32_t> dense;
-  for (uint32_t b = 0; b < 256; ++b) {
-    auto [it, inserted] = dense.emplace(cls[b], static_cast<uint32_t>(dense.size()));
-    if (inserted) representative_.push_back(static_cast<int>(b));
-    out_->byte_class[b] = static_cast<uint8_t>(it->second);
-  }
-  out_->num_classes = static_cast<uint32_t>(representative_.size());
+  representative_ = classes.Representatives();
+  for (uint32_t b = 0; b < 256; ++b) out_->byte_class[b] = classes.class_of(static_cast<uint8_t>(b));
+  out_->num_classes = classes.num_classes();
 }
 
 uint32_t LexerBuilder::Intern(std::vector<uint32_t> key) {
@@ -351,7 +338,7 @@ absl::Status LexerBuilder::BuildProduct() {
     }
     L.next.resize(keys_.size() * L.num_classes, 0);
     for (uint32_t c = 0; c < L.num_classes; ++c) {
-      const uint8_t byte = static_cast<uint8_t>(representative_[c]);
+      const uint8_t byte = representative_[c];
       const std::vector<uint32_t>& from = keys_[id];
       key.assign(1, from[0]);
       uint32_t min_accepting = kNoRank;
