@@ -97,6 +97,12 @@ class Lowering {
   std::string Where(SourceLocation loc) const {
     return absl::StrFormat("%s:%d:%d", arena_.source_name, loc.line, loc.col);
   }
+  absl::Status DeclaredTerminalError(SourceLocation loc, std::string_view name) const {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
+        "produce it (e.g. an Indenter for _INDENT/_DEDENT), which zapgram does not run",
+        Where(loc), name));
+  }
 
   const LarkGrammar& lark_;
   const Grammar& arena_;
@@ -168,10 +174,7 @@ absl::Status Lowering::RenderPatterns(ExprId root) {
         break;
       case ExprKind::kRuleRef:  // a terminal: its body's pattern
         if (lark_.terminals[lark_.index_of[e.rule]].declared) {
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
-              "produce it (e.g. an Indenter for _INDENT/_DEDENT), which zapgram does not run",
-              Where(e.loc), arena_.rules[e.rule].name));
+          return DeclaredTerminalError(e.loc, arena_.rules[e.rule].name);
         }
         p = patterns_[arena_.rules[e.rule].body];
         break;
@@ -234,12 +237,7 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
 absl::StatusOr<uint32_t> Lowering::TokenForTerminal(RuleId rule) {
   if (token_of_rule_[rule] != kNone) return token_of_rule_[rule];
   const LarkTerminal& terminal = lark_.terminals[lark_.index_of[rule]];
-  if (terminal.declared) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
-        "produce it (e.g. an Indenter for _INDENT/_DEDENT), which zapgram does not run",
-        Where(terminal.loc), arena_.rules[rule].name));
-  }
+  if (terminal.declared) return DeclaredTerminalError(terminal.loc, arena_.rules[rule].name);
   const ExprId body = arena_.rules[rule].body;
   absl::Status st = RenderPatterns(body);
   if (!st.ok()) return st;

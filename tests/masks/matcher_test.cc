@@ -180,35 +180,49 @@ TEST(MatcherTrace, ValidDocumentsAccepted) {
   }
 }
 
-// Random walks: pick a random allowed token each step. Every way of
-// computing the mask (token sets + cache, token sets alone, the plain trie
-// walk; merged and plain lowering) against the brute force.
+// A random walk of `steps` steps on `g`: at each, the mask equals the brute
+// force, then a random allowed token (not EOS) is accepted. With
+// `require_progress` a mask must allow something; else the walk stops there.
+void RandomWalk(const std::shared_ptr<const CompiledGrammar>& g, const MatcherOptions& options,
+                uint32_t seed, int steps, bool require_progress, const std::string& label,
+                int* masks, int* mismatches) {
+  const Vocabulary& vocab = g->vocabulary();
+  std::vector<uint32_t> words(g->mask_words());
+  std::mt19937 rng(seed);
+  Matcher m(g, options);
+  std::string text;
+  for (int step = 0; step < steps; ++step) {
+    const size_t n = m.ComputeMask(words.data());
+    *mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
+                                label + " seed " + std::to_string(seed) + " step " + std::to_string(step));
+    ++*masks;
+    if (require_progress) {
+      ASSERT_GT(n, 0u) << label;
+    }
+    if (n == 0) return;
+    std::vector<TokenId> allowed;
+    for (TokenId id = 0; id < vocab.padded_size(); ++id) {
+      if (Allowed(words, id) && !vocab.is_eos(id)) allowed.push_back(id);
+    }
+    if (allowed.empty()) return;
+    const TokenId t = allowed[rng() % allowed.size()];
+    ASSERT_TRUE(m.AcceptToken(t)) << label;
+    text += vocab.token_bytes(t);
+  }
+}
+
+// Random walks over every way of computing the mask (token sets + cache,
+// token sets alone, the plain trie walk; merged and plain lowering).
 TEST(MatcherRandomWalk, MasksMatchBruteForce) {
   auto vocab = LoadVocabulary("llama3");
   int mismatches = 0, masks = 0;
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     auto g = CompileFor("builtin:json", vocab, /*merge_regular=*/seed % 2 == 1);
-    std::vector<uint32_t> words(g->mask_words());
-    std::mt19937 rng(seed);
     MatcherOptions options;
     options.use_cache = seed % 3 != 0;
     options.use_token_sets = seed % 3 != 2;
-    Matcher m(g, options);
-    std::string text;
-    for (int step = 0; step < 12; ++step) {
-      const size_t n = m.ComputeMask(words.data());
-      mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), "seed " + std::to_string(seed));
-      ++masks;
-      ASSERT_GT(n, 0u);
-      std::vector<TokenId> allowed;
-      for (TokenId id = 0; id < vocab->padded_size(); ++id) {
-        if (Allowed(words, id) && !vocab->is_eos(id)) allowed.push_back(id);
-      }
-      if (allowed.empty()) break;
-      const TokenId t = allowed[rng() % allowed.size()];
-      ASSERT_TRUE(m.AcceptToken(t));
-      text += vocab->token_bytes(t);
-    }
+    ASSERT_NO_FATAL_FAILURE(RandomWalk(g, options, seed, 12, /*require_progress=*/true,
+                                       "builtin:json", &masks, &mismatches));
   }
   std::printf("random walks: %d masks checked, %d mismatches\n", masks, mismatches);
   EXPECT_EQ(mismatches, 0);
@@ -221,27 +235,11 @@ TEST(MatcherRandomWalk, LexedGrammarsMatchBruteForce) {
   int mismatches = 0, masks = 0;
   for (const char* spec : {"grammars/lark/syncode/sql.lark", "grammars/lark/syncode/java.lark"}) {
     auto g = CompileFor(spec, vocab);
-    std::vector<uint32_t> words(g->mask_words());
+    MatcherOptions options;
+    options.use_cache = false;
     for (uint32_t seed = 1; seed <= 2; ++seed) {
-      std::mt19937 rng(seed);
-      MatcherOptions options;
-      options.use_cache = false;
-      Matcher m(g, options);
-      std::string text;
-      for (int step = 0; step < 10; ++step) {
-        const size_t n = m.ComputeMask(words.data());
-        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), std::string(spec) + " step " + std::to_string(step));
-        ++masks;
-        if (n == 0) break;
-        std::vector<TokenId> allowed;
-        for (TokenId id = 0; id < vocab->padded_size(); ++id) {
-          if (Allowed(words, id) && !vocab->is_eos(id)) allowed.push_back(id);
-        }
-        if (allowed.empty()) break;
-        const TokenId t = allowed[rng() % allowed.size()];
-        ASSERT_TRUE(m.AcceptToken(t));
-        text += vocab->token_bytes(t);
-      }
+      ASSERT_NO_FATAL_FAILURE(RandomWalk(g, options, seed, 10, /*require_progress=*/false, spec,
+                                         &masks, &mismatches));
     }
   }
   std::printf("lexed random walks: %d masks checked, %d mismatches\n", masks, mismatches);
