@@ -25,6 +25,14 @@ absl::StatusOr<Vocabulary> Vocabulary::Load(const std::string& path,
   return Vocabulary(std::make_shared<const masks::Vocabulary>(*std::move(v)));
 }
 
+absl::StatusOr<Vocabulary> Vocabulary::FromTokens(const std::vector<std::string>& tokens,
+                                                 const std::vector<int32_t>& eos_ids) {
+  absl::StatusOr<masks::Vocabulary> v = masks::Vocabulary::FromTokenBytes(
+      tokens, std::vector<masks::TokenId>(eos_ids.begin(), eos_ids.end()));
+  if (!v.ok()) return v.status();
+  return Vocabulary(std::make_shared<const masks::Vocabulary>(*std::move(v)));
+}
+
 int32_t Vocabulary::size() const { return impl_->size(); }
 int32_t Vocabulary::padded_size() const { return impl_->padded_size(); }
 std::vector<int32_t> Vocabulary::eos_ids() const {

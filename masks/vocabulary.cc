@@ -693,6 +693,40 @@ absl::StatusOr<Vocabulary> VocabularyLoader::Load(std::string_view json_text, co
   return vocabulary;
 }
 
+absl::StatusOr<Vocabulary> Vocabulary::FromTokenBytes(const std::vector<std::string>& tokens,
+                                                      const std::vector<TokenId>& eos_ids,
+                                                      std::string_view source_name) {
+  Vocabulary vocabulary;
+  vocabulary.source_name_ = std::string(source_name);
+  vocabulary.decoder_kind_ = DecoderKind::kText;
+  vocabulary.size_ = static_cast<TokenId>(tokens.size());
+  vocabulary.records_.assign(tokens.size(), TokenRecord{0, 0, TokenKind::kNormal, 0});
+  for (TokenId id : eos_ids) {
+    if (id < 0 || static_cast<size_t>(id) >= tokens.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(vocabulary.source_name_, ": EOS id ", id, " is outside [0, ",
+                                                     tokens.size(), ")"));
+    }
+    vocabulary.records_[id].kind = TokenKind::kSpecial;
+    vocabulary.eos_ids_.push_back(id);
+  }
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    TokenRecord& record = vocabulary.records_[id];
+    if (record.kind == TokenKind::kSpecial) continue;
+    if (tokens[id].size() > UINT16_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(vocabulary.source_name_, ": token ", id, " is ", tokens[id].size(),
+                                                     " bytes long (at most 65535 are supported)"));
+    }
+    record.offset = static_cast<uint32_t>(vocabulary.bytes_.size());
+    record.length = static_cast<uint16_t>(tokens[id].size());
+    vocabulary.bytes_.append(tokens[id]);
+  }
+  std::sort(vocabulary.eos_ids_.begin(), vocabulary.eos_ids_.end());
+  vocabulary.eos_ids_.erase(std::unique(vocabulary.eos_ids_.begin(), vocabulary.eos_ids_.end()),
+                            vocabulary.eos_ids_.end());
+  for (TokenId id : vocabulary.eos_ids_) vocabulary.records_[id].flags |= TokenRecord::kEosFlag;
+  return vocabulary;
+}
+
 // ---------------------------------------------------------------------------
 
 std::string_view DecoderKindName(DecoderKind kind) {

@@ -130,6 +130,14 @@ class Vocabulary {
                                                  std::string_view source_name,
                                                  const VocabularyOptions& options = {});
 
+  // A vocabulary given directly (tests, toy models): id i has bytes
+  // `tokens[i]`; the ids in `eos_ids` are special EOS tokens (their bytes
+  // are ignored). Errors: kInvalidArgument for an out-of-range EOS id or a
+  // token longer than 65535 bytes.
+  static absl::StatusOr<Vocabulary> FromTokenBytes(const std::vector<std::string>& tokens,
+                                                   const std::vector<TokenId>& eos_ids,
+                                                   std::string_view source_name = "<tokens>");
+
   // Ids the tokenizer defines: 1 + its largest id.
   TokenId size() const { return size_; }
   // Ids of the model's output layer, >= size(); ids in [size(), padded_size())

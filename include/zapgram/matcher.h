@@ -49,6 +49,10 @@ class Vocabulary {
  public:
   static absl::StatusOr<Vocabulary> Load(const std::string& tokenizer_json_path,
                                          const VocabularyOptions& options = {});
+  // A vocabulary given directly: id i has bytes `tokens[i]`; the ids in
+  // `eos_ids` are special EOS tokens. For tests and toy models.
+  static absl::StatusOr<Vocabulary> FromTokens(const std::vector<std::string>& tokens,
+                                               const std::vector<int32_t>& eos_ids);
   int32_t size() const;         // ids the tokenizer defines
   int32_t padded_size() const;  // ids of a mask
   std::vector<int32_t> eos_ids() const;

@@ -473,5 +473,24 @@ TEST(VocabularyErrorsTest, FileProblemsNameThePath) {
       << many.status();
 }
 
+TEST(VocabularyFromTokenBytes, IdsBytesAndEos) {
+  absl::StatusOr<Vocabulary> v = Vocabulary::FromTokenBytes({"a", "bc", "", "</s>"}, {3});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->size(), 4);
+  EXPECT_EQ(v->padded_size(), 4);
+  EXPECT_EQ(v->token_bytes(1), "bc");
+  EXPECT_EQ(v->kind(0), TokenKind::kNormal);
+  EXPECT_EQ(v->kind(3), TokenKind::kSpecial);
+  EXPECT_TRUE(v->is_eos(3));
+  EXPECT_FALSE(v->is_eos(0));
+  ASSERT_EQ(v->eos_ids().size(), 1u);
+  absl::StatusOr<std::string> text = v->DecodeTokens({0, 1, 0});
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "abca");
+  absl::StatusOr<Vocabulary> bad = Vocabulary::FromTokenBytes({"a"}, {5});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("EOS id 5"), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace zapgram::masks

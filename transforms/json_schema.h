@@ -1,0 +1,48 @@
+// JSON Schema -> grammar IR.
+//
+// OWNER (session 3): the schema helper. Signatures are a starting point; the
+// owner may extend them (keep ReadGrammarSpec's `schema:PATH` working).
+#ifndef ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
+#define ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+
+namespace zapgram::transforms {
+
+struct JsonSchemaOptions {
+  // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
+  // if/then/else, ...): false = error; true = dropped, each reported as a warning.
+  bool lenient = false;
+  // Whitespace between JSON tokens: none (compact) or at most this many bytes.
+  bool compact = false;
+  uint32_t max_whitespace = 2;
+  // Object properties in schema order (default) or any order.
+  bool any_order = false;
+};
+
+struct JsonSchemaWarning {
+  std::string keyword;
+  std::string pointer;  // JSON pointer of the schema object holding it
+  std::string message;
+};
+
+struct JsonSchemaGrammar {
+  grammar::Grammar grammar;
+  std::vector<JsonSchemaWarning> warnings;  // lenient mode: what was dropped
+};
+
+// Errors: kInvalidArgument (not JSON, not a schema), kUnimplemented
+// ("unsupported: <keyword> at <pointer>").
+absl::StatusOr<JsonSchemaGrammar> JsonSchemaToGrammar(std::string_view schema_text,
+                                                      std::string_view source_name,
+                                                      const JsonSchemaOptions& options = {});
+
+}  // namespace zapgram::transforms
+
+#endif  // ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
