@@ -67,6 +67,17 @@ uint32_t ByteNfa::AddCodepoints(uint32_t from, const std::vector<CodepointRange>
   return end;
 }
 
+uint32_t ByteNfa::Append(const ByteNfa& other) {
+  const uint32_t offset = num_states();
+  for (uint32_t s = 0; s < other.num_states(); ++s) {
+    AddState();
+    for (const Range& r : other.ranges(s)) AddRange(offset + s, r.lo, r.hi, offset + r.to);
+    for (uint32_t t : other.epsilons(s)) AddEpsilon(offset + s, offset + t);
+    if (other.accepting(s)) SetAccepting(offset + s);
+  }
+  return offset;
+}
+
 bool ByteDfa::Matches(std::string_view bytes) const {
   if (empty()) return false;
   uint32_t s = 1;
@@ -77,10 +88,7 @@ bool ByteDfa::Matches(std::string_view bytes) const {
   return accepting[s] != 0;
 }
 
-namespace {
-
-// Epsilon closure of `states` (sorted, unique on return).
-void Close(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark) {
+void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark) {
   std::vector<uint32_t> stack(states.begin(), states.end());
   for (uint32_t s : states) mark[s] = 1;
   while (!stack.empty()) {
@@ -97,6 +105,8 @@ void Close(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_
   for (uint32_t s : states) mark[s] = 0;
   std::sort(states.begin(), states.end());
 }
+
+namespace {
 
 struct VectorHash {
   size_t operator()(const std::vector<uint32_t>& v) const {
@@ -115,7 +125,7 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   std::vector<std::vector<uint32_t>> subsets;
 
   std::vector<uint32_t> start = {0};
-  Close(nfa, start, mark);
+  EpsilonClosure(nfa, start, mark);
   ids.emplace(start, 1);
   subsets.push_back(start);
   dfa.next.push_back({});
@@ -139,7 +149,7 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
       if (t.empty()) continue;
       std::sort(t.begin(), t.end());
       t.erase(std::unique(t.begin(), t.end()), t.end());
-      Close(nfa, t, mark);
+      EpsilonClosure(nfa, t, mark);
       auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
       if (inserted) {
         if (subsets.size() + 2 > max_states) {
@@ -226,6 +236,24 @@ void ByteClassPartition::Refine(const std::array<uint32_t, 256>& row) {
     class_[b] = it->second;
   }
   num_classes_ = static_cast<uint32_t>(refined.size());
+}
+
+void ByteClassPartition::RefineByRanges(const ByteNfa& nfa) {
+  // Bytes between two consecutive range boundaries behave alike everywhere.
+  std::array<uint8_t, 257> boundary{};
+  for (uint32_t s = 0; s < nfa.num_states(); ++s) {
+    for (const ByteNfa::Range& r : nfa.ranges(s)) {
+      boundary[r.lo] = 1;
+      boundary[r.hi + 1u] = 1;
+    }
+  }
+  std::array<uint32_t, 256> interval{};
+  uint32_t index = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    index += boundary[b];
+    interval[b] = index;
+  }
+  Refine(interval);
 }
 
 std::vector<uint8_t> ByteClassPartition::Representatives() const {

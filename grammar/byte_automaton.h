@@ -35,6 +35,10 @@ class ByteNfa {
   uint32_t AddLiteral(uint32_t from, std::string_view bytes);
   uint32_t AddCodepoints(uint32_t from, const std::vector<CodepointRange>& ranges);
 
+  // Copies every state of `other` into this NFA (its state s becomes
+  // s + the returned offset); accepting marks are copied too.
+  uint32_t Append(const ByteNfa& other);
+
   struct Range {
     uint8_t lo, hi;
     uint32_t to;
@@ -57,6 +61,8 @@ class ByteNfa {
 class ByteClassPartition {
  public:
   void Refine(const std::array<uint32_t, 256>& row);
+  // Refines so that every byte range of `nfa` is a union of whole classes.
+  void RefineByRanges(const ByteNfa& nfa);
   uint32_t num_classes() const { return num_classes_; }
   bool all_distinct() const { return num_classes_ == 256; }
   uint8_t class_of(uint8_t byte) const { return static_cast<uint8_t>(class_[byte]); }
@@ -81,6 +87,10 @@ struct ByteDfa {
 };
 
 absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states);
+
+// The epsilon closure of `states`, in place (sorted, unique on return).
+// `mark` is scratch of nfa.num_states() zeros, left all zero.
+void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark);
 
 // Convenience builders.
 absl::StatusOr<ByteDfa> LiteralDfa(std::string_view bytes);

@@ -33,7 +33,9 @@
 // classes resolved to code-point ranges on the spot) then Emit (tree ->
 // Thompson NFA fragment on a ByteNfa, explicit stack of frames; counted
 // repetition is unrolled, bounded by max_repeat and max_nfa_states), then
-// grammar::Determinize with the DFA state cap, then MinimizeDfa.
+// grammar::Determinize with the DFA state cap, then MinimizeDfa. Grammars
+// determinize a regex past CompileLimits::max_eager_regex_states lazily from
+// AddRegex's NFA instead (grammar/lazy_dfa.h, parser/flat_grammar.cc).
 //
 // Tests: tests/grammar/regex_compiler_test.cc (units, RE2 differential).
 #ifndef ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_

@@ -24,7 +24,9 @@ void SetBit(uint32_t* words, TokenId id) {
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie)
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)) {
-  const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.num_states();
+  // Eager terminal states get a slot each; lazy ones (created while parsing)
+  // share the on-demand map with the lexed grammars' sets.
+  const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.eager_states();
   sets_once_ = std::make_unique<std::once_flag[]>(states);
   sets_.resize(states);
   // Parents from the depth-first order: the nearest earlier node one level up.
@@ -48,8 +50,21 @@ std::string CompiledGrammar::NodeString(uint32_t node) const {
 }
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
+  if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildTokenSets(state); });
   std::call_once(sets_once_[state], [&] { sets_[state] = BuildTokenSets(state); });
   return sets_[state];
+}
+
+const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
+                                                    absl::FunctionRef<StateTokenSets()> build) const {
+  {
+    std::lock_guard<std::mutex> lock(on_demand_mu_);
+    auto it = on_demand_sets_.find(key);
+    if (it != on_demand_sets_.end()) return it->second;
+  }
+  StateTokenSets sets = build();
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  return on_demand_sets_.try_emplace(key, std::move(sets)).first->second;
 }
 
 namespace {
@@ -99,13 +114,15 @@ StateTokenSets ClassifyTokens(const TokenTrie& trie, size_t mask_words, uint32_t
 StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
   // Certain while the terminal's DFA stays alive; it could have ended when an
   // accepting state came strictly before the last byte (at depth 0 the item
-  // has completed already, through other items of the set).
+  // has completed already, through other items of the set). A lazy automaton
+  // out of states leaves the subtree to the parser, which reports the budget.
   const parser::TerminalTable& t = grammar_->terminals;
+  constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
   return ClassifyTokens(
       trie_, mask_words(), state, [&](uint32_t s, uint8_t byte) { return t.Step(s, byte); },
-      [](uint32_t s) { return s != 0; },
-      [&](bool before, uint32_t parent, uint32_t, uint32_t depth) {
-        return before || (depth > 1 && t.accepting[parent]);
+      [](uint32_t s) { return s != 0 && s != kOverflow; },
+      [&](bool before, uint32_t parent, uint32_t child, uint32_t depth) {
+        return before || child == kOverflow || (depth > 1 && t.accepting(parent));
       });
 }
 
@@ -158,26 +175,19 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
 }
 
 const StateTokenSets& CompiledGrammar::LexedTokenSets(uint32_t lexer_state, uint32_t token) const {
-  const uint64_t key = (uint64_t{lexer_state} << 32) | token;
-  {
-    std::lock_guard<std::mutex> lock(lexed_mu_);
-    auto it = lexed_sets_.find(key);
-    if (it != lexed_sets_.end()) return it->second;
-  }
-  StateTokenSets sets = BuildLexedTokenSets(lexer_state, token);
-  std::lock_guard<std::mutex> lock(lexed_mu_);
-  return lexed_sets_.try_emplace(key, std::move(sets)).first->second;
+  return OnDemandSets((uint64_t{lexer_state} << 32) | token,
+                      [&] { return BuildLexedTokenSets(lexer_state, token); });
 }
 
 const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state, uint32_t rank) const {
   const uint64_t key = (uint64_t{guard_state} << 32) | rank;
   {
-    std::lock_guard<std::mutex> lock(lexed_mu_);
+    std::lock_guard<std::mutex> lock(on_demand_mu_);
     auto it = guard_failures_.find(key);
     if (it != guard_failures_.end()) return it->second;
   }
   std::vector<uint32_t> fire = BuildGuardFailures(guard_state, rank);
-  std::lock_guard<std::mutex> lock(lexed_mu_);
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
   return guard_failures_.try_emplace(key, std::move(fire)).first->second;
 }
 

@@ -49,6 +49,7 @@
 
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "masks/token_trie.h"
@@ -113,9 +114,12 @@ class CompiledGrammar {
   StateTokenSets BuildTokenSets(uint32_t state) const;
   StateTokenSets BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const;
   std::vector<uint32_t> BuildGuardFailures(uint32_t guard_state, uint32_t rank) const;
-  // Lexed grammars' sets, keyed by (state, token) and (guard state, rank).
-  mutable std::mutex lexed_mu_;
-  mutable absl::node_hash_map<uint64_t, StateTokenSets> lexed_sets_;
+  // Sets without a slot of their own, built on first use: lexed grammars',
+  // keyed by (state, token), and lazy terminal states', keyed by state; and
+  // guard failures keyed by (guard state, rank).
+  const StateTokenSets& OnDemandSets(uint64_t key, absl::FunctionRef<StateTokenSets()> build) const;
+  mutable std::mutex on_demand_mu_;
+  mutable absl::node_hash_map<uint64_t, StateTokenSets> on_demand_sets_;
   mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
 
   std::shared_ptr<const parser::FlatGrammar> grammar_;

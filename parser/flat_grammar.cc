@@ -97,6 +97,10 @@ class Lowering {
   absl::StatusOr<Symbol> TerminalFor(const Expr& e);
   // A kRegex terminal (a nonterminal when its language is empty or has the empty string).
   absl::StatusOr<Symbol> RegexSymbolFor(const Expr& e);
+  // A regex too large to determinize ahead of time: its NFA joins lazy_nfa_.
+  // kNone when it matches no non-empty string.
+  absl::StatusOr<Symbol> LazyRegexTerminal(const grammar::ByteNfa& nfa, const std::string& name,
+                                           bool* nullable);
   // The symbol standing for `id` inside a sequence (fresh nonterminal for composites).
   absl::StatusOr<Symbol> SymbolFor(ExprId id, uint32_t owner);
   // Appends the symbols of `id`, flattening nested sequences.
@@ -134,7 +138,14 @@ class Lowering {
   absl::flat_hash_map<ExprId, uint32_t> composite_nt_;
   absl::flat_hash_map<std::string, uint32_t> terminal_ids_;
   absl::flat_hash_map<std::string, Symbol> regex_symbols_;  // key "R<flags>/<pattern>"
-  std::vector<grammar::ByteDfa> dfas_;
+  std::vector<grammar::ByteDfa> dfas_;  // per terminal; empty for lazy ones
+  // Terminals determinized lazily: their NFAs side by side in lazy_nfa_.
+  struct LazyTerminal {
+    uint32_t terminal;
+    uint32_t nfa_start;
+  };
+  grammar::ByteNfa lazy_nfa_;
+  std::vector<LazyTerminal> lazy_terminals_;
   std::vector<std::string> terminal_names_;
   uint64_t rhs_symbols_ = 0;
   uint32_t never_nt_ = kNone;
@@ -182,28 +193,39 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   std::string key = absl::StrCat("R", e.flags, "/", e.literal);
   auto it = regex_symbols_.find(key);
   if (it != regex_symbols_.end()) return it->second;
-  grammar::RegexLimits limits;
-  limits.max_dfa_states = std::min(limits.max_dfa_states, limits_.max_dfa_states);
-  absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(e.literal, e.flags, limits);
-  if (!dfa.ok()) {
-    return absl::Status(dfa.status().code(),
-                        absl::StrFormat("%s:%d:%d: %s", g_.source_name, e.loc.line, e.loc.col,
-                                        std::string(dfa.status().message())));
-  }
-  // A terminal consumes at least one byte: a regex that matches the empty
-  // string becomes `N -> ε | T` with T matching the rest of its language.
-  const bool nullable = !dfa->empty() && dfa->accepting[1];
-  if (nullable) {
-    dfa = WithoutEmptyString(*dfa, limits.max_dfa_states);
-    if (!dfa.ok()) return dfa.status();
-  }
+  auto located = [&](const absl::Status& st) {
+    return absl::Status(st.code(), absl::StrFormat("%s:%d:%d: %s", g_.source_name, e.loc.line,
+                                                   e.loc.col, std::string(st.message())));
+  };
+  grammar::ByteNfa nfa;
+  absl::StatusOr<uint32_t> end = grammar::AddRegex(nfa, 0, e.literal, e.flags);
+  if (!end.ok()) return located(end.status());
+  nfa.SetAccepting(*end);
   const std::string name = grammar::RegexDisplayName(e.literal, e.flags);
+  absl::StatusOr<grammar::ByteDfa> dfa = grammar::Determinize(
+      nfa, std::min(limits_.max_eager_regex_states, limits_.max_dfa_states));
+  bool nullable = false;
   Symbol sym = kNone;
-  if (!dfa->empty()) {
-    uint32_t id = static_cast<uint32_t>(dfas_.size());
-    dfas_.push_back(*std::move(dfa));
-    terminal_names_.push_back(name);
-    sym = kTerminalTag | id;
+  if (dfa.ok()) {
+    dfa = grammar::MinimizeDfa(*dfa);
+    // A terminal consumes at least one byte: a regex that matches the empty
+    // string becomes `N -> ε | T` with T matching the rest of its language.
+    nullable = !dfa->empty() && dfa->accepting[1];
+    if (nullable) {
+      dfa = WithoutEmptyString(*dfa, limits_.max_dfa_states);
+      if (!dfa.ok()) return located(dfa.status());
+    }
+    if (!dfa->empty()) {
+      sym = kTerminalTag | static_cast<uint32_t>(dfas_.size());
+      dfas_.push_back(*std::move(dfa));
+      terminal_names_.push_back(name);
+    }
+  } else if (dfa.status().code() == absl::StatusCode::kResourceExhausted) {
+    absl::StatusOr<Symbol> lazy = LazyRegexTerminal(nfa, name, &nullable);
+    if (!lazy.ok()) return located(lazy.status());
+    sym = *lazy;
+  } else {
+    return located(dfa.status());
   }
   if (nullable) {
     uint32_t nt = NewNonterminal(name + "#opt");
@@ -216,6 +238,58 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   }
   regex_symbols_.emplace(std::move(key), sym);
   return sym;
+}
+
+absl::StatusOr<Symbol> Lowering::LazyRegexTerminal(const grammar::ByteNfa& nfa,
+                                                   const std::string& name, bool* nullable) {
+  // The start's closure; without the empty string, the terminal starts from
+  // a fresh state with the closure's byte ranges and no epsilons.
+  std::vector<uint8_t> mark(nfa.num_states(), 0);
+  std::vector<uint32_t> closure = {0};
+  grammar::EpsilonClosure(nfa, closure, mark);
+  *nullable = std::any_of(closure.begin(), closure.end(),
+                          [&](uint32_t s) { return nfa.accepting(s); });
+  // Does the terminal match some non-empty string? (Search from the
+  // closure's byte successors for an accepting state.)
+  std::vector<uint32_t> stack;
+  for (uint32_t s : closure) {
+    for (const grammar::ByteNfa::Range& r : nfa.ranges(s)) {
+      if (!mark[r.to]) {
+        mark[r.to] = 1;
+        stack.push_back(r.to);
+      }
+    }
+  }
+  bool matches_non_empty = false;
+  while (!stack.empty() && !matches_non_empty) {
+    const uint32_t s = stack.back();
+    stack.pop_back();
+    matches_non_empty = nfa.accepting(s);
+    auto visit = [&](uint32_t t) {
+      if (!mark[t]) {
+        mark[t] = 1;
+        stack.push_back(t);
+      }
+    };
+    for (const grammar::ByteNfa::Range& r : nfa.ranges(s)) visit(r.to);
+    for (uint32_t t : nfa.epsilons(s)) visit(t);
+  }
+  if (!matches_non_empty) return kNone;
+  const uint32_t offset = lazy_nfa_.Append(nfa);
+  uint32_t start = offset;
+  if (*nullable) {
+    start = lazy_nfa_.AddState();
+    for (uint32_t s : closure) {
+      for (const grammar::ByteNfa::Range& r : nfa.ranges(s)) {
+        lazy_nfa_.AddRange(start, r.lo, r.hi, offset + r.to);
+      }
+    }
+  }
+  const uint32_t id = static_cast<uint32_t>(dfas_.size());
+  dfas_.emplace_back();  // no eager automaton: BuildTerminalTable skips it
+  terminal_names_.push_back(name);
+  lazy_terminals_.push_back({id, start});
+  return kTerminalTag | id;
 }
 
 absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
@@ -465,7 +539,8 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   t.names = terminal_names_;
   uint32_t total = 1;
   for (const grammar::ByteDfa& d : dfas_) {
-    t.start.push_back(total);
+    t.start.push_back(d.next.empty() ? 0 : total);  // lazy terminals: filled below
+    if (d.next.empty()) continue;
     total += d.num_states() - 1;
     if (total > limits_.max_dfa_states) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -474,36 +549,54 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   }
   // Global rows: row 0 dead, then each DFA's states 1.. shifted to its offset.
   std::vector<std::array<uint32_t, 256>> rows(total);
-  t.accepting.assign(total, 0);
+  t.eager_accepting.assign(total, 0);
   for (size_t i = 0; i < dfas_.size(); ++i) {
     const grammar::ByteDfa& d = dfas_[i];
+    if (d.next.empty()) continue;
     uint32_t offset = t.start[i] - 1;
     for (uint32_t s = 1; s < d.num_states(); ++s) {
       for (uint32_t b = 0; b < 256; ++b) {
         uint32_t to = d.next[s][b];
         rows[offset + s][b] = to ? offset + to : 0;
       }
-      t.accepting[offset + s] = d.accepting[s];
+      t.eager_accepting[offset + s] = d.accepting[s];
     }
   }
-  // Byte classes: bytes whose columns are identical share a class.
+  // Byte classes: bytes whose columns are identical share a class, and the
+  // lazy automata's byte ranges are unions of classes.
   grammar::ByteClassPartition classes;
   for (uint32_t s = 1; s < total && !classes.all_distinct(); ++s) classes.Refine(rows[s]);
+  if (!lazy_terminals_.empty()) classes.RefineByRanges(lazy_nfa_);
   const std::vector<uint8_t> representative = classes.Representatives();
   for (uint32_t b = 0; b < 256; ++b) t.byte_class[b] = classes.class_of(static_cast<uint8_t>(b));
   t.num_classes = classes.num_classes();
   t.next.assign(static_cast<size_t>(total) * t.num_classes, 0);
-  t.has_next.assign(total, 0);
-  t.live_bytes.assign(total, ByteSet());
+  t.eager_has_next.assign(total, 0);
+  t.eager_live_bytes.assign(total, ByteSet());
   for (uint32_t s = 0; s < total; ++s) {
     for (uint32_t c = 0; c < t.num_classes; ++c) {
       t.next[static_cast<size_t>(s) * t.num_classes + c] = rows[s][representative[c]];
     }
     for (uint32_t b = 0; b < 256; ++b) {
-      if (rows[s][b]) t.live_bytes[s].set(b);
+      if (rows[s][b]) t.eager_live_bytes[s].set(b);
     }
-    t.has_next[s] = t.live_bytes[s].any();
+    t.eager_has_next[s] = t.eager_live_bytes[s].any();
   }
+  if (lazy_terminals_.empty()) return absl::OkStatus();
+  const uint32_t lazy_budget =
+      std::min(limits_.max_dfa_states - total, TerminalTable::kOverflow - 1 - total);
+  if (lazy_budget < lazy_terminals_.size()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        g_.source_name, ": terminal automata exceed max_dfa_states = ", limits_.max_dfa_states));
+  }
+  std::vector<uint32_t> starts;
+  for (const LazyTerminal& lazy : lazy_terminals_) starts.push_back(lazy.nfa_start);
+  auto dfa = std::make_shared<const grammar::LazyDfa>(lazy_nfa_, starts, representative, total,
+                                                      lazy_budget);
+  for (size_t k = 0; k < lazy_terminals_.size(); ++k) {
+    t.start[lazy_terminals_[k].terminal] = dfa->start(k);
+  }
+  t.lazy = std::move(dfa);
   return absl::OkStatus();
 }
 

@@ -6,10 +6,13 @@
 // `x{m,n}` unrolls to m copies followed by a right-nested chain of optionals
 // for counts up to 16, and beyond uses O(log n) binary building blocks
 // (flat_grammar.cc).
-// Terminals are literals and code-point classes; each becomes a small byte
-// automaton (grammar/byte_automaton.h) and all of them are merged into one
-// global table, so that an Earley item sitting on a terminal carries its
-// automaton state and scanning a byte is one table lookup.
+// Terminals are literals, code-point classes and regexes; each becomes a
+// byte automaton (grammar/byte_automaton.h) and all of them are merged into
+// one global table, so that an Earley item sitting on a terminal carries its
+// automaton state and scanning a byte is one table lookup. A regex whose DFA
+// would exceed CompileLimits::max_eager_regex_states is determinized lazily
+// instead (grammar/lazy_dfa.h): its states extend the table's numbering and
+// are created while parsing, under the same max_dfa_states budget.
 //
 // Layout (llguidance's CGrammar, XGrammar's CSR arrays): one array `rhs` holds
 // every production's symbols followed by an end marker that names the
@@ -38,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "grammar/lazy_dfa.h"
 #include "parser/lexer.h"
 #include "zapgram/limits.h"
 
@@ -57,20 +61,40 @@ inline uint32_t Payload(Symbol s) { return s & kSymbolPayloadMask; }
 using ByteSet = std::bitset<256>;
 
 // All terminal automata merged into one table. State 0 is the dead state.
+// States below eager_states() were determinized while compiling and live in
+// the dense arrays; the states of huge regexes come after them and are
+// created lazily by `lazy` (grammar/lazy_dfa.h), thread-safely, as inputs
+// reach them. Step returns kOverflow when `lazy` ran out of states.
 struct TerminalTable {
+  static constexpr uint32_t kOverflow = grammar::LazyDfa::kOverflow;
+
   std::vector<uint32_t> start;         // per terminal: its start state
   std::array<uint8_t, 256> byte_class; // byte -> column
   uint32_t num_classes = 0;
   std::vector<uint32_t> next;          // [state * num_classes + class] -> state (0 = dead)
-  std::vector<uint8_t> accepting;      // per state: the terminal may end here
-  std::vector<uint8_t> has_next;       // per state: some byte leads to a live state
-  std::vector<ByteSet> live_bytes;     // per state: bytes leading to a live state
+  std::vector<uint8_t> eager_accepting;  // per eager state: the terminal may end here
+  std::vector<uint8_t> eager_has_next;   // per eager state: some byte leads to a live state
+  std::vector<ByteSet> eager_live_bytes; // per eager state: bytes leading to a live state
+  std::shared_ptr<const grammar::LazyDfa> lazy;  // null when every terminal is eager
   std::vector<std::string> names;      // per terminal, for dumps: "\"true\"", "[0-9]"
 
+  uint32_t eager_states() const { return static_cast<uint32_t>(eager_accepting.size()); }
   uint32_t Step(uint32_t state, uint8_t byte) const {
-    return next[state * num_classes + byte_class[byte]];
+    if (state < eager_states()) return next[state * num_classes + byte_class[byte]];
+    return lazy->Step(state, byte_class[byte]);
   }
-  uint32_t num_states() const { return static_cast<uint32_t>(accepting.size()); }
+  // Preconditions below: `state` is a state (not kOverflow).
+  bool accepting(uint32_t state) const {
+    return state < eager_states() ? eager_accepting[state] != 0 : lazy->accepting(state);
+  }
+  bool has_next(uint32_t state) const {
+    return state < eager_states() ? eager_has_next[state] != 0 : lazy->live_bytes(state).any();
+  }
+  const ByteSet& live_bytes(uint32_t state) const {
+    return state < eager_states() ? eager_live_bytes[state] : lazy->live_bytes(state);
+  }
+  // States so far (lazy ones included; grows while parsing).
+  uint32_t num_states() const { return eager_states() + (lazy ? lazy->num_states() : 0); }
 };
 
 struct FlatGrammar {

@@ -268,8 +268,14 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
     const Item item = chart.scan[i];
     uint32_t next = t.Step(item.state, byte);
     if (next == 0) continue;
-    if (t.has_next[next]) AddScanItem(item.dot, item.parent, next);
-    if (t.accepting[next]) AddItem(item.dot + 1, item.parent);
+    if (next == TerminalTable::kOverflow) [[unlikely]] {
+      status_ = absl::ResourceExhaustedError(absl::StrCat(
+          "byte ", position, ": the lazily built terminal automata reached their state limit (",
+          t.lazy->max_states(), " states; CompileLimits::max_dfa_states)"));
+      return false;
+    }
+    if (t.has_next(next)) AddScanItem(item.dot, item.parent, next);
+    if (t.accepting(next)) AddItem(item.dot + 1, item.parent);
   }
   if (worklist_.empty() && new_scan_.empty()) return false;
   CloseSet();
@@ -516,7 +522,7 @@ ByteSet Recognizer::NextBytes() const {
   const Chart& chart = current();
   const EarleySet& last = chart.sets.back();
   for (uint32_t i = last.scan_begin; i < last.scan_end; ++i) {
-    out |= grammar_->terminals.live_bytes[chart.scan[i].state];
+    out |= grammar_->terminals.live_bytes(chart.scan[i].state);
   }
   return out;
 }

@@ -33,8 +33,16 @@ struct RecognizerOptions {
 };
 
 struct CompileLimits {
-  // States of all terminal automata together.
+  // States of all terminal automata together, those determinized ahead of
+  // time and those a lazy automaton creates while parsing (running out then
+  // is a kResourceExhausted status of the recognizer or matcher).
   uint32_t max_dfa_states = 1u << 20;
+  // A regex terminal whose DFA has more states than this is not determinized
+  // ahead of time but lazily, state by state as inputs reach them
+  // (grammar/lazy_dfa.h): `(a|b)*a(a|b){20}` has ~2^21 DFA states, of which
+  // an input visits at most one per byte. Eager states cost 1 KiB each while
+  // compiling; lazy ones num_classes * 4 bytes, at run time.
+  uint32_t max_eager_regex_states = 1u << 12;
   // Rules of the lowered grammar (after repetition expansion).
   uint32_t max_productions = 1u << 22;
   // Symbols of all right-hand sides together.

@@ -1,0 +1,147 @@
+// LazyDfa (see lazy_dfa.h): trimming, the on-demand subset step, interning.
+#include "grammar/lazy_dfa.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace zapgram::grammar {
+
+namespace {
+
+// `nfa` without the states that cannot reach an accepting state: their
+// incoming ranges and epsilons are dropped (the states stay, unreachable).
+ByteNfa Trim(const ByteNfa& nfa) {
+  const uint32_t n = nfa.num_states();
+  std::vector<std::vector<uint32_t>> reverse(n);
+  for (uint32_t s = 0; s < n; ++s) {
+    for (const ByteNfa::Range& r : nfa.ranges(s)) reverse[r.to].push_back(s);
+    for (uint32_t t : nfa.epsilons(s)) reverse[t].push_back(s);
+  }
+  std::vector<uint8_t> useful(n, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (nfa.accepting(s)) {
+      useful[s] = 1;
+      stack.push_back(s);
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t p : reverse[s]) {
+      if (!useful[p]) {
+        useful[p] = 1;
+        stack.push_back(p);
+      }
+    }
+  }
+  ByteNfa out;  // state 0 exists already
+  for (uint32_t s = 1; s < n; ++s) out.AddState();
+  for (uint32_t s = 0; s < n; ++s) {
+    if (!useful[s]) continue;
+    if (nfa.accepting(s)) out.SetAccepting(s);
+    for (const ByteNfa::Range& r : nfa.ranges(s)) {
+      if (useful[r.to]) out.AddRange(s, r.lo, r.hi, r.to);
+    }
+    for (uint32_t t : nfa.epsilons(s)) {
+      if (useful[t]) out.AddEpsilon(s, t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+LazyDfa::LazyDfa(const ByteNfa& nfa, const std::vector<uint32_t>& starts,
+                 std::vector<uint8_t> representatives, uint32_t first_id, uint32_t max_states)
+    : nfa_(Trim(nfa)),
+      representatives_(std::move(representatives)),
+      num_classes_(static_cast<uint32_t>(representatives_.size())),
+      first_id_(first_id),
+      max_states_(max_states),
+      chunks_(new std::atomic<Chunk*>[(max_states + kChunkStates - 1) / kChunkStates]) {
+  for (uint32_t i = 0; i < (max_states + kChunkStates - 1) / kChunkStates; ++i) {
+    chunks_[i].store(nullptr, std::memory_order_relaxed);
+  }
+  mark_.assign(nfa_.num_states(), 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint32_t start : starts) {
+    std::vector<uint32_t> subset = {start};
+    EpsilonClosure(nfa_, subset, mark_);
+    // A start whose closure has no way to acceptance has an empty language.
+    bool live = false;
+    for (uint32_t s : subset) live |= nfa_.accepting(s) || !nfa_.ranges(s).empty();
+    starts_.push_back(live ? Intern(std::move(subset)) : 0);
+  }
+}
+
+LazyDfa::~LazyDfa() = default;
+
+uint32_t LazyDfa::Fill(uint32_t state, uint32_t cls) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t local = state - first_id_;
+  std::atomic<uint32_t>& entry =
+      chunks_[local / kChunkStates].load(std::memory_order_relaxed)->next[(local % kChunkStates) * num_classes_ + cls];
+  const uint32_t known = entry.load(std::memory_order_relaxed);
+  if (known != kUnknown) return known;  // filled by another thread meanwhile
+  const uint8_t byte = representatives_[cls];
+  std::vector<uint32_t> next;
+  for (uint32_t s : subsets_[local]) {
+    for (const ByteNfa::Range& r : nfa_.ranges(s)) {
+      if (r.lo <= byte && byte <= r.hi) next.push_back(r.to);
+    }
+  }
+  uint32_t to = 0;
+  if (!next.empty()) {
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    EpsilonClosure(nfa_, next, mark_);
+    to = Intern(std::move(next));
+    if (to == kOverflow) return kOverflow;  // not stored: retried (and refused) next time
+  }
+  entry.store(to, std::memory_order_release);
+  return to;
+}
+
+uint32_t LazyDfa::Intern(std::vector<uint32_t> subset) const {
+  auto it = ids_.find(subset);
+  if (it != ids_.end()) return it->second;
+  const uint32_t local = count_.load(std::memory_order_relaxed);
+  if (local >= max_states_) return kOverflow;
+  if (local % kChunkStates == 0) {
+    auto chunk = std::make_unique<Chunk>();
+    chunk->next.reset(new std::atomic<uint32_t>[static_cast<size_t>(kChunkStates) * num_classes_]);
+    for (size_t i = 0; i < static_cast<size_t>(kChunkStates) * num_classes_; ++i) {
+      chunk->next[i].store(kUnknown, std::memory_order_relaxed);
+    }
+    chunks_[local / kChunkStates].store(chunk.get(), std::memory_order_release);
+    owned_chunks_.push_back(std::move(chunk));
+  }
+  StateFlags& flags = owned_chunks_[local / kChunkStates]->flags[local % kChunkStates];
+  for (uint32_t s : subset) {
+    flags.accepting |= nfa_.accepting(s);
+    for (const ByteNfa::Range& r : nfa_.ranges(s)) {
+      for (uint32_t b = r.lo; b <= r.hi; ++b) flags.live_bytes.set(b);
+    }
+  }
+  const uint32_t id = first_id_ + local;
+  subset_bytes_ += subset.size() * sizeof(uint32_t) * 2 + 64;  // the vector and its map key
+  ids_.emplace(subset, id);
+  subsets_.push_back(std::move(subset));
+  // Publishes the flags written above to readers that acquire the count or
+  // a row entry holding `id`.
+  count_.store(local + 1, std::memory_order_release);
+  return id;
+}
+
+size_t LazyDfa::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t nfa_bytes = 0;
+  for (uint32_t s = 0; s < nfa_.num_states(); ++s) {
+    nfa_bytes += nfa_.ranges(s).size() * sizeof(ByteNfa::Range) + nfa_.epsilons(s).size() * 4 + 64;
+  }
+  const size_t chunk_bytes = sizeof(Chunk) + static_cast<size_t>(kChunkStates) * num_classes_ * 4;
+  return nfa_bytes + owned_chunks_.size() * chunk_bytes + subset_bytes_;
+}
+
+}  // namespace zapgram::grammar
