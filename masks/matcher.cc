@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,27 @@ namespace {
 
 // history_ entry of an accepted EOS (it has no bytes).
 constexpr uint32_t kEosEntry = 0xFFFFFFFFu;
+
+// Set bits of a mask. The x86-64 baseline has no POPCNT instruction and
+// std::popcount becomes a libgcc call per word (~15% of a JSON mask miss);
+// CPUs that have it (all since ~2008) get the one-instruction loop.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("popcnt"))) size_t CountBitsPopcnt(const uint32_t* words, size_t n) {
+  size_t count = 0;
+  for (size_t w = 0; w < n; ++w) count += static_cast<size_t>(__builtin_popcount(words[w]));
+  return count;
+}
+#endif
+
+size_t CountBits(const uint32_t* words, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has_popcnt = __builtin_cpu_supports("popcnt");
+  if (has_popcnt) return CountBitsPopcnt(words, n);
+#endif
+  size_t count = 0;
+  for (size_t w = 0; w < n; ++w) count += static_cast<size_t>(std::popcount(words[w]));
+  return count;
+}
 
 void SetBit(uint32_t* words, TokenId id) {
   words[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
@@ -69,6 +91,17 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
 
 namespace {
 
+// Accepted ids stored adaptively: a sorted list, or a bitset when smaller.
+void StoreAccepted(std::vector<TokenId> accepted, size_t mask_words, StateTokenSets* out) {
+  std::sort(accepted.begin(), accepted.end());
+  if (accepted.size() < mask_words) {
+    out->accepted_ids = std::move(accepted);
+  } else {
+    out->accepted_words.assign(mask_words, 0);
+    for (TokenId id : accepted) SetBit(out->accepted_words.data(), id);
+  }
+}
+
 // Depth-first over the trie with an automaton started at `start`: `step`
 // moves it by one byte, a node is certain while inside(state) holds, and
 // ended(parent_ended, parent, child, depth) says whether the terminal or
@@ -99,13 +132,7 @@ StateTokenSets ClassifyTokens(const TokenTrie& trie, size_t mask_words, uint32_t
     ended_by.push_back(ended_here);
     ++i;
   }
-  std::sort(accepted.begin(), accepted.end());
-  if (accepted.size() < mask_words) {
-    out.accepted_ids = std::move(accepted);
-  } else {
-    out.accepted_words.assign(mask_words, 0);
-    for (TokenId id : accepted) SetBit(out.accepted_words.data(), id);
-  }
+  StoreAccepted(std::move(accepted), mask_words, &out);
   return out;
 }
 
@@ -127,21 +154,11 @@ StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
 }
 
 StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
-  // Certain while the lane's open token can still become `token` (or an
-  // ignored token: the items ride along); it could have ended once the lexer
-  // could emit a token on the way (an emit at depth 1..k).
-  const parser::LexerTable& lexer = *grammar_->lexer;
-  return ClassifyTokens(
-      trie_, mask_words(), lexer_state,
-      [&](uint32_t u, uint8_t byte) { return lexer.Step(u, byte); },
-      [&](uint32_t u) {
-        if (u == 0) return false;
-        if (lexer.ignored_can_continue[u]) return true;
-        return token != kIgnoredOnly && lexer.CanContinue(u, token);
-      },
-      [&](bool before, uint32_t, uint32_t u, uint32_t) {
-        return before || (u != 0 && lexer.emit[u] != parser::kNoToken);
-      });
+  // The whole trie is the subtree of its root; kIgnoredOnly waits for no
+  // token (the lane's accepting flag rides through ignored tokens).
+  std::vector<uint32_t> tokens;
+  if (token != kIgnoredOnly) tokens.push_back(token);
+  return BuildLexedSubtreeSets(TokenTrie::kRoot, lexer_state, {}, tokens);
 }
 
 std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, uint32_t rank) const {
@@ -172,6 +189,99 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
     ++i;
   }
   return fire;
+}
+
+std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
+    uint32_t root, uint32_t lexer_state, const std::vector<uint32_t>& guards,
+    const std::vector<uint32_t>& tokens) const {
+  std::vector<uint32_t> key = {root, lexer_state, static_cast<uint32_t>(guards.size())};
+  key.insert(key.end(), guards.begin(), guards.end());
+  key.insert(key.end(), tokens.begin(), tokens.end());
+  {
+    std::lock_guard<std::mutex> lock(on_demand_mu_);
+    auto it = subtree_sets_.find(key);
+    if (it != subtree_sets_.end()) return it->second;
+  }
+  auto sets = std::make_shared<const StateTokenSets>(
+      BuildLexedSubtreeSets(root, lexer_state, guards, tokens));
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  const size_t bytes = sets->bytes() + 4 * key.size() + 96;
+  if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
+  subtree_bytes_ += bytes;
+  return subtree_sets_.try_emplace(std::move(key), std::move(sets)).first->second;
+}
+
+StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
+                                                      const std::vector<uint32_t>& guards,
+                                                      const std::vector<uint32_t>& tokens) const {
+  // One lane below `root`, with the parser holding root's bytes: a node is
+  // certain while the lane's open token can still become a token its items
+  // wait for (or an ignored one); when it cannot, the node is uncertain if
+  // the lexer could have emitted a token on the way (else rejected); a guard
+  // that fires kills the lane below it (BuildGuardFailures' rule).
+  const parser::LexerTable& lexer = *grammar_->lexer;
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  std::vector<uint64_t> want(lexer.words_per_state, 0);
+  for (uint32_t token : tokens) want[token / 64] |= uint64_t{1} << (token % 64);
+  auto inside = [&](uint32_t u) {
+    if (u == 0) return false;
+    if (lexer.ignored_can_continue[u]) return true;
+    const uint64_t* bits = &lexer.continue_bits[static_cast<size_t>(u) * lexer.words_per_state];
+    for (uint32_t w = 0; w < lexer.words_per_state; ++w) {
+      if (bits[w] & want[w]) return true;
+    }
+    return false;
+  };
+  StateTokenSets out;
+  std::vector<TokenId> accepted;
+  // Per level below the root: lexer state, whether the lexer could have
+  // emitted a token on the path so far, and the guards still pending (pairs
+  // guard state, rank) in guard_stack. (Rooting the uncertain subtree at the
+  // emit itself rather than at the node where the lane dies was tried: it
+  // shares parser steps after ignored whitespace, but its subtrees are so
+  // much larger that Lark masks got 3-5x slower.)
+  const uint32_t root_depth = nodes[root].depth;
+  std::vector<uint32_t> states = {lexer_state};
+  std::vector<uint8_t> ended = {0};
+  std::vector<uint32_t> guard_stack(guards.begin(), guards.end());
+  std::vector<uint32_t> guard_begin = {0, static_cast<uint32_t>(guard_stack.size())};
+  for (uint32_t i = root + 1; i < nodes[root].subtree_end;) {
+    const TokenTrieNode& node = nodes[i];
+    const uint32_t level = node.depth - root_depth;  // 1 for the root's children
+    states.resize(level);
+    ended.resize(level);
+    guard_begin.resize(level + 1);
+    guard_stack.resize(guard_begin[level]);
+    const uint32_t u = lexer.Step(states.back(), node.byte);
+    const bool ended_here = ended.back() != 0 || (u != 0 && lexer.emit[u] != parser::kNoToken);
+    bool killed = false;
+    for (uint32_t k = guard_begin[level - 1]; k < guard_begin[level] && !killed; k += 2) {
+      const uint32_t guard = lexer.Step(guard_stack[k], node.byte);
+      const uint32_t rank = guard_stack[k + 1];
+      if (guard == 0) continue;  // no longer match possible: the guard holds
+      if (lexer.min_accepting_rank[guard] <= rank) {
+        killed = true;
+      } else if (lexer.min_rank_later[guard] <= rank) {
+        guard_stack.push_back(guard);
+        guard_stack.push_back(rank);
+      }
+    }
+    if (killed || !inside(u)) {
+      // A fired guard: the token whose end made this lane did not end there,
+      // so the lane and every lane it would spawn below are dead. Else the
+      // parser decides where a token may have ended on the way.
+      if (!killed && ended_here) out.uncertain_roots.push_back(i);
+      i = node.subtree_end;
+      continue;
+    }
+    for (TokenId id : trie_.TokensAt(i)) accepted.push_back(id);
+    states.push_back(u);
+    ended.push_back(ended_here);
+    guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
+    ++i;
+  }
+  StoreAccepted(std::move(accepted), mask_words(), &out);
+  return out;
 }
 
 const StateTokenSets& CompiledGrammar::LexedTokenSets(uint32_t lexer_state, uint32_t token) const {
@@ -318,17 +428,28 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words) {
 }
 
 void Matcher::WalkUncertainRoots(uint32_t* words) {
-  std::sort(roots_.begin(), roots_.end());
-  roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
-  // `pushed_` holds the bytes pushed so far: the path to the current
-  // subtree's parent, shared with the previous root's where the paths agree.
+  // Byte-level grammars: each uncertain subtree is walked by the parser.
+  // Lexed grammars: the parser takes the bytes up to and including the root,
+  // then the subtree is classified like the token sets, running only the
+  // lexer (ClassifyLexedSubtree); the parser returns for the nested roots
+  // where a token may end inside the subtree (a lexeme boundary).
+  const bool lexed = grammar_->grammar().lexed();
   const TokenTrie& trie = grammar_->trie();
   absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  std::sort(roots_.begin(), roots_.end(), std::greater<uint32_t>());
+  roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
+  // `pushed_` holds the bytes pushed so far, shared with the previous
+  // root's path where they agree. roots_ is a stack: smallest node on top,
+  // so that paths are visited in trie order.
   pushed_.clear();
-  for (uint32_t root : roots_) {
-    // The bytes from the trie root to `root`'s parent.
+  walked_roots_.clear();
+  while (!roots_.empty()) {
+    const uint32_t root = roots_.back();
+    roots_.pop_back();
+    // A nested root may be found again from an enclosing one: walk it once.
+    if (lexed && !walked_roots_.insert(root).second) continue;
     const uint32_t depth = nodes[root].depth;
-    const std::string path = grammar_->NodeString(grammar_->trie_parent(root));
+    const std::string path = grammar_->NodeString(lexed ? root : grammar_->trie_parent(root));
     size_t common = 0;
     while (common < pushed_.size() && common < path.size() && pushed_[common] == path[common]) ++common;
     PopBytes(pushed_.size() - common);
@@ -342,16 +463,35 @@ void Matcher::WalkUncertainRoots(uint32_t* words) {
       pushed_.push_back(path[pushed_.size()]);
     }
     if (!alive) continue;  // the whole subtree is rejected
-    WalkNodes(root, nodes[root].subtree_end, depth - 1, words, /*rejected=*/nullptr);
+    if (!lexed) {
+      WalkNodes(root, nodes[root].subtree_end, depth - 1, words, /*rejected=*/nullptr);
+      continue;
+    }
+    for (TokenId id : trie.TokensAt(root)) SetBit(words, id);
+    const size_t before = roots_.size();
+    ClassifyLexedSubtree(root, words);
+    std::sort(roots_.begin() + static_cast<std::ptrdiff_t>(before), roots_.end(), std::greater<uint32_t>());
   }
   PopBytes(pushed_.size());
   pushed_.clear();
 }
 
+void Matcher::ClassifyLexedSubtree(uint32_t root, uint32_t* words) {
+  const size_t first_nested = roots_.size();
+  recognizer_.CollectLanes(&lanes_);
+  for (const parser::Recognizer::LaneView& lane : lanes_) {
+    if (lane.tokens.empty() && !lane.accepting) continue;
+    AddTokenSets(*grammar_->LexedSubtreeSets(root, lane.lexer_state, lane.guards, lane.tokens), words);
+  }
+  // Nested roots found by several lanes are walked once.
+  std::sort(roots_.begin() + static_cast<std::ptrdiff_t>(first_nested), roots_.end());
+  roots_.erase(std::unique(roots_.begin() + static_cast<std::ptrdiff_t>(first_nested), roots_.end()),
+               roots_.end());
+}
+
 size_t Matcher::CountAndAddEos(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
-  size_t allowed = 0;
-  for (size_t w = 0; w < g.mask_words(); ++w) allowed += std::popcount(words[w]);
+  size_t allowed = CountBits(words, g.mask_words());
   if (recognizer_.IsAccepting()) {
     for (TokenId id : g.vocabulary().eos_ids()) {
       if (!((words[id / 32] >> (id % 32)) & 1)) ++allowed;

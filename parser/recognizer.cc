@@ -563,35 +563,14 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out) const {
   out->clear();
   if (compactor_ == nullptr) return false;
-  compactor_->CopyLive(*grammar_, chart_, &canonical_scratch_);
-  const Chart& c = canonical_scratch_;
-  for (const EarleySet& s : c.sets) {
-    out->push_back(s.accepting);
+  compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {
+    out->push_back(set.accepting);
     if (grammar_->lexed()) {
-      const std::vector<uint32_t>& lane = lanes_[s.lane];
+      const std::vector<uint32_t>& lane = lanes_[set.lane];
       out->push_back(static_cast<uint32_t>(lane.size()));
       out->insert(out->end(), lane.begin(), lane.end());
     }
-    out->push_back(s.group_end - s.group_begin);
-    for (uint32_t g = s.group_begin; g < s.group_end; ++g) {
-      const WaitingGroup& group = c.groups[g];
-      out->insert(out->end(), {group.nt, group.count, group.leo_dot, group.leo_parent});
-      // Items in a canonical order (their order in the chart depends on history).
-      std::vector<std::array<uint32_t, 2>> pairs;
-      for (uint32_t k = 0; k < group.count; ++k) {
-        pairs.push_back({c.waiting[group.first + k].dot, c.waiting[group.first + k].parent});
-      }
-      std::sort(pairs.begin(), pairs.end());
-      for (const auto& p : pairs) out->insert(out->end(), p.begin(), p.end());
-    }
-    out->push_back(s.scan_end - s.scan_begin);
-    std::vector<std::array<uint32_t, 3>> triples;
-    for (uint32_t i = s.scan_begin; i < s.scan_end; ++i) {
-      triples.push_back({c.scan[i].dot, c.scan[i].parent, c.scan[i].state});
-    }
-    std::sort(triples.begin(), triples.end());
-    for (const auto& t : triples) out->insert(out->end(), t.begin(), t.end());
-  }
+  }, out);
   return true;
 }
 

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "parser/chart.h"
 #include "parser/flat_grammar.h"
@@ -72,6 +73,13 @@ class ChartCompactor {
   virtual void Undo() = 0;
   // Copies the live part of `in` into `out`, renumbered densely.
   virtual void CopyLive(const FlatGrammar& grammar, const Chart& in, Chart* out) = 0;
+  // Appends to `out` a canonical spelling of the live part of `in` (what
+  // CopyLive keeps; groups renumbered densely, items sorted): for each kept
+  // set, in order, `set_header(set)` appends the set's own fields, then its
+  // live groups and, for the newest sets, its terminal items. Equal
+  // spellings mean equal live charts up to renumbering.
+  virtual void CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
+                            std::vector<uint32_t>* out) = 0;
   virtual size_t LiveItems() const = 0;
   virtual size_t LiveSets() const = 0;
 };
@@ -238,7 +246,6 @@ class Recognizer {
   std::vector<LaneTarget> targets_;
   absl::flat_hash_map<uint32_t, uint32_t> target_of_lane_;
   std::vector<uint32_t> guard_scratch_;
-  mutable Chart canonical_scratch_;
 };
 
 }  // namespace zapgram::parser

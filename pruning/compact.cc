@@ -326,6 +326,87 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
   }
 }
 
+void ZapFormatCompactor::CanonicalKey(const Chart& in,
+                                      absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                                      std::vector<uint32_t>* out) {
+  // The naive mark of CopyLive, touching only what it marks: from the newest
+  // sets' terminal items, follow parents.
+  const uint32_t num_sets = static_cast<uint32_t>(in.sets.size());
+  const uint32_t first = in.NewestFirst();
+  if (key_stamp_.size() < in.groups.size()) {
+    key_stamp_.resize(in.groups.size() * 2, 0);
+    key_index_.resize(in.groups.size() * 2, 0);
+  }
+  if (++key_epoch_ == 0) {  // wrapped: forget every old stamp
+    std::fill(key_stamp_.begin(), key_stamp_.end(), 0u);
+    key_epoch_ = 1;
+  }
+  key_marked_.clear();
+  stack_.clear();
+  auto need = [&](uint32_t parent) {
+    if (parent == kNoParent || key_stamp_[parent] == key_epoch_) return;
+    key_stamp_[parent] = key_epoch_;
+    key_marked_.push_back(parent);
+    stack_.push_back(parent);
+  };
+  for (uint32_t s = first; s < num_sets; ++s) {
+    const EarleySet& newest = in.sets[s];
+    for (uint32_t i = newest.scan_begin; i < newest.scan_end; ++i) need(in.scan[i].parent);
+  }
+  while (!stack_.empty()) {
+    const uint32_t g = stack_.back();
+    stack_.pop_back();
+    ForEachRef(in, in.groups[g], need);
+  }
+  std::sort(key_marked_.begin(), key_marked_.end());
+  for (uint32_t i = 0; i < key_marked_.size(); ++i) key_index_[key_marked_[i]] = i;
+  auto remap = [&](uint32_t parent) { return parent == kNoParent ? kNoParent : key_index_[parent]; };
+  // Kept sets: set 0, the sets of marked groups, the newest sets (as CopyLive).
+  key_sets_.assign(1, 0);
+  for (uint32_t g : key_marked_) {
+    if (g < in.sets[key_sets_.back()].group_end) continue;
+    const uint32_t s = in.SetOfGroup(g);
+    if (s >= first) break;  // the newest sets are all kept, below
+    key_sets_.push_back(s);
+  }
+  for (uint32_t s = std::max(first, key_sets_.back() + 1); s < num_sets; ++s) key_sets_.push_back(s);
+  size_t next_marked = 0;
+  for (uint32_t s : key_sets_) {
+    const EarleySet& set = in.sets[s];
+    set_header(set);
+    const size_t groups_at = out->size();
+    out->push_back(0);
+    while (next_marked < key_marked_.size() && key_marked_[next_marked] < set.group_end) {
+      const WaitingGroup& group = in.groups[key_marked_[next_marked++]];
+      ++(*out)[groups_at];
+      if (group.leo_dot != kNoLeo) {
+        // The chain behind a Leo entry is never consulted again.
+        out->insert(out->end(), {group.nt, 0u, group.leo_dot, remap(group.leo_parent)});
+        continue;
+      }
+      out->insert(out->end(), {group.nt, group.count, group.leo_dot, group.leo_parent});
+      key_items_.clear();
+      for (uint32_t k = 0; k < group.count; ++k) {
+        const parser::WaitingItem& w = in.waiting[group.first + k];
+        key_items_.push_back({w.dot, remap(w.parent), 0});
+      }
+      std::sort(key_items_.begin(), key_items_.end());
+      for (const auto& item : key_items_) out->insert(out->end(), {item[0], item[1]});
+    }
+    if (s < first) {
+      out->push_back(0);
+      continue;
+    }
+    out->push_back(set.scan_end - set.scan_begin);
+    key_items_.clear();
+    for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+      key_items_.push_back({in.scan[i].dot, remap(in.scan[i].parent), in.scan[i].state});
+    }
+    std::sort(key_items_.begin(), key_items_.end());
+    for (const auto& item : key_items_) out->insert(out->end(), item.begin(), item.end());
+  }
+}
+
 parser::Recognizer MakeRecognizer(const parser::FlatGrammar* grammar,
                                   const RecognizerOptions& options) {
   std::unique_ptr<parser::ChartCompactor> compactor;

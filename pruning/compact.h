@@ -43,6 +43,7 @@
 #ifndef ZAPGRAM_PRUNING_COMPACT_H_
 #define ZAPGRAM_PRUNING_COMPACT_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -61,6 +62,9 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   void Undo() override;
   void CopyLive(const parser::FlatGrammar& grammar, const parser::Chart& in,
                 parser::Chart* out) override;
+  void CanonicalKey(const parser::Chart& in,
+                    absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                    std::vector<uint32_t>* out) override;
   size_t LiveItems() const override { return live_group_items_ + newest_scan_items_; }
   size_t LiveSets() const override { return live_sets_; }
 
@@ -104,6 +108,14 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   std::vector<uint8_t> local_live_;
   std::vector<uint32_t> stack_;
   std::vector<uint32_t> new_group_;
+  // CanonicalKey scratch: a group is marked when key_stamp_[g] == key_epoch_,
+  // so that nothing proportional to the whole chart is cleared per call.
+  std::vector<uint32_t> key_stamp_;
+  std::vector<uint32_t> key_index_;
+  std::vector<uint32_t> key_marked_;
+  std::vector<uint32_t> key_sets_;
+  std::vector<std::array<uint32_t, 3>> key_items_;
+  uint32_t key_epoch_ = 0;
 };
 
 // A recognizer with ZapFormat compaction when options.pruning is set.

@@ -5,8 +5,16 @@
 #include <algorithm>
 #include <string>
 
+#include <array>
+#include <map>
+#include <vector>
+
+#include "api/grammar_data.h"
 #include "gtest/gtest.h"
 #include "grammar/grammar.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/test_paths.h"
+#include "zapgram/grammar.h"
 #include "parser/flat_grammar.h"
 #include "parser/recognizer.h"
 
@@ -123,6 +131,140 @@ TEST(CompactTest, IncrementalLivenessEqualsNaiveMark) {
     ASSERT_EQ(r.RetainedItems(), dense.ItemCount()) << "step " << step;
     ASSERT_EQ(r.RetainedSets(), dense.sets.size()) << "step " << step;
   }
+}
+
+// The cache key spelled from a dense copy of the live chart (CopyLive), the
+// straightforward way: the reference for CanonicalKey, which reads the live
+// part in place.
+std::vector<uint32_t> ReferenceKey(const parser::FlatGrammar& flat, const parser::Chart& chart) {
+  ZapFormatCompactor copier;
+  parser::Chart c;
+  copier.CopyLive(flat, chart, &c);
+  std::vector<uint32_t> out;
+  for (const parser::EarleySet& s : c.sets) {
+    out.insert(out.end(), {s.accepting, s.lane, s.group_end - s.group_begin});
+    for (uint32_t g = s.group_begin; g < s.group_end; ++g) {
+      const parser::WaitingGroup& group = c.groups[g];
+      out.insert(out.end(), {group.nt, group.count, group.leo_dot, group.leo_parent});
+      std::vector<std::array<uint32_t, 2>> pairs;
+      for (uint32_t k = 0; k < group.count; ++k) {
+        pairs.push_back({c.waiting[group.first + k].dot, c.waiting[group.first + k].parent});
+      }
+      std::sort(pairs.begin(), pairs.end());
+      for (const auto& p : pairs) out.insert(out.end(), p.begin(), p.end());
+    }
+    out.push_back(s.scan_end - s.scan_begin);
+    std::vector<std::array<uint32_t, 3>> triples;
+    for (uint32_t i = s.scan_begin; i < s.scan_end; ++i) {
+      triples.push_back({c.scan[i].dot, c.scan[i].parent, c.scan[i].state});
+    }
+    std::sort(triples.begin(), triples.end());
+    for (const auto& t : triples) out.insert(out.end(), t.begin(), t.end());
+  }
+  return out;
+}
+
+// Feeds `texts` byte by byte (with occasional rollbacks); at every step the
+// in-place key must be a function of the reference key and vice versa (so
+// the mask cache shares masks exactly between equal live charts), and must
+// not change when the chart is rewritten densely.
+void CheckCanonicalKeys(const parser::FlatGrammar& flat, const std::vector<std::string>& texts,
+                        size_t* states, size_t* distinct) {
+  std::map<std::vector<uint32_t>, std::vector<uint32_t>> by_reference, by_key;
+  ZapFormatCompactor keyer, copier;
+  auto key_of = [&](const parser::Chart& chart) {
+    std::vector<uint32_t> key;
+    keyer.CanonicalKey(chart, [&](const parser::EarleySet& s) { key.insert(key.end(), {s.accepting, s.lane}); },
+                       &key);
+    return key;
+  };
+  RecognizerOptions options;
+  options.max_rollback = 16;
+  size_t distinct_keys = 0;
+  for (const std::string& text : texts) {
+    // Lane ids are interned per recognizer: compare lexed states within one text.
+    if (flat.lexed()) {
+      distinct_keys += by_key.size();
+      by_reference.clear();
+      by_key.clear();
+    }
+    parser::Recognizer r = MakeRecognizer(&flat, options);
+    size_t furthest = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (!r.Feed(static_cast<uint8_t>(text[i]))) break;
+      if (i > furthest && i % 37 == 36) {  // once per position: go back 3 bytes
+        furthest = i;
+        ASSERT_TRUE(r.Rollback(3));
+        i -= 3;
+        continue;
+      }
+      furthest = std::max(furthest, i);
+      const std::vector<uint32_t> key = key_of(r.chart_for_testing());
+      const std::vector<uint32_t> reference = ReferenceKey(flat, r.chart_for_testing());
+      parser::Chart dense;
+      copier.CopyLive(flat, r.chart_for_testing(), &dense);
+      ASSERT_EQ(key_of(dense), key) << "byte " << i;
+      auto [a, new_reference] = by_reference.emplace(reference, key);
+      ASSERT_EQ(a->second, key) << "two keys for one live chart, byte " << i;
+      auto [b, new_key] = by_key.emplace(key, reference);
+      if (b->second != reference) {
+        size_t d = 0;
+        while (d < reference.size() && d < b->second.size() && reference[d] == b->second[d]) ++d;
+        std::string window;
+        for (size_t k = d > 8 ? d - 8 : 0; k < d + 8; ++k) {
+          window += (k < reference.size() ? std::to_string(reference[k]) : "-") + "/" +
+                    (k < b->second.size() ? std::to_string(b->second[k]) : "-") + " ";
+        }
+        auto join = [](const std::vector<uint32_t>& v) {
+          std::string o;
+          for (uint32_t x : v) o += std::to_string(static_cast<int32_t>(x)) + " ";
+          return o;
+        };
+        FAIL() << "one key for two live charts, byte " << i << ", references differ at " << d << ": " << window
+               << "\nkey " << join(key) << "\nref now " << join(reference) << "\nref old " << join(b->second);
+      }
+      ++*states;
+    }
+  }
+  *distinct = distinct_keys + by_key.size();
+}
+
+std::vector<std::string> TraceTexts(const std::string& set, size_t limit) {
+  std::vector<std::string> texts;
+  const std::string lines = testing::ReadFileOrDie(testing::DataPath("traces/llama3/" + set + ".jsonl"));
+  size_t at = 0;
+  while (texts.size() < limit && at < lines.size()) {
+    const size_t end = lines.find('\n', at);
+    nlohmann::json record = nlohmann::json::parse(lines.substr(at, end - at));
+    texts.push_back(record.at("text").get<std::string>());
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return texts;
+}
+
+TEST(CompactTest, CanonicalKeyEqualsTheDenseCopysSpelling) {
+  struct Case {
+    std::string spec, set;
+    size_t docs, min_distinct;
+  };
+  for (const Case& c : {Case{"builtin:json", "json-docs", 8, 15},
+                        Case{"grammars/lark/syncode/sql.lark", "sql", 20, 300}}) {
+    absl::StatusOr<zapgram::Grammar> g = zapgram::Grammar::Load(c.spec, testing::DataPath(""));
+    ASSERT_TRUE(g.ok()) << g.status();
+    size_t states = 0, distinct = 0;
+    CheckCanonicalKeys(g->data().flat, TraceTexts(c.set, c.docs), &states, &distinct);
+    std::printf("%s: %zu states, %zu distinct keys\n", c.spec.c_str(), states, distinct);
+    std::fflush(stdout);
+    EXPECT_GT(states, 300u);
+    EXPECT_GT(distinct, c.min_distinct);
+  }
+  const parser::FlatGrammar parens = Parens();
+  size_t states = 0, distinct = 0;
+  std::string nested;
+  for (int k = 0; k < 300; ++k) nested += k % 50 < 25 ? "(x" : ")x";
+  CheckCanonicalKeys(parens, {nested}, &states, &distinct);
+  EXPECT_GT(distinct, 20u);
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// Token-mask computation on fixed parser states, with the Llama 3 vocabulary.
+//
+// States are prefixes of real trace documents (traces/llama3/<set>.jsonl):
+// the first record of the set, cut after `k` of its tokens, for a few k. A
+// benchmark iteration computes the mask of that state once:
+//   BM_MaskHit/<set>/<k>      the state's mask is in the shared cache (the
+//                             common case while decoding: a canonical-key
+//                             computation, a lookup and a 16 KB copy);
+//   BM_MaskMiss/<set>/<k>     the cache is off: token-set union plus the
+//                             parser walk of the uncertain subtrees;
+//   BM_MaskNoSets/<set>/<k>   the cache and the context-independent token
+//                             sets are off: the full trie walk (ablation).
+// The token sets are built before timing (they are built once per grammar).
+// BM_LoadVocabulary: tokenizer.json to Vocabulary (Llama 3, Qwen 2.5, Gemma 3).
+//
+// Run e.g. build/zapgram_bench --benchmark_filter=Mask
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
+
+namespace {
+
+const char* const kSets[] = {"json-docs", "sql", "java"};
+const int kCuts[] = {1, 8, 24};
+
+std::string DataPath(const std::string& relative) { return std::string(ZAPGRAM_DATA_DIR) + "/" + relative; }
+
+const zapgram::Vocabulary& Llama3() {
+  static const zapgram::Vocabulary* vocab = [] {
+    auto v = zapgram::Vocabulary::Load(DataPath("tokenizers/llama3.tokenizer.json"));
+    if (!v.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(v.status().message()).c_str());
+      std::abort();
+    }
+    return new zapgram::Vocabulary(*std::move(v));
+  }();
+  return *vocab;
+}
+
+struct Fixture {
+  std::unique_ptr<zapgram::CompiledGrammar> grammar;
+  std::vector<int32_t> tokens;
+};
+
+// The first record of a set, its grammar compiled once per set.
+const Fixture& SetFixture(int set) {
+  static std::map<int, Fixture>* cache = new std::map<int, Fixture>;
+  auto it = cache->find(set);
+  if (it != cache->end()) return it->second;
+  std::ifstream in(DataPath(std::string("traces/llama3/") + kSets[set] + ".jsonl"));
+  std::string line;
+  std::getline(in, line);
+  nlohmann::json record = nlohmann::json::parse(line);
+  auto grammar = zapgram::Grammar::Load(record.at("grammar").get<std::string>(), ZAPGRAM_DATA_DIR);
+  if (!grammar.ok()) std::abort();
+  auto compiled = zapgram::CompiledGrammar::Compile(*grammar, Llama3());
+  if (!compiled.ok()) std::abort();
+  Fixture f;
+  f.grammar = std::make_unique<zapgram::CompiledGrammar>(*std::move(compiled));
+  f.tokens = record.at("tokens").get<std::vector<int32_t>>();
+  return cache->emplace(set, std::move(f)).first->second;
+}
+
+void MaskAt(benchmark::State& state, bool use_cache, bool use_sets) {
+  const Fixture& f = SetFixture(static_cast<int>(state.range(0)));
+  const size_t cut = std::min<size_t>(static_cast<size_t>(state.range(1)), f.tokens.size());
+  zapgram::MatcherOptions options;
+  options.use_cache = use_cache;
+  options.use_token_sets = use_sets;
+  zapgram::Matcher matcher(*f.grammar, options);
+  for (size_t k = 0; k < cut; ++k) {
+    if (!matcher.AcceptToken(f.tokens[k])) {
+      state.SkipWithError("trace token refused");
+      return;
+    }
+  }
+  std::vector<uint32_t> words(f.grammar->mask_words());
+  size_t allowed = matcher.ComputeMask(words.data());  // builds sets, fills the cache
+  for (auto _ : state) {
+    allowed = matcher.ComputeMask(words.data());
+    benchmark::DoNotOptimize(words.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed);
+  state.SetLabel(kSets[state.range(0)]);
+}
+
+void BM_MaskHit(benchmark::State& state) { MaskAt(state, true, true); }
+void BM_MaskMiss(benchmark::State& state) { MaskAt(state, false, true); }
+void BM_MaskNoSets(benchmark::State& state) { MaskAt(state, false, false); }
+
+void MaskArgs(benchmark::internal::Benchmark* b) {
+  for (int set = 0; set < 3; ++set) {
+    for (int cut : kCuts) b->Args({set, cut});
+  }
+}
+
+BENCHMARK(BM_MaskHit)->Apply(MaskArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskMiss)->Apply(MaskArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskNoSets)->Apply(MaskArgs)->Unit(benchmark::kMicrosecond)->Iterations(3);
+
+void BM_LoadVocabulary(benchmark::State& state) {
+  static const char* const kNames[] = {"llama3", "qwen2_5", "gemma3"};
+  const std::string path = DataPath(std::string("tokenizers/") + kNames[state.range(0)] + ".tokenizer.json");
+  for (auto _ : state) {
+    auto v = zapgram::Vocabulary::Load(path);
+    if (!v.ok()) state.SkipWithError("load failed");
+    benchmark::DoNotOptimize(v);
+  }
+  state.SetLabel(kNames[state.range(0)]);
+}
+BENCHMARK(BM_LoadVocabulary)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
