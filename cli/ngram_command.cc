@@ -1,11 +1,13 @@
 // `zapgram ngram`: train a token n-gram language model, or describe one.
 //
 //   zapgram ngram train --tokenizer T --order N TEXTFILE... -o MODEL
-//                       [--per-line] [--discount D] [--eos-id ID]
+//                       [--per-line | --per-paragraph] [--discount D] [--eos-id ID]
 //   zapgram ngram info MODEL
 //
 // `train` tokenizes each file through T's BPE encoder (sampling/tokenize.h),
-// one document per file (or per non-empty line with --per-line), appends the
+// one document per file (or per non-empty line with --per-line, or per block
+// of lines between empty lines with --per-paragraph, each block keeping the
+// newline of its last line), appends the
 // tokenizer's first EOS id to each document, counts, smooths (interpolated
 // Kneser-Ney down to a uniform distribution, sampling/ngram_model.h) and
 // writes MODEL. It prints what it did: documents, tokens, contexts, entries,
@@ -42,7 +44,7 @@ int Fail(const absl::Status& status) {
 
 int Train(const std::vector<std::string>& args) {
   std::string tokenizer_path, output_path, order_text = "3", discount_text, eos_text;
-  bool per_line = false;
+  bool per_line = false, per_paragraph = false;
   std::vector<std::string> inputs;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -64,6 +66,8 @@ int Train(const std::vector<std::string>& args) {
       }
     } else if (arg == "--per-line") {
       per_line = true;
+    } else if (arg == "--per-paragraph") {
+      per_paragraph = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       return UsageError(kName, absl::StrCat("unknown option '", arg, "'"));
     } else {
@@ -73,6 +77,7 @@ int Train(const std::vector<std::string>& args) {
   if (tokenizer_path.empty()) return UsageError(kName, "train needs --tokenizer T");
   if (output_path.empty()) return UsageError(kName, "train needs -o MODEL");
   if (inputs.empty()) return UsageError(kName, "train needs at least one TEXTFILE");
+  if (per_line && per_paragraph) return UsageError(kName, "--per-line and --per-paragraph exclude each other");
   sampling::NgramOptions options;
   if (!absl::SimpleAtoi(order_text, &options.order)) return UsageError(kName, "--order must be an integer");
   if (!discount_text.empty()) {
@@ -98,19 +103,10 @@ int Train(const std::vector<std::string>& args) {
   for (const std::string& input : inputs) {
     absl::StatusOr<std::string> text = ReadFileBytes(input);
     if (!text.ok()) return Fail(text.status());
-    std::vector<std::string_view> documents;
-    if (per_line) {
-      std::string_view rest = *text;
-      while (!rest.empty()) {
-        const size_t newline = rest.find('\n');
-        std::string_view line = rest.substr(0, newline);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (!line.empty()) documents.push_back(line);
-        rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
-      }
-    } else if (!text->empty()) {
-      documents.push_back(*text);
-    }
+    const std::vector<std::string_view> documents = sampling::SplitDocuments(
+        *text, per_line        ? sampling::DocumentSplit::kPerLine
+               : per_paragraph ? sampling::DocumentSplit::kPerParagraph
+                               : sampling::DocumentSplit::kWhole);
     for (std::string_view document : documents) {
       const std::vector<int32_t> ids = encoder->Encode(document);
       if (absl::Status status = counter->AddDocument(ids); !status.ok()) {
@@ -159,13 +155,14 @@ const Command kNgramCommand = {
     "ngram",
     "train a token n-gram language model (for `sample --lm ngram:MODEL`)",
     "usage: zapgram ngram train --tokenizer T --order N TEXTFILE... -o MODEL\n"
-    "                           [--per-line] [--discount D] [--eos-id ID]\n"
+    "                           [--per-line | --per-paragraph] [--discount D] [--eos-id ID]\n"
     "       zapgram ngram info MODEL\n"
     "\n"
     "train: tokenizes each TEXTFILE with the tokenizer T (tokenizer.json; byte-level\n"
     "BPE as Llama 3 / Qwen 2.5, or SentencePiece-style BPE as Gemma 3), one document\n"
-    "per file (per non-empty line with --per-line), appends T's EOS id (or ID) to\n"
-    "each document, and writes an order-N model (default 3) with interpolated\n"
+    "per file (per non-empty line with --per-line; per block of lines between empty\n"
+    "lines with --per-paragraph, keeping the block's last newline), appends T's EOS\n"
+    "id (or ID) to each document, and writes an order-N model (default 3) with interpolated\n"
     "Kneser-Ney smoothing down to a uniform distribution: every token keeps a\n"
     "non-zero probability. --discount fixes the discount of every order (default:\n"
     "estimated per order).\n"

@@ -87,6 +87,40 @@ absl::Status Corrupt(std::string_view origin, std::string_view what) {
 
 }  // namespace
 
+// ---------------------------------------------------------------- documents
+
+std::vector<std::string_view> SplitDocuments(std::string_view text, DocumentSplit split) {
+  std::vector<std::string_view> documents;
+  if (split == DocumentSplit::kWhole) {
+    if (!text.empty()) documents.push_back(text);
+    return documents;
+  }
+  size_t paragraph_begin = std::string_view::npos, paragraph_end = 0;
+  size_t line_begin = 0;
+  while (line_begin < text.size()) {
+    const size_t newline = text.find('\n', line_begin);
+    const size_t line_end = newline == std::string_view::npos ? text.size() : newline + 1;  // with its newline
+    std::string_view line = text.substr(line_begin, (newline == std::string_view::npos ? text.size() : newline) - line_begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (split == DocumentSplit::kPerLine) {
+      if (!line.empty()) documents.push_back(line);
+    } else if (line.empty()) {
+      if (paragraph_begin != std::string_view::npos) {
+        documents.push_back(text.substr(paragraph_begin, paragraph_end - paragraph_begin));
+      }
+      paragraph_begin = std::string_view::npos;
+    } else {
+      if (paragraph_begin == std::string_view::npos) paragraph_begin = line_begin;
+      paragraph_end = line_end;
+    }
+    line_begin = line_end;
+  }
+  if (paragraph_begin != std::string_view::npos) {
+    documents.push_back(text.substr(paragraph_begin, paragraph_end - paragraph_begin));
+  }
+  return documents;
+}
+
 // ---------------------------------------------------------------- counting
 
 absl::StatusOr<NgramCounter> NgramCounter::Create(const NgramOptions& options) {
@@ -265,8 +299,12 @@ absl::Status NgramModel::NextLogProbs(absl::Span<const int32_t> prefix, std::vec
     backoff_below = total > 0 ? discounts_[d] * types / total : 1.0;
     if (d > 0) weight_above[d - 1] = weight_above[d] * backoff_below;
   }
+  // Every token gets `base`; the tokens with entries get their discounted
+  // counts on top, accumulated in scratch_ (all zeros between calls) so that
+  // only they need a logarithm.
   const double base = weight_above[0] * backoff_below / static_cast<double>(vocab_size_);
-  scratch_.assign(vocab_size_, base);
+  logprobs->assign(vocab_size_, static_cast<float>(std::log(base)));
+  scratch_.resize(vocab_size_, 0.0);
   for (size_t d = 0; d < levels; ++d) {
     const uint32_t c = chain_scratch_[d];
     if (totals_[c] == 0) continue;
@@ -276,8 +314,15 @@ absl::Status NgramModel::NextLogProbs(absl::Span<const int32_t> prefix, std::vec
       scratch_[entry_token_[e]] += scale * std::max(static_cast<double>(entry_count_[e]) - discount, 0.0);
     }
   }
-  logprobs->resize(vocab_size_);
-  for (int32_t w = 0; w < vocab_size_; ++w) (*logprobs)[w] = static_cast<float>(std::log(scratch_[w]));
+  for (size_t d = 0; d < levels; ++d) {
+    const uint32_t c = chain_scratch_[d];
+    for (uint32_t e = first_entry_[c]; e < first_entry_[c + 1]; ++e) {
+      double& extra = scratch_[entry_token_[e]];
+      if (extra == 0.0) continue;  // already written (or nothing to add)
+      (*logprobs)[entry_token_[e]] = static_cast<float>(std::log(base + extra));
+      extra = 0.0;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -26,7 +26,10 @@
 // a token-sorted run of (token, a) entries in one flat array. NextLogProbs
 // fills the dense vector in O(V + the entries of the N contexts used): the
 // interpolation unrolls into (product of the back-off weights) / V plus, per
-// order, each entry's discounted count times the back-off weights above it.
+// order, each entry's discounted count times the back-off weights above it;
+// the V-sized part is one fill with a single logarithm, and only tokens with
+// entries take a logarithm of their own (50-90 us per call at V = 128k on
+// the study models).
 //
 // File format (version 1, little-endian):
 //   "ZGNGRAM\0"  u32 version  u32 order  i32 vocab_size  i32 eos_id
@@ -72,6 +75,15 @@ struct NgramOptions {
 };
 
 inline constexpr int kMaxNgramOrder = 16;
+
+// How a training file is cut into documents (each gets its own S ... EOS):
+//   kWhole         the file is one document (none if empty);
+//   kPerLine       each non-empty line, without its newline (and without a
+//                  trailing \r);
+//   kPerParagraph  each block of non-empty lines between empty lines, from
+//                  its first byte through the newline of its last line.
+enum class DocumentSplit { kWhole, kPerLine, kPerParagraph };
+std::vector<std::string_view> SplitDocuments(std::string_view text, DocumentSplit split);
 
 class NgramModel;
 

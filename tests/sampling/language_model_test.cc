@@ -180,6 +180,22 @@ double SumOfProbabilities(const std::vector<float>& logprobs) {
   return total;
 }
 
+std::vector<std::string> Documents(std::string_view text, DocumentSplit split) {
+  std::vector<std::string> out;
+  for (std::string_view document : SplitDocuments(text, split)) out.emplace_back(document);
+  return out;
+}
+
+TEST(SplitDocuments, WholeLinesAndParagraphs) {
+  const std::string text = "a = 1\r\nb = 2\n\n\nc = 3\n\nd";
+  EXPECT_EQ(Documents(text, DocumentSplit::kWhole), std::vector<std::string>({text}));
+  EXPECT_EQ(Documents(text, DocumentSplit::kPerLine), std::vector<std::string>({"a = 1", "b = 2", "c = 3", "d"}));
+  EXPECT_EQ(Documents(text, DocumentSplit::kPerParagraph),
+            std::vector<std::string>({"a = 1\r\nb = 2\n", "c = 3\n", "d"}));
+  EXPECT_TRUE(Documents("", DocumentSplit::kWhole).empty());
+  EXPECT_TRUE(Documents("\n\n", DocumentSplit::kPerParagraph).empty());
+}
+
 TEST(UniformModel, EveryIdHasOneOverV) {
   absl::StatusOr<UniformModel> model = UniformModel::Create(7);
   ASSERT_TRUE(model.ok());
