@@ -1,9 +1,12 @@
-// The C-callback adapter and the `--lm` spec parser (see language_model.h).
+// The C-callback adapter, the `--lm` spec parser and the file reader (see
+// language_model.h).
 // The models themselves live in uniform_model.cc and ngram_model.cc.
 // Tests: tests/sampling/language_model_test.cc.
 #include "sampling/language_model.h"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +61,15 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> OpenLanguageModel(std::string_vie
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown language model '", std::string(spec), "' (expected uniform or ngram:PATH)"));
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open ", std::string(what)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return buffer.str();
 }
 
 }  // namespace zapgram::sampling

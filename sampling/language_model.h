@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,10 @@ class CallbackModel final : public LanguageModel {
 // `ngram:PATH` (a file written by `zapgram ngram train`). `vocab_size` is the
 // tokenizer's padded size; an n-gram model trained for another size is an error.
 absl::StatusOr<std::unique_ptr<LanguageModel>> OpenLanguageModel(std::string_view spec, int32_t vocab_size);
+
+// The bytes of the file at `path`; errors name the path and `what` it is.
+// (Shared by the model and tokenizer loaders of this folder.)
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what);
 
 }  // namespace zapgram::sampling
 

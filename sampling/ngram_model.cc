@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -49,24 +48,21 @@ class Reader {
   explicit Reader(std::string_view bytes) : bytes_(bytes) {}
   size_t offset() const { return offset_; }
   size_t remaining() const { return bytes_.size() - offset_; }
-  bool U32(uint32_t* v) {
-    if (remaining() < 4) return false;
+  // An unsigned little-endian integer of sizeof(T) bytes.
+  template <typename T>
+  bool Unsigned(T* v) {
+    if (remaining() < sizeof(T)) return false;
     *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes_[offset_ + i])) << (8 * i);
-    offset_ += 4;
+    for (size_t i = 0; i < sizeof(T); ++i) *v |= static_cast<T>(static_cast<uint8_t>(bytes_[offset_ + i])) << (8 * i);
+    offset_ += sizeof(T);
     return true;
   }
+  bool U32(uint32_t* v) { return Unsigned(v); }
+  bool U64(uint64_t* v) { return Unsigned(v); }
   bool I32(int32_t* v) {
     uint32_t u;
     if (!U32(&u)) return false;
     *v = static_cast<int32_t>(u);
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (remaining() < 8) return false;
-    *v = 0;
-    for (int i = 0; i < 8; ++i) *v |= static_cast<uint64_t>(static_cast<uint8_t>(bytes_[offset_ + i])) << (8 * i);
-    offset_ += 8;
     return true;
   }
   bool F64(double* v) {
@@ -390,12 +386,9 @@ absl::Status NgramModel::Save(const std::string& path) const {
 }
 
 absl::StatusOr<std::unique_ptr<NgramModel>> NgramModel::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open n-gram model"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return Parse(buffer.str(), path);
+  absl::StatusOr<std::string> bytes = ReadWholeFile(path, "n-gram model");
+  if (!bytes.ok()) return bytes.status();
+  return Parse(*bytes, path);
 }
 
 absl::StatusOr<std::unique_ptr<NgramModel>> NgramModel::Parse(std::string_view bytes, std::string_view origin) {

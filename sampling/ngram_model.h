@@ -123,7 +123,8 @@ class NgramModel final : public LanguageModel {
   int32_t vocab_size() const override { return vocab_size_; }
   // Prefix ids must lie in [0, V). O(V + entries of the contexts used).
   absl::Status NextLogProbs(absl::Span<const int32_t> prefix, std::vector<float>* logprobs) override;
-  // P(token | prefix) in double precision, computed per token (for tests).
+  // P(token | prefix) in double precision, computed per token by the
+  // recursion (for tests); 0 when an id is outside [0, V).
   double Probability(absl::Span<const int32_t> prefix, int32_t token) const;
 
   int order() const { return order_; }

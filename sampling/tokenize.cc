@@ -23,15 +23,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <queue>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "sampling/language_model.h"
 #include "unicode/normalizer2.h"
 #include "unicode/uchar.h"
 #include "unicode/unistr.h"
@@ -52,24 +51,20 @@ constexpr std::string_view kQwenPattern =
 // GPT-2's byte <-> unicode table: printable bytes stand for themselves, the
 // other 68 bytes map, in byte order, to U+0100, U+0101, ...
 struct ByteLevelTable {
+  static constexpr int kChars = 256 + 68;  // code points the table uses
   char32_t byte_to_char[256];
+  int16_t char_to_byte[kChars];
   ByteLevelTable() {
+    std::fill(std::begin(char_to_byte), std::end(char_to_byte), static_cast<int16_t>(-1));
     int next = 0;
     for (int b = 0; b < 256; ++b) {
       const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
       byte_to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + next++);
+      char_to_byte[byte_to_char[b]] = static_cast<int16_t>(b);
     }
   }
   // The byte a code point stands for, or -1.
-  int ByteOf(char32_t c) const {
-    if (c < 256 && byte_to_char[c] == c) return static_cast<int>(c);
-    if (c >= 256 && c < 256 + 68) {
-      for (int b = 0; b < 256; ++b) {
-        if (byte_to_char[b] == c) return b;
-      }
-    }
-    return -1;
-  }
+  int ByteOf(char32_t c) const { return c < kChars ? char_to_byte[c] : -1; }
 };
 
 const ByteLevelTable& Table() {
@@ -77,21 +72,31 @@ const ByteLevelTable& Table() {
   return *table;
 }
 
+// Calls visit(begin, end, c) for each UTF-8 character of `text` (byte range
+// [begin, end); c < 0 for a byte that does not start a valid character).
+template <typename Visit>
+void ForEachChar(std::string_view text, Visit visit) {
+  int32_t i = 0;
+  const int32_t length = static_cast<int32_t>(text.size());
+  while (i < length) {
+    const int32_t begin = i;
+    UChar32 c;
+    U8_NEXT(text.data(), i, length, c);
+    visit(begin, i, c);
+  }
+}
+
 // A byte-level token string (UTF-8 of table characters) as raw bytes; false
 // when a character is outside the table.
 bool ByteLevelToBytes(std::string_view spelled, std::string* bytes) {
   bytes->clear();
-  int32_t i = 0;
-  const int32_t length = static_cast<int32_t>(spelled.size());
-  while (i < length) {
-    UChar32 c;
-    U8_NEXT(spelled.data(), i, length, c);
-    if (c < 0) return false;
-    const int b = Table().ByteOf(static_cast<char32_t>(c));
-    if (b < 0) return false;
+  bool ok = true;
+  ForEachChar(spelled, [&](int32_t, int32_t, UChar32 c) {
+    const int b = c < 0 ? -1 : Table().ByteOf(static_cast<char32_t>(c));
+    if (b < 0) ok = false;
     bytes->push_back(static_cast<char>(b));
-  }
-  return true;
+  });
+  return ok;
 }
 
 // Character classes of the pre-tokenizer regex.
@@ -105,12 +110,7 @@ struct CharInfo {
 std::vector<CharInfo> Classify(std::string_view text) {
   std::vector<CharInfo> chars;
   chars.reserve(text.size());
-  int32_t i = 0;
-  const int32_t length = static_cast<int32_t>(text.size());
-  while (i < length) {
-    const int32_t begin = i;
-    UChar32 c;
-    U8_NEXT(text.data(), i, length, c);
+  ForEachChar(text, [&](int32_t begin, int32_t, UChar32 c) {
     CharInfo info{static_cast<uint32_t>(begin), 0xFFFD, false, false, false, false};
     if (c >= 0) {
       info.c = static_cast<char32_t>(c);
@@ -124,7 +124,7 @@ std::vector<CharInfo> Classify(std::string_view text) {
       info.newline = c == '\r' || c == '\n';
     }
     chars.push_back(info);
-  }
+  });
   return chars;
 }
 
@@ -199,12 +199,9 @@ absl::Status FieldError(std::string_view origin, std::string_view what) {
 }  // namespace
 
 absl::StatusOr<TextEncoder> TextEncoder::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open tokenizer file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return FromJson(buffer.str(), path);
+  absl::StatusOr<std::string> text = ReadWholeFile(path, "tokenizer file");
+  if (!text.ok()) return text.status();
+  return FromJson(*text, path);
 }
 
 absl::StatusOr<TextEncoder> TextEncoder::FromJson(std::string_view json_text, std::string_view origin) {
@@ -461,22 +458,17 @@ void TextEncoder::EncodePiece(std::string_view piece, std::vector<int32_t>* out)
     }
     if (piece_cache_.size() < (1u << 20)) piece_cache_.emplace(key, symbols);
   } else {
-    int32_t i = 0;
-    const int32_t length = static_cast<int32_t>(piece.size());
-    while (i < length) {
-      const int32_t begin = i;
-      UChar32 c;
-      U8_NEXT(piece.data(), i, length, c);
-      const auto it = c >= 0 ? ids_.find(std::string(piece.substr(begin, i - begin))) : ids_.end();
+    ForEachChar(piece, [&](int32_t begin, int32_t end, UChar32 c) {
+      const auto it = c >= 0 ? ids_.find(std::string(piece.substr(begin, end - begin))) : ids_.end();
       if (it != ids_.end()) {
         symbols.push_back(it->second);
-        continue;
+        return;
       }
-      for (int32_t k = begin; k < i; ++k) {
+      for (int32_t k = begin; k < end; ++k) {
         const int32_t byte_id = byte_ids_[static_cast<uint8_t>(piece[k])];
         if (byte_id >= 0) symbols.push_back(byte_id);  // no <0xNN> token: the byte is dropped
       }
-    }
+    });
     MergeSymbols(&symbols);
   }
   out->insert(out->end(), symbols.begin(), symbols.end());
