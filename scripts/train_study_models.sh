@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Trains the three n-gram LMs of the sampler study (issue 6), all with the
+# Llama 3 tokenizer, into OUT_DIR (never into the repo):
+#   json.zgngram        order 4, every docs/json/**/*.json file as a document
+#                       (real JSON files: most violate any given schema, and
+#                       the smoothed model's samples often are not JSON at all)
+#   arithmetic.zgngram  order 3, a generated corpus of arithmetic lines, about
+#                       half with injected errors (scripts/make_arithmetic_corpus.py;
+#                       the corpus is written to OUT_DIR/arithmetic.txt), one
+#                       document per paragraph; target grammar
+#                       grammars/gbnf/llama.cpp/arithmetic.gbnf
+#   go.zgngram          order 4, every docs/go/**/*.go file as a document
+#                       (target grammar grammars/lark/syncode/go.lark)
+# Usage: scripts/train_study_models.sh OUT_DIR [ZAPGRAM_BINARY]
+# ZAPGRAM_DATA_DIR overrides the data folder (default: ../shared/data next to the repo).
+set -euo pipefail
+if [[ $# -lt 1 ]]; then
+  echo "usage: $0 OUT_DIR [ZAPGRAM_BINARY]" >&2
+  exit 2
+fi
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=$1
+zapgram=${2:-$repo/build/zapgram}
+data=${ZAPGRAM_DATA_DIR:-$repo/../shared/data}
+tokenizer=$data/tokenizers/llama3.tokenizer.json
+mkdir -p "$out"
+
+train() {  # NAME ORDER [OPTIONS...] FILES...
+  local name=$1 order=$2
+  shift 2
+  echo "== $name"
+  "$zapgram" ngram train --tokenizer "$tokenizer" --order "$order" -o "$out/$name.zgngram" "$@"
+}
+
+mapfile -d '' json_files < <(find "$data/docs/json" -type f -name '*.json' -print0 | sort -z)
+train json 4 "${json_files[@]}"
+
+python3 "$repo/scripts/make_arithmetic_corpus.py" "$out/arithmetic.txt" --paragraphs 4000 --seed 1
+train arithmetic 3 --per-paragraph "$out/arithmetic.txt"
+
+mapfile -d '' go_files < <(find "$data/docs/go" -type f -name '*.go' -print0 | sort -z)
+train go 4 "${go_files[@]}"
+
+ls -l "$out"/*.zgngram
