@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "grammar/regex_compiler.h"
 #include "re2/re2.h"
 #include "tests/support/ir_compile.h"
 #include "tests/support/test_paths.h"
@@ -407,6 +408,20 @@ TEST(JsonSchemaFormats, TestSuiteInstances) {
   }
   std::printf("suite: %d string instances, %d documented differences\n", all, documented_count);
   EXPECT_GT(all, 300);
+}
+
+TEST(JsonSchemaFormats, EachFormatIsOneSmallDfa) {
+  // Small enough for MergeRegularTerminals' default cap (4096 states), so a
+  // format string is one terminal with per-state token sets.
+  for (std::string_view f : SupportedFormats()) {
+    absl::StatusOr<std::string> regex = FormatRegex(f);
+    ASSERT_TRUE(regex.ok()) << f;
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(*regex, 0);
+    ASSERT_TRUE(dfa.ok()) << f << ": " << dfa.status();
+    std::printf("format %-22s regex %6zu bytes, %5u DFA states\n", std::string(f).c_str(),
+                regex->size(), dfa->num_states());
+    EXPECT_LT(dfa->num_states(), 4096u) << f;
+  }
 }
 
 TEST(JsonSchemaFormats, UnknownFormatIsNotFound) {
