@@ -11,10 +11,15 @@
 //            text ("1.5", "1e3"): the range becomes [ceil lo, floor hi].
 //   number   an unconstrained magnitude range ([0, inf), (0, inf) or {0})
 //            keeps the full RFC 8259 syntax with fraction and exponent; any
-//            other range is written in fixed-point syntax (no exponent), which
-//            restricts the output: whether "12e-1" lies in [1, 2] depends on
-//            comparing an exponent with a count of digits, which is not
-//            regular.
+//            other range is written in fixed-point syntax, which restricts
+//            the output: whether "12e-1" lies in [1, 2] depends on comparing
+//            an exponent with a count of digits, which is not regular. Two
+//            exponent forms decided by their shape alone are kept: a
+//            one-digit mantissa with a negative exponent (below 1) when the
+//            range is [0, hi] or (0, hi] with hi >= 1 ("1e-05"), and a
+//            mantissa [1-9](.d+)? with an exponent of at least the number of
+//            integer digits of lo when there is no upper bound ("1.5e+20").
+//            With multipleOf, fixed-point only.
 //
 // A range over canonical digit strings is the textbook digit-range regex:
 // longer strings than the lower bound and shorter than the upper are free,
@@ -560,6 +565,26 @@ absl::StatusOr<std::optional<std::string>> NumberMagnitudeRegex(const MagnitudeR
         parts.push_back(IntRangeRegex(above_lo, Decrement(hi->integer)) + any_fraction);
       }
       add(hi->integer, FractionRegex(std::nullopt, hi_frac));
+    }
+  }
+  if (!fixed_point_only) {
+    // Two exponent forms whose verdict needs no digit comparison (Python
+    // writes 1e-05 and 1e+20): a one-digit mantissa with a negative exponent
+    // is below 1, so inside when lo is 0 and hi >= 1; a mantissa [1-9](.d+)?
+    // with exponent K >= (digits of lo's integer part) is at least 10^K > lo,
+    // so inside when there is no upper bound.
+    Decimal one;
+    one.digits = "1";
+    if (r.lo.zero() && r.hi && Compare(*r.hi, one) >= 0) {
+      parts.push_back(absl::StrCat(
+          r.lo_strict ? "(?:[1-9](?:\\.[0-9]+)?|0\\.0*[1-9][0-9]*)" : "[0-9](?:\\.[0-9]+)?",
+          "[eE]-0*[1-9][0-9]*"));
+    }
+    if (!r.hi) {
+      const std::string min_exponent =
+          lo->integer == "0" ? "0" : absl::StrCat(lo->integer.size());
+      parts.push_back(absl::StrCat("[1-9](?:\\.[0-9]+)?[eE]\\+?0*",
+                                   IntRangeRegex(min_exponent, std::nullopt)));
     }
   }
   if (parts.empty()) return std::optional<std::string>();

@@ -175,7 +175,25 @@ Verdict Oracle(const Constraints& c, const std::string& text) {
     bool full = false;
     if (!hi) full = lo_nonneg_free || lo_positive;
     if (hi && hi->digits.empty() && !hi_strict && lo_nonneg_free) full = true;
-    syntax = full && !c.mult;
+    // The two shapes kept in bounded ranges (see json_schema_numbers.cc).
+    std::string magnitude = negative ? text.substr(1) : text;
+    static const RE2 small_shape("[0-9](?:\\.[0-9]+)?[eE]-0*[1-9][0-9]*");
+    static const RE2 large_shape("[1-9](?:\\.[0-9]+)?[eE]\\+?([0-9]+)");
+    Dec one;
+    one.digits = "1";
+    bool small = (lo_nonneg_free || lo_positive) && hi && Cmp(*hi, one) >= 0 &&
+                 RE2::FullMatch(magnitude, small_shape);
+    std::string exponent;
+    bool large = false;
+    if (!hi && lo && !lo->neg && !lo->digits.empty() &&
+        RE2::FullMatch(magnitude, large_shape, &exponent)) {
+      long int_digits = std::max(0L, static_cast<long>(lo->digits.size()) + lo->exp);
+      size_t first = exponent.find_first_not_of('0');
+      std::string k = first == std::string::npos ? "0" : exponent.substr(first);
+      std::string n = std::to_string(int_digits);
+      large = k.size() > n.size() || (k.size() == n.size() && k >= n);
+    }
+    syntax = (full || small || large) && !c.mult;
   }
   v.expected = v.semantic && syntax;
   return v;
@@ -338,7 +356,7 @@ absl::StatusOr<parser::FlatGrammar> Build(const Constraints& c) {
 
 int ConstraintSets() {
   const char* env = std::getenv("ZAPGRAM_NUMBER_CASES");
-  return env ? std::atoi(env) : 700;
+  return env ? std::atoi(env) : 500;
 }
 
 TEST(JsonSchemaNumbers, AgreeWithExactDecimalArithmetic) {
