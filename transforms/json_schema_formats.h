@@ -23,8 +23,10 @@ namespace zapgram::transforms {
 std::vector<std::string_view> SupportedFormats();
 
 // A regex (grammar/regex_compiler.h dialect) for the *decoded* characters of a
-// string with this `format` (the converter quotes and JSON-escapes it).
-// kNotFound for a format without a grammar.
+// string with this `format` (the converter quotes and JSON-escapes it: the
+// quoted local part of an email may hold " and \, a (relative) json-pointer
+// any code point, control characters included; every other format is
+// printable ASCII without " or \). kNotFound for a format without a grammar.
 absl::StatusOr<std::string> FormatRegex(std::string_view format);
 
 // Numeric constraints of one JSON Schema `integer`/`number` subschema. Bounds
