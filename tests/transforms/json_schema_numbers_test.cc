@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "re2/re2.h"
 #include "tests/support/ir_compile.h"
@@ -210,7 +211,9 @@ std::string Render(bool neg, const std::string& digits_in, long exp, int style, 
     long e = exp + static_cast<long>(digits.size()) - 1;
     std::string m = digits.substr(0, 1);
     if (digits.size() > 1) m += "." + digits.substr(1);
-    return sign + m + (rng() % 2 ? "e" : "E") + (rng() % 3 == 0 ? "+" : "") + std::to_string(e);
+    const char* e_letter = rng() % 2 ? "e" : "E";
+    const char* plus = rng() % 3 == 0 ? "+" : "";
+    return absl::StrCat(sign, m, e_letter, plus, e);
   }
   if (style == 2) return sign + digits + "e" + std::to_string(exp);
   // Fixed point, sometimes with extra trailing zeros.
@@ -275,14 +278,20 @@ std::vector<std::string> Candidates(const Constraints& c, std::mt19937_64& rng) 
       uint64_t k = rng() % 3 == 0 ? rng() % 10 : rng() % 100000;
       std::string digits = std::to_string(k * mm);
       if (rng() % 4 == 0) digits = AddOne(digits, rng() % 2 ? 1 : -1);
-      out.push_back(Render(rng() % 2, digits, m.exp, static_cast<int>(rng() % 4), rng));
+      bool neg = rng() % 2;
+      int style = static_cast<int>(rng() % 4);
+      out.push_back(Render(neg, digits, m.exp, style, rng));
     }
     // Near the bounds, multiples too.
   }
   for (int i = 0; i < 60; ++i) {
-    std::string digits = std::to_string(rng() % (rng() % 2 ? 100 : 10000000));
-    long exp = -static_cast<long>(rng() % 5) + (rng() % 4 == 0 ? 3 : 0);
-    out.push_back(Render(rng() % 2, digits, exp, static_cast<int>(rng() % 4), rng));
+    const uint64_t limit = rng() % 2 ? 100 : 10000000;
+    std::string digits = std::to_string(rng() % limit);
+    long exp = -static_cast<long>(rng() % 5);
+    if (rng() % 4 == 0) exp += 3;
+    bool neg = rng() % 2;
+    int style = static_cast<int>(rng() % 4);
+    out.push_back(Render(neg, digits, exp, style, rng));
   }
   return out;
 }
