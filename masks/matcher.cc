@@ -51,6 +51,11 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.eager_states();
   sets_once_ = std::make_unique<std::once_flag[]>(states);
   sets_.resize(states);
+  if (!grammar_->lexed()) {
+    uint32_t longest = 0;
+    for (const TokenTrieNode& node : trie_.nodes()) longest = std::max<uint32_t>(longest, node.depth);
+    mask_class_ = BoundedEquivalence(grammar_->terminals, longest);
+  }
   // Parents from the depth-first order: the nearest earlier node one level up.
   absl::Span<const TokenTrieNode> nodes = trie_.nodes();
   trie_parent_.assign(nodes.size(), TokenTrie::kRoot);
@@ -72,6 +77,7 @@ std::string CompiledGrammar::NodeString(uint32_t node) const {
 }
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
+  if (state < mask_class_.size()) state = mask_class_[state];
   if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildTokenSets(state); });
   std::call_once(sets_once_[state], [&] { sets_[state] = BuildTokenSets(state); });
   return sets_[state];
@@ -87,6 +93,47 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
   StateTokenSets sets = build();
   std::lock_guard<std::mutex> lock(on_demand_mu_);
   return on_demand_sets_.try_emplace(key, std::move(sets)).first->second;
+}
+
+namespace {
+
+}  // namespace
+
+std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth) {
+  // Moore's refinement, stopped after `depth` rounds: after k rounds two
+  // states share a class iff every string of at most k bytes leads both to
+  // the dead state or both to live states, accepting alike. A mask looks at
+  // most `depth` bytes (the longest token) past a terminal state, so such
+  // states have equal token sets and equal masks in equal contexts:
+  // counting states (a string of at most 1000 letters) collapse to about
+  // `depth` classes instead of one per count.
+  const uint32_t n = t.eager_states();
+  const uint32_t columns = t.num_classes;
+  std::vector<uint32_t> cls(n), next_cls(n);
+  for (uint32_t s = 0; s < n; ++s) cls[s] = s == 0 ? 0 : (t.eager_accepting[s] ? 1 : 2);
+  uint32_t num_classes = 0;
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids;
+  std::vector<uint32_t> signature(columns + 1);
+  for (uint32_t round = 0; round < depth; ++round) {
+    ids.clear();
+    for (uint32_t s = 0; s < n; ++s) {
+      signature[0] = cls[s];
+      for (uint32_t c = 0; c < columns; ++c) {
+        signature[c + 1] = cls[t.next[static_cast<size_t>(s) * columns + c]];
+      }
+      next_cls[s] = ids.try_emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
+    }
+    cls.swap(next_cls);
+    if (ids.size() == num_classes) break;  // stable: refining further changes nothing
+    num_classes = static_cast<uint32_t>(ids.size());
+  }
+  // Each class is named by its smallest state.
+  std::vector<uint32_t> first(n, 0xFFFFFFFFu), out(n);
+  for (uint32_t s = 0; s < n; ++s) {
+    if (first[cls[s]] == 0xFFFFFFFFu) first[cls[s]] = s;
+    out[s] = first[cls[s]];
+  }
+  return out;
 }
 
 namespace {
@@ -378,7 +425,7 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     rejected_nodes_known_ = true;
     return 0;
   }
-  const bool cached = options_.use_cache && recognizer_.CanonicalState(&key_);
+  const bool cached = options_.use_cache && recognizer_.CanonicalState(&key_, g.mask_classes());
   if (cached) {
     const int64_t allowed = g.CacheLookup(key_, words);
     if (allowed >= 0) return static_cast<size_t>(allowed);

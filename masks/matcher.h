@@ -79,6 +79,10 @@ struct StateTokenSets {
   }
 };
 
+// Per eager state of `t`: the smallest state equivalent to it up to `depth`
+// bytes (same dead/live/accepting outcome on every string that short).
+std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth);
+
 struct MaskCacheStats {
   uint64_t hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
 };
@@ -102,6 +106,9 @@ class CompiledGrammar {
 
   // The token sets of terminal-table state `state` (byte-level grammars).
   const StateTokenSets& TokenSets(uint32_t state) const;
+  // Per eager terminal state, the representative of the states that no
+  // token can tell apart (BoundedEquivalence); keys the cache and the sets.
+  absl::Span<const uint32_t> mask_classes() const { return mask_class_; }
   // Lexed grammars: the token sets of items waiting for `token` in a lane
   // whose lexer state is `lexer_state` (token = kIgnoredOnly: the lane's
   // accepting flag carried through ignored tokens), and the tokens whose
@@ -148,6 +155,7 @@ class CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocabulary_;
   TokenTrie trie_;
   std::vector<uint32_t> trie_parent_;
+  std::vector<uint32_t> mask_class_;
   // Per terminal state, built once on first use.
   std::unique_ptr<std::once_flag[]> sets_once_;
   mutable std::vector<StateTokenSets> sets_;

@@ -560,7 +560,8 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
   }
 }
 
-bool Recognizer::CanonicalState(std::vector<uint32_t>* out) const {
+bool Recognizer::CanonicalState(std::vector<uint32_t>* out,
+                                absl::Span<const uint32_t> state_class) const {
   out->clear();
   if (compactor_ == nullptr) return false;
   compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {
@@ -570,7 +571,7 @@ bool Recognizer::CanonicalState(std::vector<uint32_t>* out) const {
       out->push_back(static_cast<uint32_t>(lane.size()));
       out->insert(out->end(), lane.begin(), lane.end());
     }
-  }, out);
+  }, state_class, out);
   return true;
 }
 

@@ -50,6 +50,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "parser/chart.h"
 #include "parser/flat_grammar.h"
 #include "zapgram/limits.h"
@@ -78,8 +79,10 @@ class ChartCompactor {
   // set, in order, `set_header(set)` appends the set's own fields, then its
   // live groups and, for the newest sets, its terminal items. Equal
   // spellings mean equal live charts up to renumbering.
+  // A terminal state s below state_class.size() is spelled state_class[s]
+  // (states the caller knows to be interchangeable share a spelling).
   virtual void CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
-                            std::vector<uint32_t>* out) = 0;
+                            absl::Span<const uint32_t> state_class, std::vector<uint32_t>* out) = 0;
   virtual size_t LiveItems() const = 0;
   virtual size_t LiveSets() const = 0;
 };
@@ -136,7 +139,10 @@ class Recognizer {
   // without positions, lanes spelled out. Two recognizers of one grammar with
   // equal canonical states accept exactly the same continuations (the key of
   // the mask cache). Needs a compactor (pruning); false without one.
-  bool CanonicalState(std::vector<uint32_t>* out) const;
+  // `state_class` (optional) maps terminal states to a representative of
+  // states with the same future as far as the caller looks (masks/: as far
+  // as the longest token reaches), so such states share keys.
+  bool CanonicalState(std::vector<uint32_t>* out, absl::Span<const uint32_t> state_class = {}) const;
 
   // Speculative steps on top of the current state (no compaction, no snapshot).
   bool Push(uint8_t byte);

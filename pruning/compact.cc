@@ -328,6 +328,7 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
 
 void ZapFormatCompactor::CanonicalKey(const Chart& in,
                                       absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                                      absl::Span<const uint32_t> state_class,
                                       std::vector<uint32_t>* out) {
   // The naive mark of CopyLive, touching only what it marks: from the newest
   // sets' terminal items, follow parents.
@@ -400,7 +401,9 @@ void ZapFormatCompactor::CanonicalKey(const Chart& in,
     out->push_back(set.scan_end - set.scan_begin);
     key_items_.clear();
     for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
-      key_items_.push_back({in.scan[i].dot, remap(in.scan[i].parent), in.scan[i].state});
+      const uint32_t state = in.scan[i].state;
+      key_items_.push_back({in.scan[i].dot, remap(in.scan[i].parent),
+                            state < state_class.size() ? state_class[state] : state});
     }
     std::sort(key_items_.begin(), key_items_.end());
     for (const auto& item : key_items_) out->insert(out->end(), item.begin(), item.end());

@@ -351,6 +351,45 @@ TEST(Matcher, RejectedPrefixesAreMinimal) {
   }
 }
 
+// Counted repetition must not multiply cache entries or token sets: the
+// counting states of "[a-z]{0,500}" that no token can tell apart (more than
+// the longest token's length left) share one mask class, so a walk through
+// 500 letters meets a handful of classes; masks stay exact at every count.
+TEST(MatcherCountedRepetition, CountsBeyondTheLongestTokenShareMasks) {
+  absl::StatusOr<Vocabulary> loaded =
+      Vocabulary::FromTokenBytes({"a", "aa", "aaa", "aaaa", "b", "\"", "a\"", "ab\"", ""}, {8});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto vocab = std::make_shared<const Vocabulary>(*std::move(loaded));
+  auto g = CompileFor("regex:\"[a-z]{0,500}\"", vocab);
+  const absl::Span<const uint32_t> classes = g->mask_classes();
+  ASSERT_GT(classes.size(), 500u);
+  std::vector<uint32_t> distinct(classes.begin(), classes.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  // dead, start, "far from the end", the last 4 counts, the end: a few, not 500.
+  EXPECT_LE(distinct.size(), 12u);
+  Matcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  std::string text;
+  int mismatches = 0;
+  ASSERT_TRUE(m.AcceptToken(5));  // the opening quote
+  text += "\"";
+  for (int k = 0; k < 500; ++k) {
+    m.ComputeMask(words.data());
+    mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), "count " + std::to_string(k));
+    ASSERT_TRUE(m.AcceptToken(0)) << k;
+    text += "a";
+  }
+  m.ComputeMask(words.data());
+  mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), "count 500");
+  EXPECT_TRUE(Allowed(words, 5));
+  EXPECT_FALSE(Allowed(words, 0));
+  EXPECT_EQ(mismatches, 0);
+  const MaskCacheStats stats = g->cache_stats();
+  EXPECT_LE(stats.entries, 12u) << "one cache entry per count would be 501";
+  EXPECT_GT(stats.hits, 480u);
+}
+
 }  // namespace
 }  // namespace zapgram::masks
 

@@ -175,7 +175,7 @@ void CheckCanonicalKeys(const parser::FlatGrammar& flat, const std::vector<std::
   auto key_of = [&](const parser::Chart& chart) {
     std::vector<uint32_t> key;
     keyer.CanonicalKey(chart, [&](const parser::EarleySet& s) { key.insert(key.end(), {s.accepting, s.lane}); },
-                       &key);
+                       {}, &key);
     return key;
   };
   RecognizerOptions options;
