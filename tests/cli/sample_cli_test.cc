@@ -90,6 +90,24 @@ TEST(SampleCli, EveryMethodUnderAnNgramModel) {
   }
 }
 
+TEST(SampleCli, ExactReportsDistancesToTheEnumeratedTarget) {
+  const std::string stats = testing::FreshTempPath("stats.json");
+  testing::CliResult r = Zapgram({"sample", "regex:[0-9]", "--tokenizer", Llama3(), "--lm", "uniform", "--method",
+                                  "cars", "-n", "200", "--max-tokens", "1", "--exact", "--stats-json", stats});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("exact target: KL"), std::string::npos) << r.err;
+  nlohmann::json j = ReadJson(stats);
+  ASSERT_TRUE(j.contains("exact"));
+  EXPECT_EQ(j["exact"]["outside"], 0);
+  EXPECT_GT(j["exact"]["p_value"].get<double>(), 1e-3);
+  EXPECT_LT(j["exact"]["tv"].get<double>(), 0.25);  // 10 equally likely digits, 200 samples
+  // Too big to enumerate: a clear error.
+  testing::CliResult big = Zapgram({"sample", "regex:[0-9]+", "--tokenizer", Llama3(), "--lm", "uniform",
+                                    "--method", "cars", "-n", "0", "--max-tokens", "3", "--exact"});
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.err.find("enumeration"), std::string::npos) << big.err;
+}
+
 TEST(SampleCli, BudgetStopsWithExitOne) {
   const std::string stats = testing::FreshTempPath("stats.json");
   testing::CliResult r = Zapgram({"sample", "regex:[0-9]{1,3}", "--tokenizer", Llama3(), "--lm", "uniform",
