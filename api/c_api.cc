@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "sampling/language_model.h"
+#include "sampling/samplers.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -18,6 +20,10 @@ struct zapgram_grammar {
 };
 struct zapgram_matcher {
   zapgram::Matcher matcher;
+};
+struct zapgram_samples {
+  std::vector<std::vector<int32_t>> samples;
+  std::string stats_json;
 };
 
 namespace {
@@ -119,5 +125,84 @@ char* zapgram_matcher_error(const zapgram_matcher* matcher) {
 }
 
 void zapgram_free_string(char* s) { std::free(s); }
+
+zapgram_vocab* zapgram_vocab_from_tokens(const char* const* tokens, const size_t* lengths, size_t count,
+                                         const int32_t* eos_ids, size_t eos_count, char** error) {
+  if (error != nullptr) *error = nullptr;
+  if ((count > 0 && (tokens == nullptr || lengths == nullptr)) || (eos_count > 0 && eos_ids == nullptr)) {
+    SetError(error, absl::InvalidArgumentError("zapgram_vocab_from_tokens: NULL array"));
+    return nullptr;
+  }
+  std::vector<std::string> bytes;
+  for (size_t i = 0; i < count; ++i) {
+    bytes.emplace_back(tokens[i] == nullptr ? "" : std::string(tokens[i], lengths[i]));
+  }
+  absl::StatusOr<zapgram::Vocabulary> v =
+      zapgram::Vocabulary::FromTokens(bytes, std::vector<int32_t>(eos_ids, eos_ids + eos_count));
+  if (!v.ok()) {
+    SetError(error, v.status());
+    return nullptr;
+  }
+  return new zapgram_vocab{*std::move(v)};
+}
+
+void zapgram_sample_options_init(zapgram_sample_options* options) {
+  const zapgram::sampling::SamplerOptions defaults;
+  options->max_tokens = defaults.max_tokens;
+  options->seed = defaults.seed;
+  options->max_draws = defaults.max_draws;
+  options->max_lm_calls = defaults.max_lm_calls;
+}
+
+zapgram_samples* zapgram_sample(const zapgram_grammar* grammar, zapgram_lm_callback lm, void* user_data,
+                                const char* method, size_t n, const zapgram_sample_options* options,
+                                char** error) {
+  if (error != nullptr) *error = nullptr;
+  if (grammar == nullptr || lm == nullptr) {
+    SetError(error, absl::InvalidArgumentError("zapgram_sample: NULL grammar or callback"));
+    return nullptr;
+  }
+  absl::StatusOr<zapgram::sampling::Method> parsed =
+      zapgram::sampling::ParseMethod(method == nullptr ? "" : method);
+  if (!parsed.ok()) {
+    SetError(error, parsed.status());
+    return nullptr;
+  }
+  zapgram::sampling::SamplerOptions sampler_options;
+  if (options != nullptr) {
+    sampler_options.max_tokens = options->max_tokens;
+    sampler_options.seed = options->seed;
+    sampler_options.max_draws = options->max_draws;
+    sampler_options.max_lm_calls = options->max_lm_calls;
+  }
+  zapgram::sampling::CallbackModel model(grammar->grammar.vocabulary().padded_size(), lm, user_data);
+  absl::StatusOr<std::unique_ptr<zapgram::sampling::Sampler>> sampler =
+      zapgram::sampling::Sampler::Create(*parsed, grammar->grammar, &model, sampler_options);
+  if (!sampler.ok()) {
+    SetError(error, sampler.status());
+    return nullptr;
+  }
+  absl::StatusOr<std::vector<std::vector<int32_t>>> samples = (*sampler)->Sample(static_cast<int64_t>(n));
+  if (!samples.ok()) {
+    SetError(error, samples.status());
+    return nullptr;
+  }
+  return new zapgram_samples{*std::move(samples), zapgram::sampling::StatsJson((*sampler)->stats())};
+}
+
+size_t zapgram_samples_count(const zapgram_samples* samples) { return samples->samples.size(); }
+
+const int32_t* zapgram_samples_tokens(const zapgram_samples* samples, size_t i, size_t* length) {
+  if (i >= samples->samples.size()) {
+    if (length != nullptr) *length = 0;
+    return nullptr;
+  }
+  if (length != nullptr) *length = samples->samples[i].size();
+  return samples->samples[i].data();
+}
+
+char* zapgram_samples_stats_json(const zapgram_samples* samples) { return CopyString(samples->stats_json); }
+
+void zapgram_samples_free(zapgram_samples* samples) { delete samples; }
 
 }  // extern "C"

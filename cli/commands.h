@@ -51,6 +51,9 @@ extern const Command kBenchCommand;
 // `zapgram ngram train --tokenizer T --order N TEXTFILE... -o MODEL` | `ngram info MODEL`
 // (ngram_command.cc).
 extern const Command kNgramCommand;
+// `zapgram sample GRAMMAR --tokenizer T --lm uniform|ngram:MODEL --method M -n N [...]`
+// (sample_command.cc).
+extern const Command kSampleCommand;
 
 // Prints "zapgram CMD: MESSAGE" and a pointer to the command's help on stderr;
 // returns kExitError so that callers can `return UsageError(...)`.

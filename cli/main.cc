@@ -28,7 +28,7 @@ namespace zapgram::cli {
 namespace {
 
 const Command* const kCommands[] = {&kCheckCommand, &kParseCommand, &kMaskCommand,
-                                    &kBenchCommand, &kNgramCommand};
+                                    &kBenchCommand, &kNgramCommand, &kSampleCommand};
 
 const Command* FindCommand(std::string_view name) {
   for (const Command* command : kCommands) {

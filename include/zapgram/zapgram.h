@@ -57,6 +57,45 @@ char* zapgram_matcher_error(const zapgram_matcher* matcher);
 
 void zapgram_free_string(char* s);
 
+/* A vocabulary given directly (toy models, tests): id i has the bytes
+ * tokens[i][0 .. lengths[i]); the ids in eos_ids are special EOS tokens. */
+zapgram_vocab* zapgram_vocab_from_tokens(const char* const* tokens, const size_t* lengths, size_t count,
+                                         const int32_t* eos_ids, size_t eos_count, char** error);
+
+/* ---- Exact constrained sampling (CARS, ARS, RSFT, RS; GCD for comparison) ----
+ *
+ * A language model as a C function: fill logprobs[0 .. vocab_size) with the
+ * natural-log probabilities of the token after prefix[0 .. prefix_length)
+ * (summing to 1 within 1e-3; -INFINITY for impossible tokens) and return 0,
+ * or return non-zero on failure (the sampling call then fails). vocab_size
+ * is zapgram_vocab_size() of the grammar's vocabulary. */
+typedef int (*zapgram_lm_callback)(void* user_data, const int32_t* prefix, size_t prefix_length,
+                                   float* logprobs, int32_t vocab_size);
+
+typedef struct zapgram_sample_options {
+  int32_t max_tokens;   /* tokens before EOS (longer sequences are outside the target) */
+  uint64_t seed;
+  int64_t max_draws;    /* 0: no limit */
+  int64_t max_lm_calls; /* 0: no limit */
+} zapgram_sample_options;
+/* Defaults: max_tokens 256, seed 0, no limits. */
+void zapgram_sample_options_init(zapgram_sample_options* options);
+
+typedef struct zapgram_samples zapgram_samples;
+/* Draws n samples of the model restricted to the grammar with `method`
+ * ("cars", "ars", "rsft", "rs" or "gcd"; options NULL = defaults). Fewer
+ * than n when a budget stopped the run. NULL on error (*error set). */
+zapgram_samples* zapgram_sample(const zapgram_grammar* grammar, zapgram_lm_callback lm, void* user_data,
+                                const char* method, size_t n, const zapgram_sample_options* options,
+                                char** error);
+size_t zapgram_samples_count(const zapgram_samples* samples);
+/* Sample i's token ids (ending with its EOS id); *length gets their count. */
+const int32_t* zapgram_samples_tokens(const zapgram_samples* samples, size_t i, size_t* length);
+/* The run's statistics as a JSON object (free with zapgram_free_string):
+ * method, draws, lm_calls, valid, trie_nodes, trie_bytes, trie_reuse, ... */
+char* zapgram_samples_stats_json(const zapgram_samples* samples);
+void zapgram_samples_free(zapgram_samples* samples);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 #include "zapgram/zapgram.h"
 
@@ -17,6 +18,81 @@ static int failures = 0;
   } while (0)
 
 static int allowed(const uint32_t* words, int32_t id) { return (words[id / 32] >> (id % 32)) & 1; }
+
+/* A toy model over {a, b, c, EOS}: after c it favours EOS, elsewhere letters. */
+static int toy_lm(void* user_data, const int32_t* prefix, size_t prefix_length, float* logprobs,
+                  int32_t vocab_size) {
+  int* calls = (int*)user_data;
+  ++*calls;
+  if (vocab_size != 4) return 1;
+  const int after_c = prefix_length > 0 && prefix[prefix_length - 1] == 2;
+  const float p[4] = {0.4f, 0.2f, 0.2f, 0.2f};
+  const float q[4] = {0.1f, 0.1f, 0.1f, 0.7f};
+  for (int i = 0; i < 4; ++i) logprobs[i] = logf(after_c ? q[i] : p[i]);
+  return 0;
+}
+
+static int failing_lm(void* user_data, const int32_t* prefix, size_t prefix_length, float* logprobs,
+                      int32_t vocab_size) {
+  (void)user_data, (void)prefix, (void)prefix_length, (void)logprobs, (void)vocab_size;
+  return 7;
+}
+
+/* Samples of "a" [bc]* "c" with at most 6 tokens before EOS, by every method. */
+static void check_sampling(void) {
+  const char* tokens[4] = {"a", "b", "c", ""};
+  const size_t lengths[4] = {1, 1, 1, 0};
+  const int32_t eos_id = 3;
+  char* error = NULL;
+  zapgram_vocab* vocab = zapgram_vocab_from_tokens(tokens, lengths, 4, &eos_id, 1, &error);
+  CHECK(vocab != NULL);
+  if (vocab == NULL) return;
+  CHECK(zapgram_vocab_size(vocab) == 4);
+  zapgram_grammar* grammar = zapgram_grammar_compile("regex:a[bc]*c", NULL, vocab, &error);
+  CHECK(grammar != NULL);
+  zapgram_vocab_free(vocab);
+  if (grammar == NULL) return;
+  zapgram_sample_options options;
+  zapgram_sample_options_init(&options);
+  CHECK(options.max_tokens == 256);
+  options.max_tokens = 6;
+  options.seed = 5;
+  const char* methods[5] = {"cars", "ars", "rsft", "rs", "gcd"};
+  for (int m = 0; m < 5; ++m) {
+    int calls = 0;
+    zapgram_samples* samples = zapgram_sample(grammar, toy_lm, &calls, methods[m], 40, &options, &error);
+    CHECK(samples != NULL);
+    if (samples == NULL) {
+      fprintf(stderr, "%s: %s\n", methods[m], error);
+      zapgram_free_string(error);
+      continue;
+    }
+    CHECK(zapgram_samples_count(samples) == 40);
+    for (size_t i = 0; i < zapgram_samples_count(samples); ++i) {
+      size_t length = 0;
+      const int32_t* ids = zapgram_samples_tokens(samples, i, &length);
+      CHECK(length >= 3 && length <= 7);
+      CHECK(ids[0] == 0 && ids[length - 2] == 2 && ids[length - 1] == eos_id);
+      for (size_t k = 1; k + 2 < length; ++k) CHECK(ids[k] == 1 || ids[k] == 2);
+    }
+    size_t none = 99;
+    CHECK(zapgram_samples_tokens(samples, 40, &none) == NULL && none == 0);
+    char* stats = zapgram_samples_stats_json(samples);
+    char expected[32];
+    snprintf(expected, sizeof expected, "\"method\":\"%s\"", methods[m]);
+    CHECK(stats != NULL && strstr(stats, expected) != NULL && strstr(stats, "\"trie_reuse\"") != NULL);
+    zapgram_free_string(stats);
+    CHECK(calls > 0);
+    zapgram_samples_free(samples);
+  }
+  CHECK(zapgram_sample(grammar, failing_lm, NULL, "cars", 3, NULL, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "returned 7") != NULL);
+  zapgram_free_string(error);
+  CHECK(zapgram_sample(grammar, toy_lm, NULL, "mcmc", 3, NULL, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "mcmc") != NULL);
+  zapgram_free_string(error);
+  zapgram_grammar_free(grammar);
+}
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -76,6 +152,7 @@ int main(int argc, char** argv) {
   zapgram_matcher_free(m);
   zapgram_grammar_free(grammar);
   free(words);
+  check_sampling();
   if (failures == 0) printf("c_api_test: all checks passed\n");
   return failures == 0 ? 0 : 1;
 }

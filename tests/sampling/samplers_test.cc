@@ -1,0 +1,367 @@
+// The samplers (sampling/samplers.h) on toy grammars and table-driven toy
+// models, where P|L_M can be enumerated: the chi-square exactness test of
+// RS, ARS, RSFT and CARS (p > 1e-3 with fixed seeds) and the same test
+// rejecting GCD (the negative control); the enumeration checked against a
+// brute force with RE2 as the grammar oracle; the proposal mass p_root never
+// below P(L_M) and never rising; budgets, freezing, the stats.
+//
+// ZAPGRAM_SAMPLER_TEST_SAMPLES widens the number of valid samples per method
+// (default 12000) for offline runs; ZAPGRAM_SAMPLER_TEST_SEED changes the seed.
+#include "sampling/samplers.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "re2/re2.h"
+#include "sampling/exact_distribution.h"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
+
+namespace zapgram::sampling {
+namespace {
+
+// A bigram table: row r (r = 1 + last token, 0 at the start) gives weights
+// of the next token; rows are normalized. Deterministic and cheap.
+class BigramModel final : public LanguageModel {
+ public:
+  explicit BigramModel(std::vector<std::vector<double>> rows) : rows_(std::move(rows)) {}
+  int32_t vocab_size() const override { return static_cast<int32_t>(rows_[0].size()); }
+  absl::Status NextLogProbs(absl::Span<const int32_t> prefix, std::vector<float>* logprobs) override {
+    ++calls;
+    const std::vector<double>& row = rows_[prefix.empty() ? 0 : 1 + prefix.back()];
+    double total = 0;
+    for (double w : row) total += w;
+    logprobs->resize(row.size());
+    for (size_t i = 0; i < row.size(); ++i) {
+      (*logprobs)[i] = row[i] > 0 ? static_cast<float>(std::log(row[i] / total)) : -INFINITY;
+    }
+    return absl::OkStatus();
+  }
+  int64_t calls = 0;
+
+ private:
+  std::vector<std::vector<double>> rows_;
+};
+
+struct ToySetup {
+  std::string name;
+  std::vector<std::string> tokens;  // the last one is EOS
+  std::string gbnf;
+  std::string regex;                // the same language for RE2 (bounded where needed)
+  std::vector<std::vector<double>> rows;
+  int32_t max_tokens;
+};
+
+// Tokens a, b, c, ab, bc, EOS; L = a [bc]* c. The model likes to start with
+// c (invalid) and to repeat a (invalid after the start), so the masked
+// renormalization of GCD inflates some branches: GCD is visibly biased.
+ToySetup Letters() {
+  return {"letters",
+          {"a", "b", "c", "ab", "bc", ""},
+          "root ::= \"a\" [bc]* \"c\"\n",
+          "a[bc]*c",
+          {
+              // a    b    c    ab   bc   EOS
+              {3.0, 0.2, 4.0, 1.0, 0.5, 0.3},  // start
+              {4.0, 1.0, 0.5, 0.2, 0.3, 0.5},  // after a
+              {0.5, 1.0, 1.5, 0.3, 0.5, 1.0},  // after b
+              {0.5, 0.5, 0.5, 0.5, 0.5, 3.0},  // after c
+              {0.3, 0.5, 2.0, 0.5, 0.5, 1.0},  // after ab
+              {1.0, 0.5, 1.0, 0.3, 0.3, 3.0},  // after bc
+              {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},  // after EOS (unused)
+          },
+          6};
+}
+
+// Tokens (, ), x, (x, x), EOS; L = balanced parentheses around one x, cut
+// at 7 tokens (the regex lists the depths that fit).
+ToySetup Parens() {
+  std::string regex = "x";
+  for (int depth = 1; depth <= 7; ++depth) {
+    regex.append("|");
+    for (int i = 0; i < depth; ++i) regex.append("\\(");
+    regex.append("x");
+    for (int i = 0; i < depth; ++i) regex.append("\\)");
+  }
+  return {"parens",
+          {"(", ")", "x", "(x", "x)", ""},
+          "root ::= \"(\" root \")\" | \"x\"\n",
+          regex,
+          {
+              // (    )    x    (x   x)   EOS
+              {3.0, 1.0, 0.5, 1.0, 1.0, 0.2},
+              {2.0, 0.5, 0.5, 1.0, 0.5, 0.2},
+              {0.5, 2.0, 0.2, 0.2, 0.2, 1.0},
+              {0.3, 1.0, 0.5, 0.3, 1.0, 1.0},
+              {0.3, 2.0, 0.2, 0.3, 0.2, 0.5},
+              {0.2, 2.0, 0.2, 0.2, 0.2, 1.5},
+              {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
+          },
+          7};
+}
+
+struct Compiled {
+  CompiledGrammar grammar;
+};
+
+Compiled Compile(const ToySetup& setup) {
+  const int32_t eos = static_cast<int32_t>(setup.tokens.size()) - 1;
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::FromTokens(setup.tokens, {eos});
+  EXPECT_TRUE(vocab.ok()) << vocab.status();
+  absl::StatusOr<Grammar> grammar = Grammar::FromGbnf(setup.gbnf);
+  EXPECT_TRUE(grammar.ok()) << grammar.status();
+  absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, *vocab);
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  return {*std::move(compiled)};
+}
+
+int64_t SamplesPerMethod() {
+  const char* env = std::getenv("ZAPGRAM_SAMPLER_TEST_SAMPLES");
+  return env != nullptr ? std::atoll(env) : 12000;
+}
+
+uint64_t TestSeed() {
+  const char* env = std::getenv("ZAPGRAM_SAMPLER_TEST_SEED");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : 20261121;
+}
+
+// The enumeration agrees with a brute force over every token sequence of at
+// most M tokens, RE2 deciding membership and the model's table giving P.
+TEST(ExactDistributionTest, EnumerationMatchesRe2BruteForce) {
+  for (const ToySetup& setup : {Letters(), Parens()}) {
+    Compiled c = Compile(setup);
+    BigramModel model(setup.rows);
+    absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    const RE2 re(setup.regex);
+    ASSERT_TRUE(re.ok());
+    const int32_t eos = static_cast<int32_t>(setup.tokens.size()) - 1;
+    std::map<std::vector<int32_t>, double> brute;
+    double mass = 0;
+    std::vector<std::vector<int32_t>> frontier = {{}};
+    std::vector<float> lp;
+    for (int32_t depth = 0; depth <= setup.max_tokens; ++depth) {
+      std::vector<std::vector<int32_t>> next;
+      for (const auto& prefix : frontier) {
+        std::string text;
+        for (int32_t t : prefix) text += setup.tokens[t];
+        if (RE2::FullMatch(text, re)) {
+          double p = 1;
+          std::vector<int32_t> s = prefix;
+          s.push_back(eos);
+          for (size_t i = 0; i < s.size(); ++i) {
+            ASSERT_TRUE(model.NextLogProbs(absl::MakeSpan(s.data(), i), &lp).ok());
+            p *= std::exp(static_cast<double>(lp[s[i]]));
+          }
+          brute[s] = p;
+          mass += p;
+        }
+        if (depth == setup.max_tokens) continue;
+        for (int32_t t = 0; t < eos; ++t) {
+          next.push_back(prefix);
+          next.back().push_back(t);
+        }
+      }
+      frontier = std::move(next);
+    }
+    ASSERT_EQ(brute.size(), exact->probability.size()) << setup.name;
+    EXPECT_NEAR(mass, exact->valid_mass, 1e-6 * mass);
+    EXPECT_EQ(exact->cut_mass_bound, 0.0);
+    for (const auto& [s, p] : brute) {
+      ASSERT_TRUE(exact->probability.count(s)) << setup.name;
+      EXPECT_NEAR(exact->probability.at(s), p / mass, 1e-6);
+    }
+  }
+}
+
+TEST(ExactDistributionTest, ChiSquareSurvivalMatchesKnownQuantiles) {
+  // Upper quantiles of the chi-square distribution (standard tables).
+  EXPECT_NEAR(ChiSquareSurvival(3.841, 1), 0.05, 1e-4);
+  EXPECT_NEAR(ChiSquareSurvival(18.307, 10), 0.05, 1e-4);
+  EXPECT_NEAR(ChiSquareSurvival(23.209, 10), 0.01, 1e-4);
+  EXPECT_NEAR(ChiSquareSurvival(124.342, 100), 0.05, 1e-4);
+  EXPECT_NEAR(ChiSquareSurvival(2.0, 2), std::exp(-1.0), 1e-12);  // dof 2: exp(-x/2)
+  EXPECT_NEAR(ChiSquareSurvival(0.0, 5), 1.0, 1e-12);
+  EXPECT_LT(ChiSquareSurvival(400.0, 20), 1e-60);
+}
+
+struct RunResult {
+  std::vector<std::vector<int32_t>> samples;
+  SamplerStats stats;
+};
+
+RunResult RunSampler(Method method, const CompiledGrammar& grammar, LanguageModel* model, SamplerOptions options,
+              int64_t count) {
+  absl::StatusOr<std::unique_ptr<Sampler>> sampler = Sampler::Create(method, grammar, model, options);
+  EXPECT_TRUE(sampler.ok()) << sampler.status();
+  absl::StatusOr<std::vector<std::vector<int32_t>>> samples = (*sampler)->Sample(count);
+  EXPECT_TRUE(samples.ok()) << samples.status();
+  return {samples.ok() ? *samples : std::vector<std::vector<int32_t>>{}, (*sampler)->stats()};
+}
+
+// The heart: each exact method passes the chi-square test against the
+// enumerated P|L_M; GCD, through the same test, fails it.
+TEST(SamplersTest, ExactMethodsPassChiSquareAndGcdFails) {
+  const int64_t n = SamplesPerMethod();
+  for (const ToySetup& setup : {Letters(), Parens()}) {
+    Compiled c = Compile(setup);
+    BigramModel model(setup.rows);
+    absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (Method method : {Method::kRs, Method::kArs, Method::kRsft, Method::kCars, Method::kGcd}) {
+      SamplerOptions options;
+      options.max_tokens = setup.max_tokens;
+      options.seed = TestSeed();
+      RunResult run = RunSampler(method, c.grammar, &model, options, n);
+      ASSERT_EQ(static_cast<int64_t>(run.samples.size()), n);
+      const Divergence d = CompareToExact(*exact, run.samples);
+      std::printf("[exactness] %-7s %-4s p=%.3g chi2=%.1f bins=%d KL=%.5f TV=%.4f draws=%lld lm_calls=%lld "
+                  "trie_nodes=%lld reuse=%.3f\n",
+                  setup.name.c_str(), std::string(MethodName(method)).c_str(), d.p_value, d.chi_square, d.bins,
+                  d.kl, d.tv, static_cast<long long>(run.stats.draws),
+                  static_cast<long long>(run.stats.lm_calls), static_cast<long long>(run.stats.trie_nodes),
+                  run.stats.trie_reuse());
+      EXPECT_EQ(d.outside, 0);
+      EXPECT_GE(d.bins, 5);
+      if (method == Method::kGcd) {
+        EXPECT_LT(d.p_value, 1e-6) << setup.name << ": the negative control passed";
+        EXPECT_EQ(run.stats.draws, run.stats.valid + run.stats.truncated);  // dead ends only at M
+      } else {
+        EXPECT_GT(d.p_value, 1e-3) << setup.name << " " << MethodName(method);
+      }
+    }
+  }
+}
+
+// A frozen trie stays exact: CARS frozen after 3 draws, ARS after 10.
+TEST(SamplersTest, FrozenTriesStayExact) {
+  ToySetup setup = Letters();
+  Compiled c = Compile(setup);
+  BigramModel model(setup.rows);
+  absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+  ASSERT_TRUE(exact.ok());
+  for (auto [method, after] : {std::pair{Method::kCars, 3}, std::pair{Method::kArs, 10}}) {
+    SamplerOptions options;
+    options.max_tokens = setup.max_tokens;
+    options.seed = 7;
+    options.freeze_after_draws = after;
+    RunResult run = RunSampler(method, c.grammar, &model, options, SamplesPerMethod() / 2);
+    EXPECT_TRUE(run.stats.trie_frozen);
+    EXPECT_EQ(run.stats.frozen_at_draw, after);
+    EXPECT_GT(CompareToExact(*exact, run.samples).p_value, 1e-3) << MethodName(method);
+  }
+}
+
+// p_root is the proposal's mass: it never rises, never falls below P(L_M)
+// (a recorded valid prefix would break exactness), and CARS drives it down to
+// P(L_M) on a finite language. Acceptance rises: CARS's second half accepts
+// at least as often as its first.
+TEST(SamplersTest, RootMassBoundsAndAcceptanceRises) {
+  for (const ToySetup& setup : {Letters(), Parens()}) {
+    Compiled c = Compile(setup);
+    BigramModel model(setup.rows);
+    absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+    ASSERT_TRUE(exact.ok());
+    for (Method method : {Method::kArs, Method::kRsft, Method::kCars}) {
+      SamplerOptions options;
+      options.max_tokens = setup.max_tokens;
+      options.seed = 99;
+      RunResult run = RunSampler(method, c.grammar, &model, options, 2000);
+      double last = 1.0 + 1e-9;
+      for (double mass : run.stats.root_mass_by_draw) {
+        EXPECT_LE(mass, last + 1e-12);
+        EXPECT_GE(mass, exact->valid_mass - 1e-7) << setup.name << " " << MethodName(method);
+        last = mass;
+      }
+      if (method == Method::kCars) {
+        // On the small language CARS has seen every prefix: p_root = P(L_M).
+        // On the larger one the unseen prefixes keep a little mass.
+        const double gap = setup.name == "parens" ? 1e-5 : 0.05 * exact->valid_mass;
+        EXPECT_NEAR(run.stats.root_mass, exact->valid_mass, gap) << setup.name;
+        const auto& v = run.stats.valid_by_draw;
+        const size_t half = v.size() / 2;
+        int64_t first = 0, second = 0;
+        for (size_t i = 0; i < half; ++i) first += v[i];
+        for (size_t i = half; i < 2 * half; ++i) second += v[i];
+        EXPECT_LE(first, second);
+        // Every prefix's distribution is asked once: model calls = trie nodes.
+        EXPECT_EQ(run.stats.lm_calls, run.stats.trie_nodes);
+        EXPECT_GT(run.stats.trie_reuse(), 0.9);
+      }
+    }
+  }
+}
+
+TEST(SamplersTest, BudgetsStopTheRun) {
+  ToySetup setup = Parens();
+  Compiled c = Compile(setup);
+  BigramModel model(setup.rows);
+  SamplerOptions options;
+  options.max_tokens = setup.max_tokens;
+  options.max_draws = 25;
+  RunResult run = RunSampler(Method::kRs, c.grammar, &model, options, 1000000);
+  EXPECT_EQ(run.stats.draws, 25);
+  EXPECT_EQ(run.stats.stop, StopReason::kMaxDraws);
+  EXPECT_EQ(static_cast<int64_t>(run.samples.size()), run.stats.valid);
+
+  options.max_draws = 0;
+  options.max_lm_calls = 40;
+  model.calls = 0;
+  run = RunSampler(Method::kGcd, c.grammar, &model, options, 1000000);
+  EXPECT_EQ(run.stats.stop, StopReason::kLmBudget);
+  EXPECT_EQ(run.stats.lm_calls, 40);
+  EXPECT_EQ(model.calls, 40);
+
+  run = RunSampler(Method::kCars, c.grammar, &model, SamplerOptions{.max_tokens = 7}, 10);
+  EXPECT_EQ(run.stats.stop, StopReason::kDone);
+  EXPECT_EQ(run.stats.valid, 10);
+}
+
+TEST(SamplersTest, EmptyTargetStopsCars) {
+  // L = "ab" but the model never says b: P(L) = 0. CARS finds out and stops.
+  ToySetup setup = Letters();
+  setup.gbnf = "root ::= \"a\" \"b\"\n";
+  for (auto& row : setup.rows) row[1] = 0.0, row[3] = 0.0;
+  Compiled c = Compile(setup);
+  BigramModel model(setup.rows);
+  SamplerOptions options;
+  options.max_tokens = 4;
+  RunResult run = RunSampler(Method::kCars, c.grammar, &model, options, 5);
+  EXPECT_EQ(run.stats.stop, StopReason::kEmptyLanguage);
+  EXPECT_TRUE(run.samples.empty());
+  EXPECT_EQ(run.stats.root_mass, 0.0);
+}
+
+TEST(SamplersTest, StatsJsonHasTheIssueFields) {
+  ToySetup setup = Letters();
+  Compiled c = Compile(setup);
+  BigramModel model(setup.rows);
+  RunResult run = RunSampler(Method::kArs, c.grammar, &model, SamplerOptions{.max_tokens = 6}, 20);
+  nlohmann::json j = nlohmann::json::parse(StatsJson(run.stats));
+  for (const char* key : {"method", "draws", "lm_calls", "valid", "trie_nodes", "trie_bytes", "trie_reuse"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["method"], "ars");
+  EXPECT_EQ(j["valid"], 20);
+  EXPECT_EQ(j["draws"], run.stats.draws);
+  EXPECT_EQ(j["acceptance_curve"].back()["draws"], run.stats.draws);
+}
+
+TEST(SamplersTest, BadArgumentsAreErrors) {
+  ToySetup setup = Letters();
+  Compiled c = Compile(setup);
+  BigramModel small({{1.0, 1.0}});
+  EXPECT_FALSE(Sampler::Create(Method::kCars, c.grammar, &small, {}).ok());
+  EXPECT_FALSE(Sampler::Create(Method::kCars, c.grammar, nullptr, {}).ok());
+  EXPECT_FALSE(ParseMethod("mcmc").ok());
+  EXPECT_EQ(*ParseMethod("rsft"), Method::kRsft);
+}
+
+}  // namespace
+}  // namespace zapgram::sampling
