@@ -48,6 +48,9 @@ extern const Command kParseCommand;
 extern const Command kMaskCommand;
 // `zapgram bench --tokenizer T --trace F [--limit N] [--json] [--per-doc OUT]` (bench_command.cc).
 extern const Command kBenchCommand;
+// `zapgram schema2gbnf SCHEMA [--lenient] [--compact] [--max-ws N] [--any-order] [--draft7]`
+// (schema2gbnf_command.cc).
+extern const Command kSchema2GbnfCommand;
 
 // Prints "zapgram CMD: MESSAGE" and a pointer to the command's help on stderr;
 // returns kExitError so that callers can `return UsageError(...)`.

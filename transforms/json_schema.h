@@ -15,6 +15,11 @@
 
 namespace zapgram::transforms {
 
+// Which draft's rules apply when the schema has no `$schema`: in draft-07
+// and earlier a `$ref` replaces its sibling keywords; from 2019-09 on they
+// apply together. Everything else is read the same way in both.
+enum class JsonSchemaDraft { kDraft2020_12, kDraft7 };
+
 struct JsonSchemaOptions {
   // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
   // if/then/else, ...): false = error; true = dropped, each reported as a warning.
@@ -24,6 +29,10 @@ struct JsonSchemaOptions {
   uint32_t max_whitespace = 2;
   // Object properties in schema order (default) or any order.
   bool any_order = false;
+  JsonSchemaDraft draft = JsonSchemaDraft::kDraft2020_12;
+  // Budget: grammar rules made (one per distinct subschema conjunction).
+  // Exceeding it is a kResourceExhausted error.
+  uint32_t max_rules = 1u << 20;
 };
 
 struct JsonSchemaWarning {
