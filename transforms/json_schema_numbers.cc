@@ -11,10 +11,15 @@
 //            text ("1.5", "1e3"): the range becomes [ceil lo, floor hi].
 //   number   an unconstrained magnitude range ([0, inf), (0, inf) or {0})
 //            keeps the full RFC 8259 syntax with fraction and exponent; any
-//            other range is written in fixed-point syntax (no exponent), which
-//            restricts the output: whether "12e-1" lies in [1, 2] depends on
-//            comparing an exponent with a count of digits, which is not
-//            regular.
+//            other range is written in fixed-point syntax, which restricts
+//            the output: whether "12e-1" lies in [1, 2] depends on comparing
+//            an exponent with a count of digits, which is not regular. Two
+//            exponent forms decided by their shape alone are kept: a
+//            one-digit mantissa with a negative exponent (below 1) when the
+//            range is [0, hi] or (0, hi] with hi >= 1 ("1e-05"), and a
+//            mantissa [1-9](.d+)? with an exponent of at least the number of
+//            integer digits of lo when there is no upper bound ("1.5e+20").
+//            With multipleOf, fixed-point only.
 //
 // A range over canonical digit strings is the textbook digit-range regex:
 // longer strings than the lower bound and shorter than the upper are free,
@@ -34,7 +39,8 @@
 // multipleOf ..."). Bounds with more than kMaxBoundDigits digits before the
 // point (counted repetition stays under 1000), or more than
 // kMaxSignificantDigits significant digits or digits after the point (the
-// regexes nest one group per such digit), are refused the same way.
+// fraction regexes nest two groups per digit; max_nesting is 256), are
+// refused the same way.
 //
 // Tests: tests/transforms/json_schema_formats_test.cc compares every grammar
 // with exact decimal arithmetic written independently in the test.
@@ -56,7 +62,7 @@ namespace zapgram::transforms {
 namespace {
 
 constexpr size_t kMaxBoundDigits = 900;
-constexpr size_t kMaxSignificantDigits = 120;
+constexpr size_t kMaxSignificantDigits = 100;
 constexpr uint64_t kMaxMultipleOfStates = 1u << 15;
 
 // value = (negative ? -1 : 1) * digits * 10^exponent; digits has no leading
@@ -182,6 +188,17 @@ std::string Increment(std::string n) {
   return n;
 }
 
+// n + 1 as a lower bound of a digit-range regex, whose size grows with the
+// square of the digits up to the last nonzero one: "1e300" + 1 is refused.
+absl::StatusOr<std::string> IncrementLowerBound(const std::string& n, std::string_view keyword) {
+  std::string next = Increment(n);
+  if (next.find_last_not_of('0') + 1 > kMaxSignificantDigits + 20) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "unsupported: %s %s (a strict bound with too many trailing zeros)", keyword, n));
+  }
+  return next;
+}
+
 // n >= 1.
 std::string Decrement(std::string n) {
   size_t i = n.size();
@@ -208,6 +225,22 @@ std::string AnyDigits(size_t n) {
   return absl::StrFormat("[0-9]{%d}", n);
 }
 
+// A literal digit string with runs of 4 or more equal digits as d{m}.
+std::string DigitRun(std::string_view digits) {
+  std::string out;
+  for (size_t i = 0; i < digits.size();) {
+    size_t j = i;
+    while (j < digits.size() && digits[j] == digits[i]) ++j;
+    if (j - i >= 4) {
+      absl::StrAppend(&out, std::string(1, digits[i]), "{", j - i, "}");
+    } else {
+      out.append(digits.substr(i, j - i));
+    }
+    i = j;
+  }
+  return out;
+}
+
 std::string Alternatives(const std::vector<std::string>& parts) {
   if (parts.size() == 1) return parts[0];
   std::string out = "(?:";
@@ -223,25 +256,36 @@ std::string SameLengthRangeRegex(const std::string& lo, const std::string& hi) {
   const size_t n = lo.size();
   size_t common = 0;
   while (common < n && lo[common] == hi[common]) ++common;
-  if (common == n) return lo;
+  if (common == n) return DigitRun(lo);
   // suffix_ge[i]: strings of length n-i that are >= lo[i..]; suffix_le for hi.
+  // Strings of length n-from that are >= bound[from..] (lower) or <= it, as
+  // a flat union (no nesting): equal up to position i, then a digit strictly
+  // beyond bound[i], then anything. Past the last digit that is not 0
+  // (lower) or 9 (upper) the suffix is free.
+  // Strings of length n-from that are >= bound[from..] (lower) or <= it, as
+  // a flat union: equal up to position i, then a digit strictly beyond
+  // bound[i], then anything. Past the last digit that is not 0 (lower) or 9
+  // (upper) the suffix is free and written once after the union, so the
+  // subset construction meets one shared counter, not one per alternative.
   auto one_sided = [n](const std::string& bound, bool lower, size_t from) {
-    // Past the last digit that is not 0 (lower) or 9 (upper), the suffix is
-    // free. A 9 of a lower bound (0 of an upper) has one alternative, so a
-    // run of them adds no nesting.
     const char free_digit = lower ? '0' : '9';
     size_t end = n;
     while (end > from && bound[end - 1] == free_digit) --end;
-    std::string regex = AnyDigits(n - end);
-    for (size_t i = end; i-- > from;) {
+    std::vector<std::string> parts;
+    for (size_t i = from; i < end; ++i) {
       char d = bound[i];
-      std::vector<std::string> parts;
-      parts.push_back(absl::StrCat(std::string(1, d), regex));
-      if (lower && d < '9') parts.push_back(DigitClass(d + 1, '9') + AnyDigits(n - i - 1));
-      if (!lower && d > '0') parts.push_back(DigitClass('0', d - 1) + AnyDigits(n - i - 1));
-      regex = Alternatives(parts);
+      if (lower && d < '9') {
+        parts.push_back(DigitRun(bound.substr(from, i - from)) + DigitClass(d + 1, '9') +
+                        AnyDigits(end - i - 1));
+      }
+      if (!lower && d > '0') {
+        parts.push_back(DigitRun(bound.substr(from, i - from)) + DigitClass('0', d - 1) +
+                        AnyDigits(end - i - 1));
+      }
     }
-    return regex;
+    parts.push_back(DigitRun(bound.substr(from, end - from)));
+    if (parts.size() == 1 && parts[0].empty()) return AnyDigits(n - end);
+    return Alternatives(parts) + AnyDigits(n - end);
   };
   std::vector<std::string> parts;
   parts.push_back(absl::StrCat(std::string(1, lo[common]), one_sided(lo, true, common + 1)));
@@ -249,7 +293,7 @@ std::string SameLengthRangeRegex(const std::string& lo, const std::string& hi) {
     parts.push_back(DigitClass(lo[common] + 1, hi[common] - 1) + AnyDigits(n - common - 1));
   }
   parts.push_back(absl::StrCat(std::string(1, hi[common]), one_sided(hi, false, common + 1)));
-  return lo.substr(0, common) + Alternatives(parts);
+  return DigitRun(std::string_view(lo).substr(0, common)) + Alternatives(parts);
 }
 
 // Canonical integers (0 or no leading zero) in [lo, hi]; hi = nullopt for no
@@ -454,7 +498,12 @@ absl::StatusOr<std::optional<std::string>> IntegerMagnitudeRegex(const Magnitude
   absl::StatusOr<FixedPoint> lo = ToFixedPoint(r.lo, "minimum");
   if (!lo.ok()) return lo.status();
   // Smallest integer inside: floor(lo)+1 when strict or lo has a fraction, else lo.
-  std::string first = (r.lo_strict || !lo->fraction.empty()) ? Increment(lo->integer) : lo->integer;
+  std::string first = lo->integer;
+  if (r.lo_strict || !lo->fraction.empty()) {
+    absl::StatusOr<std::string> next = IncrementLowerBound(lo->integer, "exclusiveMinimum");
+    if (!next.ok()) return next.status();
+    first = *next;
+  }
   std::optional<std::string> last;
   if (r.hi) {
     absl::StatusOr<FixedPoint> hi = ToFixedPoint(*r.hi, "maximum");
@@ -487,13 +536,22 @@ absl::StatusOr<std::optional<std::string>> NumberMagnitudeRegex(const MagnitudeR
   absl::StatusOr<FixedPoint> lo = ToFixedPoint(r.lo, "minimum");
   if (!lo.ok()) return lo.status();
   FractionBound lo_frac{lo->fraction, r.lo_strict};
+  // With an inclusive integer lower bound, I >= lo with any fraction is one
+  // range; else I == lo with a bounded fraction, and I > lo.
+  const bool whole_lower = lo->fraction.empty() && !r.lo_strict;
+  std::string above_lo = lo->integer;
+  if (!whole_lower) {
+    absl::StatusOr<std::string> next = IncrementLowerBound(lo->integer, "exclusiveMinimum");
+    if (!next.ok()) return next.status();
+    above_lo = *next;
+  }
   std::vector<std::string> parts;
   auto add = [&](const std::string& integer, const std::optional<std::string>& fraction) {
-    if (fraction) parts.push_back(integer + *fraction);
+    if (fraction) parts.push_back(DigitRun(integer) + *fraction);
   };
   if (!r.hi) {
-    add(lo->integer, FractionRegex(lo_frac, std::nullopt));
-    parts.push_back(IntRangeRegex(Increment(lo->integer), std::nullopt) + any_fraction);
+    if (!whole_lower) add(lo->integer, FractionRegex(lo_frac, std::nullopt));
+    parts.push_back(IntRangeRegex(above_lo, std::nullopt) + any_fraction);
   } else {
     absl::StatusOr<FixedPoint> hi = ToFixedPoint(*r.hi, "maximum");
     if (!hi.ok()) return hi.status();
@@ -501,12 +559,32 @@ absl::StatusOr<std::optional<std::string>> NumberMagnitudeRegex(const MagnitudeR
     if (lo->integer == hi->integer) {
       add(lo->integer, FractionRegex(lo_frac, hi_frac));
     } else {
-      add(lo->integer, FractionRegex(lo_frac, std::nullopt));
-      std::string between_lo = Increment(lo->integer);
-      if (CompareCanonical(between_lo, hi->integer) < 0) {
-        parts.push_back(IntRangeRegex(between_lo, Decrement(hi->integer)) + any_fraction);
+      if (!whole_lower) add(lo->integer, FractionRegex(lo_frac, std::nullopt));
+      // hi's integer part is >= 1 here (it exceeds lo's).
+      if (CompareCanonical(above_lo, hi->integer) < 0) {
+        parts.push_back(IntRangeRegex(above_lo, Decrement(hi->integer)) + any_fraction);
       }
       add(hi->integer, FractionRegex(std::nullopt, hi_frac));
+    }
+  }
+  if (!fixed_point_only) {
+    // Two exponent forms whose verdict needs no digit comparison (Python
+    // writes 1e-05 and 1e+20): a one-digit mantissa with a negative exponent
+    // is below 1, so inside when lo is 0 and hi >= 1; a mantissa [1-9](.d+)?
+    // with exponent K >= (digits of lo's integer part) is at least 10^K > lo,
+    // so inside when there is no upper bound.
+    Decimal one;
+    one.digits = "1";
+    if (r.lo.zero() && r.hi && Compare(*r.hi, one) >= 0) {
+      parts.push_back(absl::StrCat(
+          r.lo_strict ? "(?:[1-9](?:\\.[0-9]+)?|0\\.0*[1-9][0-9]*)" : "[0-9](?:\\.[0-9]+)?",
+          "[eE]-0*[1-9][0-9]*"));
+    }
+    if (!r.hi) {
+      const std::string min_exponent =
+          lo->integer == "0" ? "0" : absl::StrCat(lo->integer.size());
+      parts.push_back(absl::StrCat("[1-9](?:\\.[0-9]+)?[eE]\\+?0*",
+                                   IntRangeRegex(min_exponent, std::nullopt)));
     }
   }
   if (parts.empty()) return std::optional<std::string>();

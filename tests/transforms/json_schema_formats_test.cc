@@ -24,38 +24,24 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "parser/flat_grammar.h"
-#include "pruning/compact.h"
+#include "grammar/regex_compiler.h"
 #include "re2/re2.h"
+#include "tests/support/ir_compile.h"
 #include "tests/support/test_paths.h"
-#include "transforms/pipeline.h"
-#include "transforms/regular_terminals.h"
 
 namespace zapgram::transforms {
 namespace {
 
 // ---------------------------------------------------------------------------
-// Compiling a grammar IR the way api/grammar_api.cc does.
+// Compiled formats.
 
 struct Compiled {
   parser::FlatGrammar flat;
-  bool Accepts(std::string_view text) const {
-    parser::Recognizer r = pruning::MakeRecognizer(&flat);
-    return r.FeedBytes(text) == text.size() && r.IsAccepting();
-  }
+  bool Accepts(std::string_view text) const { return testing::FlatAccepts(flat, text); }
 };
-
-absl::StatusOr<Compiled> CompileIr(const grammar::Grammar& g) {
-  absl::StatusOr<grammar::Grammar> normalized = NormalizeForCompile(g);
-  if (!normalized.ok()) return normalized.status();
-  absl::StatusOr<grammar::Grammar> merged = MergeRegularTerminals(*normalized);
-  if (!merged.ok()) return merged.status();
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged);
-  if (!flat.ok()) return flat.status();
-  return Compiled{*std::move(flat)};
-}
 
 Compiled CompileFormat(std::string_view format) {
   absl::StatusOr<std::string> regex = FormatRegex(format);
@@ -63,9 +49,9 @@ Compiled CompileFormat(std::string_view format) {
   grammar::Grammar g;
   g.rules.push_back({"root", 0, {}});
   g.rules[0].body = g.AddRegex(*regex, 0);
-  absl::StatusOr<Compiled> c = CompileIr(g);
-  EXPECT_TRUE(c.ok()) << format << ": " << c.status();
-  return *std::move(c);
+  absl::StatusOr<parser::FlatGrammar> flat = testing::CompileIr(g);
+  EXPECT_TRUE(flat.ok()) << format << ": " << flat.status();
+  return Compiled{*std::move(flat)};
 }
 
 // ---------------------------------------------------------------------------
@@ -175,13 +161,13 @@ std::string RandomDate(std::mt19937_64& rng) {
 std::string RandomTime(std::mt19937_64& rng) {
   int h = rng() % 24, m = rng() % 60, s = rng() % 61;
   std::string out = Pad(h, 2) + ":" + Pad(m, 2) + ":" + Pad(s, 2);
-  if (rng() % 3 == 0) out += "." + std::to_string(rng() % 100000);
+  if (rng() % 3 == 0) absl::StrAppend(&out, ".", rng() % 100000);
   switch (rng() % 4) {
     case 0: out += rng() % 2 ? "Z" : "z"; break;
     case 1: {
       // An offset that makes a leap second valid, sometimes.
       int oh = rng() % 24, om = (rng() % 2) ? 15 * (rng() % 4) : rng() % 60;
-      out += (rng() % 2 ? "+" : "-") + Pad(oh, 2) + ":" + Pad(om, 2);
+      absl::StrAppend(&out, rng() % 2 ? "+" : "-", Pad(oh, 2), ":", Pad(om, 2));
       break;
     }
     default: {
@@ -191,7 +177,7 @@ std::string RandomTime(std::mt19937_64& rng) {
       int local = ((23 * 60 + 59 + offset) % 1440 + 1440) % 1440;
       out = Pad(local / 60, 2) + ":" + Pad(local % 60, 2) + ":60";
       int a = offset < 0 ? -offset : offset;
-      out += (offset < 0 ? "-" : "+") + Pad(a / 60, 2) + ":" + Pad(a % 60, 2);
+      absl::StrAppend(&out, offset < 0 ? "-" : "+", Pad(a / 60, 2), ":", Pad(a % 60, 2));
       break;
     }
   }
@@ -422,6 +408,20 @@ TEST(JsonSchemaFormats, TestSuiteInstances) {
   }
   std::printf("suite: %d string instances, %d documented differences\n", all, documented_count);
   EXPECT_GT(all, 300);
+}
+
+TEST(JsonSchemaFormats, EachFormatIsOneSmallDfa) {
+  // Small enough for MergeRegularTerminals' default cap (4096 states), so a
+  // format string is one terminal with per-state token sets.
+  for (std::string_view f : SupportedFormats()) {
+    absl::StatusOr<std::string> regex = FormatRegex(f);
+    ASSERT_TRUE(regex.ok()) << f;
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(*regex, 0);
+    ASSERT_TRUE(dfa.ok()) << f << ": " << dfa.status();
+    std::printf("format %-22s regex %6zu bytes, %5u DFA states\n", std::string(f).c_str(),
+                regex->size(), dfa->num_states());
+    EXPECT_LT(dfa->num_states(), 4096u) << f;
+  }
 }
 
 TEST(JsonSchemaFormats, UnknownFormatIsNotFound) {
