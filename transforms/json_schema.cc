@@ -138,9 +138,24 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
-// Keys whose values are data, not schemas: the index does not look inside.
-bool IsDataKeyword(std::string_view key) {
-  return key == "enum" || key == "const" || key == "examples" || key == "default";
+// How a keyword holds subschemas: the index walks only into these (an
+// `$id` inside `enum`, `const` or an unknown keyword identifies nothing).
+enum class Holds { kNothing, kSchema, kSchemaMap, kSchemaArray };
+Holds SubschemasOf(std::string_view key, const Json& value) {
+  if (key == "properties" || key == "patternProperties" || key == "$defs" ||
+      key == "definitions" || key == "dependentSchemas" || key == "dependencies") {
+    return Holds::kSchemaMap;
+  }
+  if (key == "allOf" || key == "anyOf" || key == "oneOf" || key == "prefixItems") {
+    return Holds::kSchemaArray;
+  }
+  if (key == "items") return value.is_array() ? Holds::kSchemaArray : Holds::kSchema;
+  if (key == "additionalItems" || key == "additionalProperties" || key == "propertyNames" ||
+      key == "contains" || key == "not" || key == "if" || key == "then" || key == "else" ||
+      key == "unevaluatedItems" || key == "unevaluatedProperties" || key == "contentSchema") {
+    return Holds::kSchema;
+  }
+  return Holds::kNothing;
 }
 
 }  // namespace
@@ -204,36 +219,29 @@ void Converter::IndexDocument() {
           resources_[base] = t.node;
         }
       }
-      auto anchor = node.find("$anchor");
-      if (anchor != node.end() && anchor->is_string()) {
-        anchors_[absl::StrCat(base, "#", anchor->get<std::string>())] = t.node;
+      for (const char* keyword : {"$anchor", "$dynamicAnchor"}) {
+        auto anchor = node.find(keyword);
+        if (anchor != node.end() && anchor->is_string()) {
+          anchors_.emplace(absl::StrCat(base, "#", anchor->get<std::string>()), t.node);
+        }
       }
       base_uri_of_.emplace(t.node, base);
       for (auto it = node.begin(); it != node.end(); ++it) {
-        if (IsDataKeyword(it.key())) continue;
-        if (!it->is_object() && !it->is_array()) continue;
-        stack.push_back({&*it, absl::StrCat(t.pointer, "/", EscapePointerToken(it.key())), base});
-      }
-    } else if (node.is_array()) {
-      base_uri_of_.emplace(t.node, t.base);
-      for (size_t i = 0; i < node.size(); ++i) {
-        if (!node[i].is_object() && !node[i].is_array() && !node[i].is_boolean()) continue;
-        stack.push_back({&node[i], absl::StrCat(t.pointer, "/", i), t.base});
-      }
-    }
-  }
-  // Boolean subschemas (`"items": false`) are indexed by the loop above only
-  // through arrays; object members that are booleans get their pointer here.
-  std::vector<std::pair<const Json*, std::string>> bools;
-  for (const auto& [node, pointer] : pointer_of_) {
-    if (!node->is_object()) continue;
-    for (auto it = node->begin(); it != node->end(); ++it) {
-      if (it->is_boolean()) {
-        bools.push_back({&*it, absl::StrCat(pointer, "/", EscapePointerToken(it.key()))});
+        const Holds holds = SubschemasOf(it.key(), *it);
+        if (holds == Holds::kNothing) continue;
+        const std::string at = absl::StrCat(t.pointer, "/", EscapePointerToken(it.key()));
+        if (holds == Holds::kSchema) {
+          stack.push_back({&*it, at, base});
+        } else if (holds == Holds::kSchemaMap && it->is_object()) {
+          for (auto c = it->begin(); c != it->end(); ++c) {
+            stack.push_back({&*c, absl::StrCat(at, "/", EscapePointerToken(c.key())), base});
+          }
+        } else if (holds == Holds::kSchemaArray && it->is_array()) {
+          for (size_t i = 0; i < it->size(); ++i) stack.push_back({&(*it)[i], absl::StrCat(at, "/", i), base});
+        }
       }
     }
   }
-  for (auto& [node, pointer] : bools) pointer_of_.emplace(node, std::move(pointer));
 }
 
 absl::StatusOr<const Json*> Converter::ResolveRef(const Json* from, const std::string& ref) const {

@@ -218,7 +218,8 @@ std::string RuleNameFor(std::string_view pointer);
 // Number of code points of valid UTF-8 text.
 uint64_t CodepointCount(std::string_view text);
 // The regex (grammar/regex_compiler.h dialect) of an ECMA-262 search: the
-// pattern may match anywhere unless anchored with ^ / $ (per top-level alternative).
+// pattern may match anywhere unless anchored with ^ / $ (per top-level
+// alternative); \d \w \s take ECMA-262's meaning.
 std::string SearchRegex(std::string_view ecma_pattern);
 
 }  // namespace zapgram::transforms::json_schema_internal

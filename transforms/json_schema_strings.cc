@@ -118,9 +118,46 @@ uint64_t CodepointCount(std::string_view text) {
   return n;
 }
 
+// ECMA-262's \d \w (ASCII) and \s (its own whitespace list) in the regex
+// compiler's dialect, where the shorthands follow Python's Unicode classes.
+std::string EcmaShorthands(std::string_view p) {
+  constexpr std::string_view kSpace =
+      "\\t\\n\\v\\f\\r \\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF";
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char e = p[i + 1];
+      std::string_view set = e == 'd' || e == 'D' ? "0-9"
+                             : e == 'w' || e == 'W' ? "A-Za-z0-9_"
+                             : e == 's' || e == 'S' ? kSpace
+                                                    : "";
+      const bool negated = e == 'D' || e == 'W' || e == 'S';
+      if (!set.empty() && !(in_class && negated)) {
+        absl::StrAppend(&out, in_class ? "" : (negated ? "[^" : "["), std::string(set),
+                        in_class ? "" : "]");
+      } else {
+        out.push_back(c);
+        out.push_back(e);
+      }
+      ++i;
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = true;
+    } else if (c == ']' && in_class && !(out.size() > 0 && (out.back() == '[' || out.ends_with("[^")))) {
+      in_class = false;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 std::string SearchRegex(std::string_view ecma_pattern) {
-  std::string out = "(?a)(?:";
-  std::vector<std::string_view> alts = TopLevelAlternatives(ecma_pattern);
+  const std::string translated = EcmaShorthands(ecma_pattern);
+  std::string out = "(?:";
+  std::vector<std::string_view> alts = TopLevelAlternatives(translated);
   for (size_t i = 0; i < alts.size(); ++i) {
     std::string_view alt = alts[i];
     if (i > 0) out += "|";

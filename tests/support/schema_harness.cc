@@ -57,6 +57,16 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   v.strict = strict.status();
   v.lenient = strict.status();
+  if (!strict.ok() && strict.status().message().find("is unproductive") != std::string_view::npos) {
+    // The schema accepts nothing (e.g. `false`, contradictory allOf): the
+    // grammar's language is empty, which Load reports; every instance is rejected.
+    v.strict = absl::OkStatus();
+    v.lenient = absl::OkStatus();
+    v.empty_language = true;
+    v.strict_accepts.assign(group.instances.size(), false);
+    v.lenient_accepts = v.strict_accepts;
+    return v;
+  }
   if (strict.ok()) {
     v.strict_accepts = Verdicts(*strict, group.instances);
     v.lenient_accepts = v.strict_accepts;

@@ -39,6 +39,7 @@ struct SchemaVerdicts {
   std::vector<bool> strict_accepts;
   std::vector<bool> lenient_accepts;
   double strict_compile_ms = 0;
+  bool empty_language = false;  // the schema accepts nothing: Load says so
   bool compiled() const { return strict.ok() || lenient.ok(); }
 };
 

@@ -4,8 +4,9 @@
 // flag against RE2, and scale (10,000 properties, 1,000-deep $ref chains,
 // recursive trees) checked by grammar sizes, not by time.
 //
-// Verdicts go through the compile path of Grammar::Load (normalize, merge
-// regular terminals, lower, pruned recognizer).
+// Verdicts go through the compile path of Grammar::Load
+// (tests/support/ir_compile.h: normalize, merge regular terminals, lower,
+// pruned recognizer).
 #include "transforms/json_schema.h"
 
 #include <random>
@@ -17,11 +18,9 @@
 #include "gtest/gtest.h"
 #include "grammar/regex_compiler.h"
 #include "parser/flat_grammar.h"
-#include "pruning/compact.h"
 #include "re2/re2.h"
 #include "transforms/json_schema_internal.h"
-#include "transforms/pipeline.h"
-#include "transforms/regular_terminals.h"
+#include "tests/support/ir_compile.h"
 
 namespace zapgram::transforms {
 namespace {
@@ -35,19 +34,12 @@ struct Compiled {
 absl::StatusOr<Compiled> Compile(std::string_view schema, const JsonSchemaOptions& options = {}) {
   absl::StatusOr<JsonSchemaGrammar> converted = JsonSchemaToGrammar(schema, "<test>", options);
   if (!converted.ok()) return converted.status();
-  absl::StatusOr<grammar::Grammar> normalized = NormalizeForCompile(converted->grammar);
-  if (!normalized.ok()) return normalized.status();
-  absl::StatusOr<grammar::Grammar> merged = MergeRegularTerminals(*normalized);
-  if (!merged.ok()) return merged.status();
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged);
+  absl::StatusOr<parser::FlatGrammar> flat = testing::CompileIr(converted->grammar);
   if (!flat.ok()) return flat.status();
   return Compiled{std::move(converted->grammar), *std::move(flat), std::move(converted->warnings)};
 }
 
-bool Accepts(const Compiled& c, std::string_view text) {
-  parser::Recognizer r = pruning::MakeRecognizer(&c.flat);
-  return r.FeedBytes(text) == text.size() && r.IsAccepting();
-}
+bool Accepts(const Compiled& c, std::string_view text) { return testing::FlatAccepts(c.flat, text); }
 
 // Expects every `good` text accepted and every `bad` one rejected.
 void ExpectLanguage(std::string_view schema, const std::vector<std::string>& good,
