@@ -1,7 +1,18 @@
-// JSON Schema -> grammar IR.
+// JSON Schema -> grammar IR: the converter behind `schema:PATH`
+// (api/grammar_api.cc) and `zapgram schema2gbnf`.
 //
-// OWNER (session 3): the schema helper. Signatures are a starting point; the
-// owner may extend them (keep ReadGrammarSpec's `schema:PATH` working).
+// Reads draft 2020-12 and draft-07 spellings and returns a grammar whose
+// language is the JSON texts valid under the schema, written in the
+// canonical form of docs/json-schema.md (schema key order, bounded
+// whitespace, canonical string escapes under pattern/format/keys). Keywords
+// a context-free grammar cannot enforce are errors ("unsupported: <keyword>
+// at <pointer>") unless `lenient`, which drops them and lists each in
+// `warnings`. The stages live in json_schema*.cc (json_schema_internal.h
+// maps them); numbers and formats come from json_schema_formats.h.
+//
+// Thread safety: the function is reentrant. Cost: linear in the schema plus
+// one rule per distinct conjunction of subschemas (budget max_rules); no
+// recursion over the schema's depth.
 #ifndef ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
 #define ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
 
