@@ -358,12 +358,33 @@ absl::StatusOr<JsonSchemaGrammar> Converter::Run() {
     }
     grammar_.rules[rule].body = *body;
   }
+  DropUnreachableRules();
   absl::Status valid = grammar_.Validate();
   if (!valid.ok()) return valid;
   JsonSchemaGrammar out;
   out.grammar = std::move(grammar_);
   out.warnings = std::move(warnings_);
   return out;
+}
+
+// The builders make a few rules that no other rule ends up using (e.g. the
+// "rest" of the last object member); drop them so that dumps and `zapgram
+// check` show only the grammar. Expressions of dropped rules stay in the
+// arena, unreferenced (their rule references are pointed at the root).
+void Converter::DropUnreachableRules() {
+  const std::vector<bool> reachable = grammar::ReachableRules(grammar_);
+  std::vector<grammar::RuleId> new_id(grammar_.rules.size(), 0);
+  std::vector<grammar::Rule> kept;
+  for (size_t r = 0; r < grammar_.rules.size(); ++r) {
+    if (!reachable[r]) continue;
+    new_id[r] = static_cast<grammar::RuleId>(kept.size());
+    kept.push_back(std::move(grammar_.rules[r]));
+  }
+  for (grammar::Expr& e : grammar_.exprs) {
+    if (e.kind == grammar::ExprKind::kRuleRef) e.rule = new_id[e.rule];
+  }
+  grammar_.root = new_id[grammar_.root];
+  grammar_.rules = std::move(kept);
 }
 
 }  // namespace json_schema_internal

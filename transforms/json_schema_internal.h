@@ -184,6 +184,7 @@ class Converter {
 
  private:
   void IndexDocument();
+  void DropUnreachableRules();
 
   const Json& document_;
   const JsonSchemaOptions& options_;
