@@ -84,6 +84,9 @@ bool EndsWithDollar(std::string_view alt) {
   return backslashes % 2 == 0;
 }
 
+// Key tries up to this many nodes are kept regular (see KeyOtherThan).
+constexpr size_t kRegularKeyTrieNodes = 48;
+
 }  // namespace
 
 std::string JsonStringBody(std::string_view text) {
@@ -351,10 +354,11 @@ absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
 }
 
 // Any characters of a key, canonical spelling. Written as a right-recursive
-// rule on purpose: transforms/regular_terminals would otherwise merge a whole
+// rule on purpose: transforms/regular_terminals would otherwise merge a large
 // key trie (KeyOtherThan) into one regex, whose determinization costs
 // seconds for objects with hundreds of properties; as rules each trie node
-// keeps a one-character class and compiling stays linear in the trie.
+// keeps a one-character class and compiling stays linear in the trie (masks
+// inside such keys go through the parser, which is slower).
 RuleId Converter::KeyTail() {
   if (!have_key_tail_) {
     key_tail_rule_ = NewRule("key-tail", 0);
@@ -395,6 +399,9 @@ ExprId Converter::KeyOtherThan(const std::vector<std::string>& names) {
     }
     trie[at].terminal = true;
   }
+  // A small trie stays regular: transforms/regular_terminals merges it into
+  // one DFA terminal (fast masks); a large one uses the recursive KeyTail.
+  const bool small = trie.size() <= kRegularKeyTrieNodes;
   // Children have larger indices than parents: build bottom-up.
   std::vector<ExprId> expr(trie.size());
   for (size_t i = trie.size(); i-- > 0;) {
@@ -408,8 +415,13 @@ ExprId Converter::KeyOtherThan(const std::vector<std::string>& names) {
     for (const auto& [cp, child] : node.children) absl::StrAppend(&other, absl::StrFormat("\\x{%X}", cp));
     other += "]";
     if (node.children.empty()) other = "[\\s\\S]";
-    alternatives.push_back(grammar_.AddSequence(
-        {grammar_.AddRegex(other, grammar::kRegexJsonString), grammar_.AddRuleRef(KeyTail())}));
+    if (small) {
+      alternatives.push_back(grammar_.AddRegex(
+          absl::StrCat(other, "[\\s\\S]*"), grammar::kRegexJsonString));
+    } else {
+      alternatives.push_back(grammar_.AddSequence(
+          {grammar_.AddRegex(other, grammar::kRegexJsonString), grammar_.AddRuleRef(KeyTail())}));
+    }
     for (const auto& [cp, child] : node.children) {
       std::string utf8;
       grammar::AppendUtf8(cp, &utf8);
