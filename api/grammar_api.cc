@@ -14,6 +14,7 @@
 #include "grammar/gbnf_reader.h"
 #include "grammar/lark_lowering.h"
 #include "pruning/compact.h"
+#include "transforms/json_schema.h"
 #include "transforms/pipeline.h"
 #include "transforms/regular_terminals.h"
 #include "zapgram/grammar.h"
@@ -22,8 +23,55 @@ namespace zapgram {
 
 namespace internal {
 
+namespace {
+
+// schema:PATH. A schema without `$schema` is read as draft 2020-12, except
+// under a folder named draft7 or draft-07 (the JSON-Schema-Test-Suite's layout).
+absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
+                                                std::string_view data_root,
+                                                const SchemaOptions& schema,
+                                                std::vector<std::string>* warnings) {
+  std::filesystem::path path{std::string(path_text)};
+  if (path.is_relative() && !data_root.empty()) {
+    path = std::filesystem::path(std::string(data_root)) / path;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read schema file '", path.string(), "'"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  transforms::JsonSchemaOptions options;
+  options.lenient = schema.lenient;
+  options.compact = schema.compact;
+  options.max_whitespace = schema.max_whitespace;
+  options.any_order = schema.any_order;
+  for (const std::filesystem::path& part : path) {
+    if (part == "draft7" || part == "draft-07") options.draft = transforms::JsonSchemaDraft::kDraft7;
+  }
+  absl::StatusOr<transforms::JsonSchemaGrammar> converted =
+      transforms::JsonSchemaToGrammar(buffer.str(), path.string(), options);
+  if (!converted.ok()) return converted.status();
+  if (warnings != nullptr) {
+    for (const transforms::JsonSchemaWarning& w : converted->warnings) {
+      warnings->push_back(
+          absl::StrFormat("dropped %s at %s: %s", w.keyword, w.pointer, w.message));
+    }
+  }
+  return std::move(converted->grammar);
+}
+
+}  // namespace
+
 absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
                                                  std::string_view data_root) {
+  return ReadGrammarSpec(spec, data_root, SchemaOptions{}, nullptr);
+}
+
+absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::string_view data_root,
+                                                 const SchemaOptions& schema,
+                                                 std::vector<std::string>* warnings) {
+  if (spec.starts_with("schema:")) {
+    return ReadSchemaSpec(spec.substr(7), data_root, schema, warnings);
+  }
   // Debian's abseil keeps its own string_view type: StrFormat takes
   // std::string_view, StrCat does not.
   if (spec.starts_with("builtin:")) {
@@ -57,7 +105,7 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
   if (ext != ".gbnf" && ext != ".ebnf" && ext != ".lark") {
     return absl::InvalidArgumentError(absl::StrFormat(
         "cannot tell the grammar format of '%s': expected a .gbnf, .ebnf or .lark path, "
-        "builtin:NAME or regex:PATTERN",
+        "builtin:NAME, regex:PATTERN or schema:PATH",
         spec));
   }
   std::ifstream in(path, std::ios::binary);
@@ -72,9 +120,11 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
 namespace {
 
 absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
-    absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits) {
+    absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits,
+    std::vector<std::string> warnings = {}) {
   if (!ir.ok()) return ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
+  data->warnings = std::move(warnings);
   data->ir = *std::move(ir);
   // Normalized (transforms/pipeline.h), then regular parts (strings,
   // numbers, whitespace) become single DFA terminals:
@@ -94,10 +144,22 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
 
 absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view data_root,
                                       const CompileLimits& limits) {
-  auto data = Compile(internal::ReadGrammarSpec(spec, data_root), limits);
+  LoadOptions options;
+  options.limits = limits;
+  return Load(spec, data_root, options);
+}
+
+absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view data_root,
+                                      const LoadOptions& options) {
+  std::vector<std::string> warnings;
+  absl::StatusOr<grammar::Grammar> ir =
+      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings);
+  auto data = Compile(std::move(ir), options.limits, std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
 }
+
+const std::vector<std::string>& Grammar::warnings() const { return data_->warnings; }
 
 absl::StatusOr<Grammar> Grammar::FromGbnf(std::string_view text, std::string_view source_name,
                                           const CompileLimits& limits) {

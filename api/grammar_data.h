@@ -6,12 +6,17 @@
 #include "grammar/grammar.h"
 #include "parser/flat_grammar.h"
 #include "parser/recognizer.h"
+#include "zapgram/grammar.h"
+
+#include <string>
+#include <vector>
 
 namespace zapgram::internal {
 
 struct CompiledGrammarData {
   grammar::Grammar ir;
   parser::FlatGrammar flat;
+  std::vector<std::string> warnings;  // Grammar::warnings()
 };
 
 struct RecognizerState {
@@ -22,6 +27,11 @@ struct RecognizerState {
 // Reads a grammar argument (see include/zapgram/grammar.h) to IR.
 absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
                                                  std::string_view data_root);
+// The same, with the options of schema:PATH; its warnings are appended to
+// `warnings` (may be null).
+absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::string_view data_root,
+                                                 const SchemaOptions& schema,
+                                                 std::vector<std::string>* warnings);
 
 }  // namespace zapgram::internal
 

@@ -40,7 +40,7 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
-    "                     [--data-root DIR]\n"
+    "                     [--lenient] [--data-root DIR]\n"
     "\n"
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
     "token mask before each of its real tokens, check the token is allowed, accept it.\n"
@@ -58,6 +58,8 @@ constexpr std::string_view kHelp =
     "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
     "  --no-cache          switch the state cache off (ablation)\n"
     "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
+    "  --lenient           schema:PATH grammars drop the keywords a grammar cannot\n"
+    "                      enforce instead of failing to compile\n"
     "  --data-root DIR     resolve the trace's grammar paths against DIR (default: the\n"
     "                      folder two levels above the trace's folder)\n"
     "\n"
@@ -78,10 +80,13 @@ struct CompiledEntry {
 int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
   bool json = false, pruning = true, use_cache = true, use_token_sets = true;
+  LoadOptions load_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--lenient") {
+      load_options.schema.lenient = true;
     } else if (arg == "--no-pruning") {
       pruning = false;
     } else if (arg == "--no-cache") {
@@ -157,7 +162,7 @@ int RunBench(const std::vector<std::string>& args) {
     CompiledEntry& entry = compiled[spec];
     if (!entry.grammar.has_value() && entry.error.empty()) {
       const auto start = std::chrono::steady_clock::now();
-      absl::StatusOr<Grammar> g = Grammar::Load(spec, data_root);
+      absl::StatusOr<Grammar> g = Grammar::Load(spec, data_root, load_options);
       absl::StatusOr<CompiledGrammar> c =
           g.ok() ? CompiledGrammar::Compile(*g, *vocab) : absl::StatusOr<CompiledGrammar>(g.status());
       compile_ms.push_back(std::chrono::duration<double, std::milli>(

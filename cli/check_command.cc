@@ -63,7 +63,7 @@ namespace zapgram::cli {
 namespace {
 
 constexpr std::string_view kHelp =
-    "usage: zapgram check GRAMMAR [--dump] [--data-root DIR]\n"
+    "usage: zapgram check GRAMMAR [--dump] [--lenient] [--data-root DIR]\n"
     "\n"
     "Reads GRAMMAR and reports whether it is usable:\n"
     "  errors    syntax errors and undefined symbols (SOURCE:LINE:COL), an\n"
@@ -78,10 +78,12 @@ constexpr std::string_view kHelp =
     "            and after, and the rules it removed, inlined or merged\n"
     "\n"
     "GRAMMAR is PATH.gbnf, PATH.ebnf or PATH.lark (by extension), builtin:NAME or\n"
-    "regex:PATTERN.\n"
+    "regex:PATTERN or schema:PATH (a JSON Schema).\n"
     "\n"
     "options:\n"
     "  --dump            also print the grammar as read, in GBNF\n"
+    "  --lenient         schema:PATH: drop keywords a grammar cannot enforce, each\n"
+    "                    reported as a warning (default: they are errors)\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
     "\n"
     "exit status: 0 usable (warnings allowed), 1 grammar errors, 2 usage errors.\n";
@@ -94,6 +96,7 @@ struct GrammarSource {
                         // regex:PATTERN, the resolved PATH.lark)
   std::optional<grammar::Grammar> ir;  // regex:PATTERN: built directly, no text
   bool lark = false;    // PATH.lark: read (and lowered) by internal::ReadGrammarSpec
+  bool schema = false;  // schema:PATH: converted by internal::ReadGrammarSpec
 };
 
 void AppendView(std::string* out, std::string_view view) { out->append(view); }
@@ -124,8 +127,12 @@ absl::StatusOr<GrammarSource> LoadSource(const std::string& spec, const std::str
     return source;
   }
   if (absl::StartsWith(spec, "schema:")) {
-    return absl::UnimplementedError(absl::StrCat(
-        "'", spec, "': check supports .gbnf/.ebnf/.lark files, builtin:NAME and regex:PATTERN"));
+    // Converted here (transforms/json_schema.h); compiled below by the same
+    // spec with the same options, as `parse` does.
+    source.builtin = absl::StrCat("schema:", ResolvePath(spec.substr(7), data_root));
+    source.name = ResolvePath(spec.substr(7), data_root);
+    source.schema = true;
+    return source;
   }
   source.lark = absl::EndsWith(spec, ".lark");
   if (!source.lark && !absl::EndsWith(spec, ".gbnf") && !absl::EndsWith(spec, ".ebnf")) {
@@ -193,6 +200,7 @@ int RunCheck(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   std::string data_root;
   bool dump = false;
+  SchemaOptions schema;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -202,6 +210,8 @@ int RunCheck(const std::vector<std::string>& args) {
       options_done = true;
     } else if (arg == "--dump") {
       dump = true;
+    } else if (arg == "--lenient") {
+      schema.lenient = true;
     } else if (arg == "--data-root" || absl::StartsWith(arg, "--data-root=")) {
       if (!TakeOptionValue(args, &i, "--data-root", &data_root)) {
         return UsageError("check", "--data-root needs a directory");
@@ -227,9 +237,11 @@ int RunCheck(const std::vector<std::string>& args) {
 
   // 1. Read (a .lark file through the path every command uses, so that the
   // check sees the IR that `parse` compiles).
+  std::vector<std::string> schema_warnings;
   absl::StatusOr<grammar::Grammar> ir =
-      source->ir     ? *source->ir
-      : source->lark ? internal::ReadGrammarSpec(source->name, "")
+      source->ir       ? *source->ir
+      : source->schema ? internal::ReadGrammarSpec(source->builtin, "", schema, &schema_warnings)
+      : source->lark   ? internal::ReadGrammarSpec(source->name, "")
                      : grammar::ReadGbnf(source->text, source->name);
   if (!ir.ok()) {
     PrintReaderError(source->name, std::string(ir.status().message()));
@@ -245,6 +257,10 @@ int RunCheck(const std::vector<std::string>& args) {
   // 2. Analyse: reachability and productivity over the rule graph.
   size_t errors = 0;
   size_t warnings = 0;
+  for (const std::string& w : schema_warnings) {
+    std::printf("%s: warning: %s\n", source->name.c_str(), w.c_str());
+    ++warnings;
+  }
   const std::string& root_name = ir->rules[ir->root].name;
   std::vector<bool> reachable = grammar::ReachableRules(*ir);
   std::vector<bool> productive = grammar::ProductiveRules(*ir);
@@ -295,7 +311,7 @@ int RunCheck(const std::vector<std::string>& args) {
   if (errors == 0) {
     absl::StatusOr<Grammar> compiled = source->builtin.empty()
                                            ? Grammar::FromGbnf(source->text, source->name)
-                                           : Grammar::Load(source->builtin);
+                                           : Grammar::Load(source->builtin, "", LoadOptions{{}, schema});
     if (!compiled.ok()) {
       std::printf("error: compile: %s\n", std::string(compiled.status().message()).c_str());
       ++errors;

@@ -54,6 +54,9 @@ extern const Command kNgramCommand;
 // `zapgram sample GRAMMAR --tokenizer T --lm uniform|ngram:MODEL --method M -n N [...]`
 // (sample_command.cc).
 extern const Command kSampleCommand;
+// `zapgram schema2gbnf SCHEMA [--lenient] [--compact] [--max-ws N] [--any-order] [--draft7]`
+// (schema2gbnf_command.cc).
+extern const Command kSchema2GbnfCommand;
 
 // Prints "zapgram CMD: MESSAGE" and a pointer to the command's help on stderr;
 // returns kExitError so that callers can `return UsageError(...)`.

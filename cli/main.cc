@@ -28,7 +28,8 @@ namespace zapgram::cli {
 namespace {
 
 const Command* const kCommands[] = {&kCheckCommand, &kParseCommand, &kMaskCommand,
-                                    &kBenchCommand, &kNgramCommand, &kSampleCommand};
+                                    &kBenchCommand, &kSchema2GbnfCommand, &kNgramCommand,
+                                    &kSampleCommand};
 
 const Command* FindCommand(std::string_view name) {
   for (const Command* command : kCommands) {
@@ -46,14 +47,15 @@ void PrintOverview(std::FILE* out) {
                "\n"
                "commands:\n");
   for (const Command* command : kCommands) {
-    std::fprintf(out, "  %-8.*s %.*s\n", static_cast<int>(command->name.size()),
+    std::fprintf(out, "  %-11.*s %.*s\n", static_cast<int>(command->name.size()),
                  command->name.data(), static_cast<int>(command->summary.size()),
                  command->summary.data());
   }
   std::fprintf(out,
                "\n"
-               "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), builtin:NAME or regex:PATTERN\n"
-               "(builtin:json is RFC 8259 JSON).\n"
+               "GRAMMAR is PATH.gbnf, PATH.ebnf or PATH.lark (by extension), builtin:NAME,\n"
+               "regex:PATTERN or schema:PATH (a JSON Schema; --lenient drops keywords a\n"
+               "grammar cannot enforce). builtin:json is RFC 8259 JSON.\n"
                "\n"
                "exit status: 0 yes (grammar usable / all accepted), 1 no (grammar errors /\n"
                "some input rejected), 2 could not run (usage, unreadable input, budget).\n");

@@ -23,11 +23,12 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram mask GRAMMAR --tokenizer T.json [--prefix TEXT] [--show N]\n"
-    "                    [--no-pruning] [--data-root DIR]\n"
+    "                    [--no-pruning] [--lenient] [--data-root DIR]\n"
     "\n"
     "Prints how many tokens GRAMMAR allows after TEXT (default: the empty text),\n"
     "whether EOS is allowed, the bytes the grammar forces next, and the first N\n"
-    "allowed tokens (default 20) as `id \"bytes\"`.\n"
+    "allowed tokens (default 20) as `id \"bytes\"`. --lenient: a schema:PATH grammar\n"
+    "drops the keywords a grammar cannot enforce (reported on stderr).\n"
     "\n"
     "exit status: 0 printed, 1 TEXT is not a prefix of the grammar's language,\n"
     "2 usage error, unreadable tokenizer, grammar that does not load.\n";
@@ -35,11 +36,14 @@ constexpr std::string_view kHelp =
 int RunMask(const std::vector<std::string>& args) {
   std::string tokenizer, prefix, show_text = "20", data_root;
   bool pruning = true;
+  LoadOptions load_options;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--no-pruning") {
       pruning = false;
+    } else if (arg == "--lenient") {
+      load_options.schema.lenient = true;
     } else if (absl::StartsWith(arg, "--tokenizer")) {
       if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("mask", "--tokenizer needs a file");
     } else if (absl::StartsWith(arg, "--prefix")) {
@@ -65,7 +69,12 @@ int RunMask(const std::vector<std::string>& args) {
     std::fprintf(stderr, "zapgram mask: %s\n", std::string(vocab.status().message()).c_str());
     return kExitError;
   }
-  absl::StatusOr<Grammar> grammar = Grammar::Load(positional[0], data_root);
+  absl::StatusOr<Grammar> grammar = Grammar::Load(positional[0], data_root, load_options);
+  if (grammar.ok()) {
+    for (const std::string& w : grammar->warnings()) {
+      std::fprintf(stderr, "zapgram mask: warning: %s\n", w.c_str());
+    }
+  }
   absl::StatusOr<CompiledGrammar> compiled =
       grammar.ok() ? CompiledGrammar::Compile(*grammar, *vocab) : absl::StatusOr<CompiledGrammar>(grammar.status());
   if (!compiled.ok()) {

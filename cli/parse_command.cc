@@ -55,7 +55,8 @@ namespace zapgram::cli {
 namespace {
 
 constexpr std::string_view kHelp =
-    "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--data-root DIR]\n"
+    "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--lenient]\n"
+    "                     [--data-root DIR]\n"
     "\n"
     "Feeds each FILE byte by byte to a recognizer for GRAMMAR and reports whether\n"
     "the file is a sentence of the grammar. For a rejected file it reports the\n"
@@ -79,6 +80,8 @@ constexpr std::string_view kHelp =
     "                    after any step, pruning on) and \"max_items_unpruned\" (the\n"
     "                    same with pruning off); human output adds item-count summaries\n"
     "  --no-pruning      decide with pruning off (ablation)\n"
+    "  --lenient         schema:PATH: drop keywords a grammar cannot enforce (each\n"
+    "                    reported on stderr) instead of failing\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
     "\n"
     "exit status: 0 all accepted, 1 some rejected, 2 usage error, grammar error,\n"
@@ -90,6 +93,7 @@ constexpr size_t kProfileSamples = 32;
 
 struct ParseOptions {
   bool json = false;
+  bool lenient = false;
   bool stats = false;
   bool pruning = true;
   std::string data_root;
@@ -340,6 +344,8 @@ int RunParse(const std::vector<std::string>& args) {
       options_done = true;
     } else if (arg == "--json") {
       options.json = true;
+    } else if (arg == "--lenient") {
+      options.lenient = true;
     } else if (arg == "--stats") {
       options.stats = true;
     } else if (arg == "--no-pruning") {
@@ -355,7 +361,14 @@ int RunParse(const std::vector<std::string>& args) {
   if (positional.empty()) return UsageError("parse", "missing GRAMMAR and FILE");
   if (positional.size() < 2) return UsageError("parse", "missing FILE");
 
-  absl::StatusOr<Grammar> grammar = Grammar::Load(positional[0], options.data_root);
+  LoadOptions load_options;
+  load_options.schema.lenient = options.lenient;
+  absl::StatusOr<Grammar> grammar = Grammar::Load(positional[0], options.data_root, load_options);
+  if (grammar.ok()) {
+    for (const std::string& w : grammar->warnings()) {
+      std::fprintf(stderr, "zapgram parse: warning: %s\n", w.c_str());
+    }
+  }
   if (!grammar.ok()) {
     std::fprintf(stderr, "zapgram parse: %s\n", std::string(grammar.status().message()).c_str());
     return kExitError;

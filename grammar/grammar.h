@@ -66,6 +66,11 @@ enum RegexFlags : uint32_t {
   kRegexDotAll = 1u << 1,      // s: `.` also matches \n
   kRegexMultiline = 1u << 2,   // m: ^ and $ at line breaks
   kRegexVerbose = 1u << 3,     // x: whitespace and # comments in the pattern are ignored
+  // J (zapgram's own, inline (?J:...)): the pattern describes the *decoded*
+  // characters of a JSON string, and every code point it matches is matched
+  // in its JSON-string spelling (raw UTF-8; \" \\ and the control escapes;
+  // see grammar/regex_compiler.h). Used by the JSON Schema `pattern`/`format`.
+  kRegexJsonString = 1u << 4,
 };
 
 struct Expr {

@@ -58,6 +58,7 @@ struct Node {
   std::vector<uint32_t> children;      // kConcat, kAlt (>= 2), kRepeat (1)
   uint32_t min = 0, max = 0;           // kRepeat
   uint32_t offset = 0;                 // in the pattern, for messages
+  bool json_string = false;            // kClass under kRegexJsonString: JSON-string spelling
 };
 
 std::vector<CodepointRange> Complement(const std::vector<CodepointRange>& r) {
@@ -119,6 +120,7 @@ class Parser {
     n.kind = NodeKind::kClass;
     n.ranges = std::move(ranges);
     n.offset = static_cast<uint32_t>(offset);
+    n.json_string = (flags_ & kRegexJsonString) != 0;
     return AddNode(std::move(n));
   }
   bool IgnoreCase() const { return (flags_ & kRegexIgnoreCase) != 0; }
@@ -505,6 +507,7 @@ absl::Status Parser::ParseGroupOpen() {
                        : c == 's' ? uint32_t{kRegexDotAll}
                        : c == 'm' ? uint32_t{kRegexMultiline}
                        : c == 'x' ? uint32_t{kRegexVerbose}
+                       : c == 'J' ? uint32_t{kRegexJsonString}
                        : 0u;
         if (c == '-' && !minus) {
           minus = true;
@@ -725,6 +728,56 @@ absl::Status Parser::CheckAnchors(uint32_t root) const {
   return absl::OkStatus();
 }
 
+// One code point of `ranges` as it is spelled inside a JSON string literal
+// (kRegexJsonString): raw UTF-8, except `"` and `\` (\" and \\) and the
+// controls U+0000..U+001F (\b \f \n \r \t, the others \u00XX in either
+// hex case). This is the one spelling JSON serializers emit (Python
+// json.dumps with ensure_ascii=False, JSON.stringify); other spellings of
+// ordinary characters (\/, \u0041) are not matched.
+uint32_t AddJsonSpelledCodepoints(ByteNfa& nfa, uint32_t from,
+                                  const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> raw;
+  std::vector<uint32_t> escaped;  // code points that take an escape
+  for (const CodepointRange& r : ranges) {
+    uint32_t lo = r.lo;
+    for (; lo <= r.hi && lo < 0x20; ++lo) escaped.push_back(lo);
+    for (uint32_t special : {0x22u, 0x5Cu}) {
+      if (special < lo || special > r.hi) continue;
+      if (lo < special) raw.push_back({lo, special - 1});
+      escaped.push_back(special);
+      lo = special + 1;
+    }
+    if (lo <= r.hi) raw.push_back({lo, r.hi});
+  }
+  const uint32_t end = nfa.AddState();
+  if (!raw.empty()) nfa.AddEpsilon(nfa.AddCodepoints(from, raw), end);
+  constexpr std::string_view kHex = "0123456789abcdef";
+  for (uint32_t c : escaped) {
+    std::string_view short_form = c == 0x22   ? "\\\""
+                                  : c == 0x5C ? "\\\\"
+                                  : c == 0x08 ? "\\b"
+                                  : c == 0x0C ? "\\f"
+                                  : c == 0x0A ? "\\n"
+                                  : c == 0x0D ? "\\r"
+                                  : c == 0x09 ? "\\t"
+                                              : "";
+    if (!short_form.empty()) {
+      nfa.AddEpsilon(nfa.AddLiteral(from, short_form), end);
+      continue;
+    }
+    std::string prefix = "\\u00";
+    prefix.push_back(kHex[c >> 4]);
+    const uint32_t at = nfa.AddLiteral(from, prefix);
+    const char digit = kHex[c & 0xF];
+    nfa.AddRange(at, static_cast<uint8_t>(digit), static_cast<uint8_t>(digit), end);
+    if (digit >= 'a') {
+      const uint8_t upper = static_cast<uint8_t>(digit - 'a' + 'A');
+      nfa.AddRange(at, upper, upper, end);
+    }
+  }
+  return end;
+}
+
 // Thompson construction, explicit stack (see the file comment).
 absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa, uint32_t from,
                               const RegexLimits& limits) {
@@ -752,7 +805,8 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
         stack.pop_back();
         break;
       case NodeKind::kClass:
-        ret = nfa.AddCodepoints(f.from, n.ranges);
+        ret = n.json_string ? AddJsonSpelledCodepoints(nfa, f.from, n.ranges)
+                            : nfa.AddCodepoints(f.from, n.ranges);
         stack.pop_back();
         break;
       case NodeKind::kConcat: {
@@ -907,6 +961,7 @@ std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {
   if (flags & kRegexMultiline) out += "m";
   if (flags & kRegexDotAll) out += "s";
   if (flags & kRegexVerbose) out += "x";
+  if (flags & kRegexJsonString) out += "J";
   return out;
 }
 

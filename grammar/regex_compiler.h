@@ -27,7 +27,12 @@
 // \p{..}; not the shorthands \d \w \s, as in Python); s lets `.` match \n;
 // x ignores whitespace and #-comments outside classes; m only widens where
 // ^ and $ may appear (they are no-ops at the ends either way); a makes
-// \d \w \s and case folding ASCII-only.
+// \d \w \s and case folding ASCII-only. J (zapgram's own flag,
+// kRegexJsonString; inline (?J) or (?J:...)) matches every code point in its
+// JSON-string spelling: raw UTF-8, except `"` and `\` (written \" and \\)
+// and U+0000..U+001F (\b \f \n \r \t, the others \u00XX with either hex
+// case); other escapes of ordinary characters (\/, \u0041) do not match. The
+// pattern still speaks of decoded characters: (?J)a"b matches the bytes a\"b.
 //
 // Pipeline: Parse (pattern -> syntax tree, explicit stack of open groups,
 // classes resolved to code-point ranges on the spot) then Emit (tree ->

@@ -43,6 +43,7 @@ std::string ScopedRegexp(std::string_view regexp, uint32_t flags) {
   if (flags & kRegexMultiline) letters.push_back('m');
   if (flags & kRegexDotAll) letters.push_back('s');
   if (flags & kRegexVerbose) letters.push_back('x');
+  if (flags & kRegexJsonString) letters.push_back('J');
   return absl::StrFormat("(?%s:%s)", letters, regexp);
 }
 

@@ -1,7 +1,18 @@
-// JSON Schema -> grammar IR.
+// JSON Schema -> grammar IR: the converter behind `schema:PATH`
+// (api/grammar_api.cc) and `zapgram schema2gbnf`.
 //
-// OWNER (session 3): the schema helper. Signatures are a starting point; the
-// owner may extend them (keep ReadGrammarSpec's `schema:PATH` working).
+// Reads draft 2020-12 and draft-07 spellings and returns a grammar whose
+// language is the JSON texts valid under the schema, written in the
+// canonical form of docs/json-schema.md (schema key order, bounded
+// whitespace, canonical string escapes under pattern/format/keys). Keywords
+// a context-free grammar cannot enforce are errors ("unsupported: <keyword>
+// at <pointer>") unless `lenient`, which drops them and lists each in
+// `warnings`. The stages live in json_schema*.cc (json_schema_internal.h
+// maps them); numbers and formats come from json_schema_formats.h.
+//
+// Thread safety: the function is reentrant. Cost: linear in the schema plus
+// one rule per distinct conjunction of subschemas (budget max_rules); no
+// recursion over the schema's depth.
 #ifndef ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
 #define ZAPGRAM_TRANSFORMS_JSON_SCHEMA_H_
 
@@ -15,6 +26,11 @@
 
 namespace zapgram::transforms {
 
+// Which draft's rules apply when the schema has no `$schema`: in draft-07
+// and earlier a `$ref` replaces its sibling keywords; from 2019-09 on they
+// apply together. Everything else is read the same way in both.
+enum class JsonSchemaDraft { kDraft2020_12, kDraft7 };
+
 struct JsonSchemaOptions {
   // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
   // if/then/else, ...): false = error; true = dropped, each reported as a warning.
@@ -24,6 +40,10 @@ struct JsonSchemaOptions {
   uint32_t max_whitespace = 2;
   // Object properties in schema order (default) or any order.
   bool any_order = false;
+  JsonSchemaDraft draft = JsonSchemaDraft::kDraft2020_12;
+  // Budget: grammar rules made (one per distinct subschema conjunction).
+  // Exceeding it is a kResourceExhausted error.
+  uint32_t max_rules = 1u << 20;
 };
 
 struct JsonSchemaWarning {

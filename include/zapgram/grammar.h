@@ -3,7 +3,10 @@
 // A grammar argument (`spec`) is one of
 //   PATH.gbnf | PATH.ebnf   GBNF / XGrammar EBNF text
 //   builtin:NAME            a bundled grammar (builtin:json = RFC 8259 JSON)
+//   PATH.lark               a Lark grammar (lexed)
 //   regex:PATTERN           texts matching PATTERN as a whole (Python `re` syntax)
+//   schema:PATH             JSON texts valid under the JSON Schema in PATH
+//                           (docs/json-schema.md; SchemaOptions below)
 // Relative paths are resolved against `data_root` when given.
 //
 // zapgram::Grammar is immutable after Load and safe to share across threads
@@ -17,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "zapgram/limits.h"
@@ -37,8 +41,30 @@ struct GrammarStats {
   size_t terminal_states = 0;
 };
 
+// How `schema:PATH` becomes a grammar (docs/json-schema.md).
+struct SchemaOptions {
+  // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
+  // if/then/else, dependent*, unevaluated*, complex `not`, ...): false = Load
+  // fails with "unsupported: <keyword> at <pointer>"; true = they are dropped
+  // (the grammar then accepts more than the schema) and Grammar::warnings()
+  // lists each with its JSON pointer.
+  bool lenient = false;
+  // No whitespace between JSON tokens, or at most max_whitespace bytes.
+  bool compact = false;
+  uint32_t max_whitespace = 2;
+  // Object members in any order (default: the schema's `properties` order).
+  bool any_order = false;
+};
+
+struct LoadOptions {
+  CompileLimits limits;
+  SchemaOptions schema;
+};
+
 class Grammar {
  public:
+  static absl::StatusOr<Grammar> Load(std::string_view spec, std::string_view data_root,
+                                      const LoadOptions& options);
   static absl::StatusOr<Grammar> Load(std::string_view spec, std::string_view data_root = {},
                                       const CompileLimits& limits = {});
   // GBNF text; `source_name` prefixes error messages.
@@ -47,6 +73,9 @@ class Grammar {
                                           const CompileLimits& limits = {});
 
   GrammarStats stats() const;
+  // What loading dropped or approximated (lenient schema keywords), one
+  // line each: "dropped <keyword> at <pointer>: <why>". Empty otherwise.
+  const std::vector<std::string>& warnings() const;
   const internal::CompiledGrammarData& data() const { return *data_; }
   const std::shared_ptr<const internal::CompiledGrammarData>& shared_data() const { return data_; }
 

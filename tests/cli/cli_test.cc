@@ -612,3 +612,51 @@ TEST(CliRegexTest, CheckCompilesPatternOrNamesTheRefusedConstruct) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- schema:PATH, schema2gbnf
+
+namespace {
+
+constexpr std::string_view kTagsSchema =
+    R"({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true,
+        "items": {"type": "string"}}}, "required": ["tags"], "additionalProperties": false})";
+
+TEST(CliTest, Schema2GbnfPrintsTheGrammar) {
+  std::string schema = WriteTemp("s2g.schema.json", R"({"type": "array", "items": {"enum": [1, "a"]}})");
+  CliResult r = RunCli({"schema2gbnf", schema, "--compact"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "root ::= ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"\\\"a\\\"\"")) << r.out;
+  CliResult bad = RunCli({"schema2gbnf", schema, "--max-ws", "x"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+TEST(CliTest, Schema2GbnfStrictRefusesLenientWarns) {
+  std::string schema = WriteTemp("tags.schema.json", kTagsSchema);
+  CliResult strict = RunCli({"schema2gbnf", schema});
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_TRUE(Contains(strict.err, "unsupported: uniqueItems at #/properties/tags")) << strict.err;
+  CliResult lenient = RunCli({"schema2gbnf", schema, "--lenient"});
+  EXPECT_EQ(lenient.exit_code, 0) << lenient.err;
+  EXPECT_TRUE(Contains(lenient.err, "warning: dropped uniqueItems at #/properties/tags")) << lenient.err;
+}
+
+TEST(CliTest, ParseAndCheckTakeSchemaSpecs) {
+  std::string schema = WriteTemp("tags2.schema.json", kTagsSchema);
+  std::string good = WriteTemp("tags_good.json", R"({"tags": ["a", "a"]})");
+  std::string bad = WriteTemp("tags_bad.json", R"({"tags": [1]})");
+  CliResult strict = RunCli({"parse", "schema:" + schema, good});
+  EXPECT_EQ(strict.exit_code, 2);
+  EXPECT_TRUE(Contains(strict.err, "unsupported: uniqueItems")) << strict.err;
+  CliResult lenient = RunCli({"parse", "schema:" + schema, good, bad, "--lenient"});
+  EXPECT_EQ(lenient.exit_code, 1) << lenient.err;
+  EXPECT_TRUE(Contains(lenient.out, "tags_good.json: accepted")) << lenient.out;
+  EXPECT_TRUE(Contains(lenient.err, "dropped uniqueItems")) << lenient.err;
+  CliResult check = RunCli({"check", "schema:" + schema, "--lenient"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_TRUE(Contains(check.out, "warning: dropped uniqueItems")) << check.out;
+  CliResult check_strict = RunCli({"check", "schema:" + schema});
+  EXPECT_EQ(check_strict.exit_code, 1) << check_strict.out << check_strict.err;
+}
+
+}  // namespace

@@ -1,0 +1,218 @@
+// MergedSchema -> grammar expression: the type dispatch of the converter.
+//
+// Build(conj) merges the conjunction (json_schema_merge.cc) and then:
+//   1. `false`, or an empty type set  -> Void (matches nothing);
+//   2. a pending anyOf/oneOf          -> a choice with one alternative per
+//      branch, each the conjunction plus that branch with the combinator
+//      marked as expanded (so siblings of anyOf constrain every branch).
+//      oneOf is read as anyOf: the grammar accepts an instance matching
+//      several branches (exclusivity is not context-free in general);
+//   3. `not`: a negated schema that only restricts types removes those
+//      types (`not: {}` is false); any other `not` is unsupported;
+//   4. enum/const -> the listed values that satisfy the other keywords
+//      (checked here on the values), each as its JSON text;
+//   5. otherwise one alternative per remaining type: null, boolean, number
+//      or integer (RFC 8259 syntax; bounds and multipleOf through
+//      transforms/json_schema_formats.h AddNumber), string
+//      (json_schema_strings.cc), array and object (json_schema_objects.cc).
+//
+// Tests: tests/transforms/json_schema_test.cc, the suite's type, enum,
+// const, anyOf, oneOf, not and numeric groups.
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "transforms/json_schema_formats.h"
+#include "transforms/json_schema_internal.h"
+
+namespace zapgram::transforms::json_schema_internal {
+namespace {
+
+using grammar::ExprId;
+
+constexpr std::string_view kIntegerRegex = "-?(?:0|[1-9][0-9]*)";
+constexpr std::string_view kNumberRegex = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
+
+bool HasNumericKeywords(const MergedSchema& m) {
+  return m.minimum || m.maximum || m.exclusive_minimum || m.exclusive_maximum ||
+         !m.multiple_of.empty();
+}
+
+// Only `type` (or nothing at all) constrains the instances.
+bool OnlyTypes(const MergedSchema& m) {
+  return m.disjunction_node == nullptr && m.negations.empty() && !m.enum_values &&
+         m.min_length == 0 && !m.max_length && m.patterns.empty() && m.formats.empty() &&
+         !HasNumericKeywords(m) && !m.constrains_objects() && !m.constrains_arrays() &&
+         m.required.empty();
+}
+
+uint8_t TypeOf(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null:
+      return kNull;
+    case Json::value_t::boolean:
+      return kBoolean;
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return kInteger;
+    case Json::value_t::number_float: {
+      const double d = v.get<double>();
+      return std::isfinite(d) && d == std::floor(d) ? kInteger : kFraction;
+    }
+    case Json::value_t::string:
+      return kString;
+    case Json::value_t::array:
+      return kArray;
+    default:
+      return kObject;
+  }
+}
+
+bool NumberSatisfies(double x, const MergedSchema& m) {
+  if (m.minimum && x < m.minimum->value) return false;
+  if (m.maximum && x > m.maximum->value) return false;
+  if (m.exclusive_minimum && x <= m.exclusive_minimum->value) return false;
+  if (m.exclusive_maximum && x >= m.exclusive_maximum->value) return false;
+  for (const Bound& d : m.multiple_of) {
+    const double q = x / d.value;
+    if (!std::isfinite(q) || std::fabs(q - std::round(q)) > 1e-9 * std::max(1.0, std::fabs(q))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
+  if (conj.empty()) return AnyValue();
+  absl::StatusOr<MergedSchema> merged = Merge(conj);
+  if (!merged.ok()) return merged.status();
+  MergedSchema& m = *merged;
+  if (m.is_false) return Void();
+
+  // 2. anyOf / oneOf.
+  if (m.disjunction_node != nullptr) {
+    const char* key = m.disjunction_bit == kSkipAnyOf ? "anyOf" : "oneOf";
+    std::vector<ConjItem> base = conj;
+    base.push_back({m.disjunction_node, m.disjunction_bit});
+    for (ConjItem& item : base) {
+      if (item.node == m.disjunction_node) item.skip |= m.disjunction_bit;
+    }
+    std::vector<ExprId> alternatives;
+    for (const Json& branch : (*m.disjunction_node)[key]) {
+      std::vector<ConjItem> items = base;
+      items.push_back({&branch, 0});
+      alternatives.push_back(RefTo(MakeConj(std::move(items))));
+    }
+    return g().AddChoice(std::move(alternatives));
+  }
+
+  // 3. not.
+  for (const auto& [negated, pointer] : m.negations) {
+    absl::StatusOr<MergedSchema> n = Merge(Conj{{negated, 0}});
+    if (!n.ok()) return n.status();
+    if (n->is_false) continue;  // not false = true
+    if (!OnlyTypes(*n)) {
+      absl::Status st = Unsupported("not", pointer,
+                                    "only a `not` that restricts types has a grammar");
+      if (!st.ok()) return st;
+      continue;
+    }
+    m.types &= static_cast<uint8_t>(~n->types);
+  }
+  if (m.types == 0) return Void();
+
+  // 4. enum / const.
+  if (m.enum_values.has_value()) {
+    std::vector<ExprId> alternatives;
+    for (const Json* value : *m.enum_values) {
+      const uint8_t type = TypeOf(*value);
+      if (!(m.types & type)) continue;
+      if (type == kString) {
+        absl::StatusOr<bool> ok = StringSatisfies(value->get<std::string>(), m);
+        if (!ok.ok()) return ok.status();
+        if (!*ok) continue;
+      } else if (type == kInteger || type == kFraction) {
+        if (!NumberSatisfies(value->get<double>(), m)) continue;
+      } else if ((type == kObject && m.constrains_objects()) ||
+                 (type == kArray && m.constrains_arrays())) {
+        absl::Status st = Unsupported(
+            "enum", m.pointer, "enum/const objects or arrays next to object or array keywords");
+        if (!st.ok()) return st;
+      }
+      absl::StatusOr<ExprId> literal = ValueLiteral(*value);
+      if (!literal.ok()) return literal.status();
+      alternatives.push_back(*literal);
+    }
+    if (alternatives.empty()) return Void();
+    return g().AddChoice(std::move(alternatives));
+  }
+
+  if (m.types == kAllTypes && OnlyTypes(m)) return AnyValue();
+
+  // 5. one alternative per type.
+  std::vector<ExprId> alternatives;
+  if (m.types & kNull) alternatives.push_back(Literal("null"));
+  if (m.types & kBoolean) {
+    alternatives.push_back(Literal("true"));
+    alternatives.push_back(Literal("false"));
+  }
+  if (m.types & (kInteger | kFraction)) {
+    const bool integer = !(m.types & kFraction);
+    if (!(m.types & kInteger)) {
+      absl::Status st = Unsupported("not", m.pointer, "numbers that are not integers");
+      if (!st.ok()) return st;
+    }
+    if (HasNumericKeywords(m)) {
+      NumericConstraints nc;
+      nc.integer = integer;
+      if (m.minimum) nc.minimum = m.minimum->text;
+      if (m.maximum) nc.maximum = m.maximum->text;
+      if (m.exclusive_minimum) nc.exclusive_minimum = m.exclusive_minimum->text;
+      if (m.exclusive_maximum) nc.exclusive_maximum = m.exclusive_maximum->text;
+      if (m.multiple_of.size() > 1) {
+        absl::Status st = Unsupported("multipleOf", m.pointer, "several different multipleOf");
+        if (!st.ok()) return st;
+      }
+      if (!m.multiple_of.empty()) nc.multiple_of = m.multiple_of[0].text;
+      absl::StatusOr<ExprId> number = AddNumber(nc, &g());
+      if (!number.ok()) {
+        if (number.status().code() != absl::StatusCode::kUnimplemented) {
+          return absl::Status(number.status().code(),
+                              absl::StrCat("at ", m.pointer, ": ", number.status().message()));
+        }
+        const char* keyword = m.multiple_of.empty() ? "minimum/maximum" : "multipleOf";
+        absl::Status st = Unsupported(keyword, m.pointer, std::string(number.status().message()));
+        if (!st.ok()) return st;
+        number = g().AddRegex(std::string(integer ? kIntegerRegex : kNumberRegex), 0);
+      }
+      alternatives.push_back(*number);
+    } else {
+      alternatives.push_back(g().AddRegex(std::string(integer ? kIntegerRegex : kNumberRegex), 0));
+    }
+  }
+  if (m.types & kString) {
+    absl::StatusOr<ExprId> s = BuildString(m);
+    if (!s.ok()) return s.status();
+    if (!IsVoid(*s)) alternatives.push_back(*s);
+  }
+  if (m.types & kArray) {
+    absl::StatusOr<ExprId> a = BuildArray(m);
+    if (!a.ok()) return a.status();
+    if (!IsVoid(*a)) alternatives.push_back(*a);
+  }
+  if (m.types & kObject) {
+    absl::StatusOr<ExprId> o = BuildObject(m);
+    if (!o.ok()) return o.status();
+    if (!IsVoid(*o)) alternatives.push_back(*o);
+  }
+  if (alternatives.empty()) return Void();
+  return g().AddChoice(std::move(alternatives));
+}
+
+}  // namespace zapgram::transforms::json_schema_internal

@@ -1,0 +1,228 @@
+// Internals of the JSON Schema converter, shared by its stage files:
+//
+//   json_schema.cc          entry point, the document index ($id, $anchor,
+//                           JSON pointers), $ref resolution, the rule worklist
+//   json_schema_merge.cc    a conjunction of schema nodes -> one MergedSchema
+//                           (allOf, $ref siblings, keyword-wise intersection)
+//   json_schema_build.cc    MergedSchema -> grammar (type dispatch, enum/const,
+//                           not, anyOf/oneOf expansion, numbers)
+//   json_schema_objects.cc  objects and arrays
+//   json_schema_strings.cc  strings, keys, patterns, JSON values as literals
+//
+// The unit of conversion is a *conjunction*: a set of schema nodes that an
+// instance must all satisfy, each with a mask of the combinators already
+// expanded on it. Each conjunction becomes one grammar rule, created on
+// first use and built later from a worklist, so recursive schemas become
+// recursive rules and no walk ever recurses over the schema.
+#ifndef ZAPGRAM_TRANSFORMS_JSON_SCHEMA_INTERNAL_H_
+#define ZAPGRAM_TRANSFORMS_JSON_SCHEMA_INTERNAL_H_
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "grammar/byte_automaton.h"
+#include "grammar/grammar.h"
+#include "nlohmann/json.hpp"
+#include "transforms/json_schema.h"
+
+namespace zapgram::transforms::json_schema_internal {
+
+// Ordered: properties keep the schema's order (the default key order).
+using Json = nlohmann::ordered_json;
+
+// Combinators of a node already expanded into alternatives (mask bits).
+inline constexpr uint8_t kSkipAnyOf = 1;
+inline constexpr uint8_t kSkipOneOf = 2;
+
+struct ConjItem {
+  const Json* node = nullptr;
+  uint8_t skip = 0;  // kSkip* bits
+  friend bool operator==(const ConjItem&, const ConjItem&) = default;
+  friend bool operator<(const ConjItem& a, const ConjItem& b) {
+    return a.node != b.node ? a.node < b.node : a.skip < b.skip;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const ConjItem& c) {
+    return H::combine(std::move(h), c.node, c.skip);
+  }
+};
+// Sorted, unique. Empty = the schema `true`.
+using Conj = std::vector<ConjItem>;
+Conj MakeConj(std::vector<ConjItem> items);
+
+// Type bits. `number` is kInteger | kFraction (integers are numbers).
+inline constexpr uint8_t kNull = 1, kBoolean = 2, kInteger = 4, kFraction = 8, kString = 16,
+                         kArray = 32, kObject = 64, kAllTypes = 127;
+
+// A numeric bound as written in the schema, with its value for comparisons.
+struct Bound {
+  std::string text;
+  double value = 0;
+};
+
+// The keyword-wise intersection of a conjunction (json_schema_merge.cc).
+struct MergedSchema {
+  std::string pointer;  // of the first node, for messages
+  bool is_false = false;
+  uint8_t types = kAllTypes;
+  std::optional<std::vector<const Json*>> enum_values;  // enum/const intersected
+  // strings
+  uint64_t min_length = 0;
+  std::optional<uint64_t> max_length;
+  std::vector<std::string> patterns;
+  std::vector<std::string> formats;
+  // numbers
+  std::optional<Bound> minimum, maximum, exclusive_minimum, exclusive_maximum;
+  std::vector<Bound> multiple_of;
+  // objects: the nodes with properties / patternProperties /
+  // additionalProperties / required, in order (json_schema_objects.cc reads them)
+  std::vector<const Json*> object_nodes;
+  std::vector<std::string> required;
+  std::vector<const Json*> property_names;  // propertyNames schemas
+  uint64_t min_properties = 0;
+  std::optional<uint64_t> max_properties;
+  // arrays: per node, (prefix schemas, rest schema or null = any)
+  struct ArrayNode {
+    std::vector<const Json*> prefix;
+    const Json* rest = nullptr;
+  };
+  std::vector<ArrayNode> array_nodes;
+  uint64_t min_items = 0;
+  std::optional<uint64_t> max_items;
+  // combinators
+  const Json* disjunction_node = nullptr;  // first anyOf/oneOf not yet expanded
+  uint8_t disjunction_bit = 0;              // kSkipAnyOf or kSkipOneOf
+  std::vector<std::pair<const Json*, std::string>> negations;  // `not` schemas, pointer
+  Conj items;  // the conjunction itself (for re-expansion)
+  bool constrains_objects() const { return !object_nodes.empty() || !property_names.empty() ||
+                                           min_properties > 0 || max_properties.has_value(); }
+  bool constrains_arrays() const { return !array_nodes.empty() || min_items > 0 ||
+                                          max_items.has_value(); }
+};
+
+// A named key of an object and the schemas its value must satisfy.
+struct NamedKey {
+  std::string key;
+  std::vector<ConjItem> value;
+  bool required = false;
+  bool forbidden = false;
+};
+
+class Converter {
+ public:
+  Converter(const Json& document, std::string_view source_name, const JsonSchemaOptions& options);
+
+  absl::StatusOr<JsonSchemaGrammar> Run();
+
+  // ---- shared by the stages ----
+  const JsonSchemaOptions& options() const { return options_; }
+  grammar::Grammar& g() { return grammar_; }
+  // "#/json/pointer" of a node of the document ("#" for the root).
+  std::string PointerOf(const Json* node) const;
+  // The node a $ref names, resolved against the base URI of `from`.
+  absl::StatusOr<const Json*> ResolveRef(const Json* from, const std::string& ref) const;
+  bool legacy_ref() const { return legacy_ref_; }  // draft <= 7: $ref siblings ignored
+
+  // A rule deriving the instances of the conjunction; built later.
+  grammar::RuleId RuleFor(const Conj& conj);
+  grammar::ExprId RefTo(const Conj& conj) { return grammar_.AddRuleRef(RuleFor(conj)); }
+  grammar::ExprId RefTo(const Json* node) { return RefTo(Conj{{node, 0}}); }
+
+  // A keyword the grammar cannot enforce: an error in strict mode; in
+  // lenient mode a warning (once per keyword and place) and OK.
+  absl::Status Unsupported(std::string_view keyword, std::string_view pointer,
+                           std::string_view why);
+
+  // Expressions shared by every rule (json_schema_strings.cc builds them).
+  grammar::ExprId Void();         // matches nothing
+  grammar::ExprId Ws();           // bounded optional whitespace (kEmpty when compact)
+  grammar::ExprId Literal(std::string_view bytes) { return grammar_.AddLiteral(std::string(bytes)); }
+  grammar::ExprId Token(std::string_view structural);  // ws? "," ws? and friends
+  grammar::ExprId AnyValue();     // any JSON value
+  grammar::ExprId AnyString();    // any JSON string (every escape)
+  bool IsVoid(grammar::ExprId e) const;
+  // A new rule named after `name` (made unique).
+  grammar::RuleId NewRule(std::string_view name, grammar::ExprId body);
+
+  // ---- stages ----
+  // json_schema_merge.cc
+  absl::StatusOr<MergedSchema> Merge(const Conj& conj);
+  // json_schema_build.cc
+  absl::StatusOr<grammar::ExprId> Build(const Conj& conj);
+  // json_schema_objects.cc
+  absl::StatusOr<grammar::ExprId> BuildObject(const MergedSchema& m);
+  absl::StatusOr<grammar::ExprId> BuildArray(const MergedSchema& m);
+  grammar::ExprId ObjectTree(const std::vector<NamedKey>& named, const std::vector<size_t>& present,
+                             std::optional<grammar::RuleId> extra_rule, uint64_t min_members);
+  absl::StatusOr<grammar::ExprId> BuildObjectAnyOrder(const MergedSchema& m,
+                                                      const std::vector<NamedKey>& named,
+                                                      const std::vector<size_t>& present,
+                                                      std::optional<grammar::RuleId> extra_rule);
+  // json_schema_strings.cc
+  absl::StatusOr<grammar::ExprId> BuildString(const MergedSchema& m);
+  // The JSON text of a value (for const/enum), with this converter's whitespace.
+  absl::StatusOr<grammar::ExprId> ValueLiteral(const Json& value);
+  // Does a decoded string satisfy the string keywords of `m` (length, patterns,
+  // formats)? Used to filter enum values and object keys.
+  absl::StatusOr<bool> StringSatisfies(const std::string& s, const MergedSchema& m);
+  // Is `s` matched by the ECMA-262 search `pattern`?
+  absl::StatusOr<bool> PatternFinds(const std::string& pattern, const std::string& s);
+  // A JSON string (quotes included) whose decoded text is not one of `names`.
+  grammar::ExprId KeyOtherThan(const std::vector<std::string>& names);
+  grammar::RuleId KeyTail();
+  // A JSON string whose decoded text the search `pattern` finds (J flag regex).
+  grammar::ExprId StringMatching(const std::string& pattern);
+
+ private:
+  void IndexDocument();
+  void DropUnreachableRules();
+
+  const Json& document_;
+  const JsonSchemaOptions& options_;
+  grammar::Grammar grammar_;
+  std::vector<JsonSchemaWarning> warnings_;
+  absl::flat_hash_set<std::string> warned_;
+  bool legacy_ref_ = false;
+
+  absl::flat_hash_map<const Json*, std::string> pointer_of_;
+  absl::flat_hash_map<const Json*, std::string> base_uri_of_;  // resource base URIs
+  absl::flat_hash_map<std::string, const Json*> resources_;    // absolute URI -> node
+  absl::flat_hash_map<std::string, const Json*> anchors_;      // URI#anchor -> node
+
+  absl::flat_hash_map<Conj, grammar::RuleId> rule_of_;
+  absl::flat_hash_set<std::string> rule_names_;
+  absl::flat_hash_map<std::string, uint32_t> next_suffix_;  // NewRule's counters
+  std::vector<std::pair<Conj, grammar::RuleId>> pending_;
+
+  grammar::RuleId ws_rule_ = 0, string_char_rule_ = 0, any_string_rule_ = 0, any_value_rule_ = 0;
+  grammar::RuleId key_tail_rule_ = 0;
+  bool have_key_tail_ = false;
+  bool have_ws_ = false, have_any_value_ = false, have_any_string_ = false;
+  // Compiled search patterns and formats, for checking enum values and keys.
+  absl::flat_hash_map<std::string, grammar::ByteDfa> pattern_dfas_;
+};
+
+// `text` as the body of a JSON string literal (no quotes): the canonical
+// spelling (kRegexJsonString's), UTF-8 kept raw.
+std::string JsonStringBody(std::string_view text);
+// A rule name (letters, digits, '-') after a JSON pointer.
+std::string RuleNameFor(std::string_view pointer);
+// Number of code points of valid UTF-8 text.
+uint64_t CodepointCount(std::string_view text);
+// The regex (grammar/regex_compiler.h dialect) of an ECMA-262 search: the
+// pattern may match anywhere unless anchored with ^ / $ (per top-level
+// alternative); \d \w \s take ECMA-262's meaning.
+std::string SearchRegex(std::string_view ecma_pattern);
+
+}  // namespace zapgram::transforms::json_schema_internal
+
+#endif  // ZAPGRAM_TRANSFORMS_JSON_SCHEMA_INTERNAL_H_

@@ -1,0 +1,526 @@
+// Objects and arrays of the converter.
+//
+// Objects. The named keys are those of `properties` (schema order, over
+// every object node of the conjunction) followed by `required` keys not
+// among them. A named key's value must satisfy, for each object node S, the
+// same thing JSON Schema asks: S.properties[key], plus every
+// S.patternProperties whose pattern finds the key, or S.additionalProperties
+// when neither applies; a key some node forbids (false) is left out, and a
+// forbidden required key makes the object impossible. `propertyNames`
+// filters the named keys the same way.
+//
+// Members are written in schema order (JsonSchemaOptions::any_order lifts
+// it), each at most once, required ones always, then the additional members
+// (keys outside the named set: KeyOtherThan, valued by additionalProperties,
+// or keys found by a patternProperties pattern when additionalProperties is
+// false). With R(i, c) = "the members from the i-th named key on, after c
+// members were written" the grammar is
+//     R(i, c) -> "," member_i R(i+1, c+1)        (member i present)
+//              | R(i+1, c)                        (member i absent, optional only)
+//     R(n, c) -> ("," extra){lo-c, hi-c}          (additional members)
+//     F(i)    -> member_i R(i+1, 1) | F(i+1)     (no member written yet)
+//     object  -> "{" ws F(0) ws "}" | "{" ws "}"
+// where c is clipped to what minProperties/maxProperties (lo, hi) can tell
+// apart: without them c stays 0, so an object with n named keys costs 2n
+// small rules (linear; tested with 10,000 properties).
+//
+// Any order: all permutations of a set of keys are not a small grammar, so
+// any_order lets each member be any named or additional key, in any order,
+// and keeps `required` only when there are at most kAnyOrderExactKeys
+// named keys (one rule per subset of the required keys still missing);
+// beyond that it is unsupported.
+//
+// Arrays. Position i < P (the longest prefixItems / tuple `items`) is
+// valued by every array node's prefix schema there, or its rest schema
+// (`items` after prefixItems, draft-07 `additionalItems`); later positions
+// by every node's rest. minItems/maxItems bound the count:
+//     A(i) -> ("," item_i A(i+1))   optional once i >= minItems, absent at maxItems
+//     A(P) -> ("," rest){max(0, lo-P), hi-P}
+//
+// Tests: tests/transforms/json_schema_test.cc (Objects*, Arrays*, Scale*),
+// the suite's properties, required, additionalProperties, patternProperties,
+// propertyNames, min/maxProperties, items, prefixItems, additionalItems and
+// min/maxItems groups.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "transforms/json_schema_internal.h"
+
+namespace zapgram::transforms::json_schema_internal {
+namespace {
+
+using grammar::ExprId;
+using grammar::RuleId;
+
+constexpr uint32_t kAnyOrderExactKeys = 10;
+// Budget of R(i, c) rules for count constraints on objects.
+constexpr uint64_t kMaxCountedRules = 1u << 18;
+
+const Json* Find(const Json& node, std::string_view key) {
+  auto it = node.find(std::string(key));
+  return it == node.end() ? nullptr : &*it;
+}
+
+bool IsFalse(const Json* s) { return s != nullptr && s->is_boolean() && !s->get<bool>(); }
+
+}  // namespace
+
+absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
+  auto& g = grammar_;
+  // 1. Named keys.
+  std::vector<NamedKey> named;
+  absl::flat_hash_map<std::string, size_t> index;
+  auto name = [&](const std::string& key) -> NamedKey& {
+    auto [it, inserted] = index.emplace(key, named.size());
+    if (inserted) named.push_back({key, {}, false, false});
+    return named[it->second];
+  };
+  for (const Json* node : m.object_nodes) {
+    if (const Json* props = Find(*node, "properties")) {
+      for (auto it = props->begin(); it != props->end(); ++it) name(it.key());
+    }
+  }
+  for (const std::string& r : m.required) name(r).required = true;
+  // Property names as a merged string schema.
+  std::vector<MergedSchema> name_schemas;
+  for (const Json* p : m.property_names) {
+    absl::StatusOr<MergedSchema> pm = Merge(Conj{{p, 0}});
+    if (!pm.ok()) return pm.status();
+    name_schemas.push_back(*std::move(pm));
+  }
+  for (NamedKey& k : named) {
+    for (const Json* node : m.object_nodes) {
+      bool covered = false;
+      if (const Json* props = Find(*node, "properties")) {
+        if (const Json* s = Find(*props, k.key)) {
+          k.value.push_back({s, 0});
+          covered = true;
+        }
+      }
+      if (const Json* patterns = Find(*node, "patternProperties")) {
+        for (auto it = patterns->begin(); it != patterns->end(); ++it) {
+          absl::StatusOr<bool> found = PatternFinds(it.key(), k.key);
+          if (!found.ok()) {
+            absl::Status st = Unsupported("patternProperties", PointerOf(patterns),
+                                          std::string(found.status().message()));
+            if (!st.ok()) return st;
+            continue;
+          }
+          if (*found) {
+            k.value.push_back({&*it, 0});
+            covered = true;
+          }
+        }
+      }
+      if (!covered) {
+        if (const Json* extra = Find(*node, "additionalProperties")) k.value.push_back({extra, 0});
+      }
+    }
+    for (const ConjItem& item : k.value) k.forbidden = k.forbidden || IsFalse(item.node);
+    for (const MergedSchema& pn : name_schemas) {
+      if (pn.is_false || !(pn.types & kString)) {
+        k.forbidden = true;
+        continue;
+      }
+      if (pn.enum_values) {
+        bool listed = false;
+        for (const Json* v : *pn.enum_values) listed = listed || (v->is_string() && *v == k.key);
+        if (!listed) k.forbidden = true;
+      }
+      absl::StatusOr<bool> ok = StringSatisfies(k.key, pn);
+      if (!ok.ok()) return ok.status();
+      if (!*ok) k.forbidden = true;
+    }
+    if (k.forbidden && k.required) return Void();
+  }
+
+  // 2. Additional members: a rule `extra` (or none).
+  std::vector<std::string> all_names;
+  for (const NamedKey& k : named) all_names.push_back(k.key);
+  std::vector<const Json*> pattern_nodes;
+  bool extra_allowed = true;
+  std::vector<ConjItem> extra_value;
+  for (const Json* node : m.object_nodes) {
+    const Json* patterns = Find(*node, "patternProperties");
+    if (patterns != nullptr && !patterns->empty()) pattern_nodes.push_back(node);
+    const Json* extra = Find(*node, "additionalProperties");
+    if (extra == nullptr) continue;
+    if (IsFalse(extra) && (patterns == nullptr || patterns->empty())) extra_allowed = false;
+    if (!IsFalse(extra)) extra_value.push_back({extra, 0});
+  }
+  for (const MergedSchema& pn : name_schemas) extra_allowed = extra_allowed && !pn.is_false;
+  std::vector<ExprId> extra_alternatives;  // built fresh per use below
+  auto key_expr = [&]() -> absl::StatusOr<std::optional<ExprId>> {
+    // The key of an additional member outside every pattern.
+    if (name_schemas.empty()) return std::optional<ExprId>(KeyOtherThan(all_names));
+    const MergedSchema& pn = name_schemas[0];
+    if (name_schemas.size() > 1) {
+      absl::Status st = Unsupported("propertyNames", pn.pointer, "several propertyNames schemas");
+      if (!st.ok()) return st;
+    }
+    if (pn.enum_values) {
+      std::vector<ExprId> keys;
+      for (const Json* v : *pn.enum_values) {
+        if (!v->is_string() || index.contains(v->get<std::string>())) continue;
+        absl::StatusOr<bool> ok = StringSatisfies(v->get<std::string>(), pn);
+        if (!ok.ok()) return ok.status();
+        if (*ok) keys.push_back(Literal(absl::StrCat("\"", JsonStringBody(v->get<std::string>()), "\"")));
+      }
+      if (keys.empty()) return std::optional<ExprId>();
+      return std::optional<ExprId>(g.AddChoice(std::move(keys)));
+    }
+    if (pn.patterns.empty() && pn.formats.empty() && pn.min_length == 0 && !pn.max_length) {
+      return std::optional<ExprId>(KeyOtherThan(all_names));
+    }
+    // The key's own string grammar; it may spell a named key too (no
+    // complement of a regex here), which only lets a named key repeat.
+    absl::StatusOr<ExprId> s = BuildString(pn);
+    if (!s.ok()) return s.status();
+    return std::optional<ExprId>(*s);
+  };
+  std::optional<RuleId> extra_rule;
+  if (extra_allowed) {
+    std::vector<ExprId> members;
+    if (pattern_nodes.size() > 1) {
+      absl::Status st = Unsupported("patternProperties", PointerOf(pattern_nodes[1]),
+                                    "patternProperties in several conjoined schemas");
+      if (!st.ok()) return st;
+    }
+    bool outside_patterns = true;
+    if (!pattern_nodes.empty()) {
+      const Json* node = pattern_nodes[0];
+      const Json& patterns = *Find(*node, "patternProperties");
+      for (auto it = patterns.begin(); it != patterns.end(); ++it) {
+        if (IsFalse(&*it)) continue;
+        std::vector<ConjItem> value = extra_value;
+        value.push_back({&*it, 0});
+        // A key found by this pattern: other patterns finding it too are not
+        // enforced (their intersection has no grammar here).
+        members.push_back(g.AddSequence(
+            {StringMatching(it.key()), Token(":"), RefTo(MakeConj(std::move(value)))}));
+      }
+      const Json* extra = Find(*node, "additionalProperties");
+      if (IsFalse(extra)) {
+        outside_patterns = false;
+      } else {
+        absl::Status st = Unsupported(
+            "patternProperties", PointerOf(&patterns),
+            "keys outside the patterns would need the complement of a regex (additionalProperties "
+            "is not false)");
+        if (!st.ok()) return st;
+      }
+    }
+    if (outside_patterns) {
+      absl::StatusOr<std::optional<ExprId>> key = key_expr();
+      if (!key.ok()) return key.status();
+      if (key->has_value()) {
+        members.push_back(g.AddSequence({**key, Token(":"), RefTo(MakeConj(extra_value))}));
+      }
+    }
+    if (!members.empty()) {
+      extra_rule = NewRule(absl::StrCat(RuleNameFor(m.pointer), "-extra"), g.AddChoice(std::move(members)));
+    }
+  }
+
+  // 3. Members in order, counted.
+  uint64_t lo = m.min_properties;
+  bool bounded = m.max_properties.has_value();
+  uint64_t hi = m.max_properties.value_or(0);
+  std::vector<size_t> present;  // named keys that may appear
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (!named[i].forbidden) present.push_back(i);
+  }
+  auto member = [&](size_t i) {
+    const NamedKey& k = named[i];
+    return g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(k.key), "\"")), Token(":"),
+                          RefTo(MakeConj(k.value))});
+  };
+  const std::string base = RuleNameFor(m.pointer);
+  if (options_.any_order) return BuildObjectAnyOrder(m, named, present, extra_rule);
+
+  const uint64_t n = present.size();
+  uint64_t required_count = 0;
+  for (size_t i : present) required_count += named[i].required;
+  if (!bounded && lo <= std::max<uint64_t>(required_count, 1)) {
+    return ObjectTree(named, present, extra_rule, lo);
+  }
+  if ((n + 1) * ((bounded ? hi + 1 : lo) + 1) > kMaxCountedRules) {
+    absl::Status st = Unsupported(bounded ? "maxProperties" : "minProperties", m.pointer,
+                                  absl::StrFormat("%d keys with this count exceed the rule budget", n));
+    if (!st.ok()) return st;
+    lo = 0;
+    bounded = false;
+  }
+  const uint64_t cap = bounded ? hi + 1 : lo;  // counts c >= cap are alike (c > hi is void)
+  auto clip = [&](uint64_t c) { return bounded ? c : std::min(c, lo); };
+  // rest[c] = R(i, c) for the current i, as a rule (nullopt = void).
+  const uint64_t counts = cap + 1;
+  std::vector<std::optional<RuleId>> rest(counts);
+  for (uint64_t c = 0; c < counts; ++c) {
+    if (bounded && c > hi) continue;
+    const uint64_t need = lo > c ? lo - c : 0;
+    if (extra_rule) {
+      const uint32_t max_more = bounded ? static_cast<uint32_t>(std::min<uint64_t>(hi - c, grammar::kUnbounded - 1))
+                                   : grammar::kUnbounded;
+      const uint32_t min_more = static_cast<uint32_t>(std::min<uint64_t>(need, grammar::kUnbounded - 1));
+      if (min_more > max_more) continue;
+      ExprId body = max_more == 0 ? g.AddEmpty()
+                                  : g.AddRepeat(g.AddSequence({Token(","), g.AddRuleRef(*extra_rule)}),
+                                                min_more, max_more);
+      rest[c] = NewRule(absl::StrCat(base, "-tail"), body);
+    } else if (need == 0) {
+      rest[c] = NewRule(absl::StrCat(base, "-end"), g.AddEmpty());
+    }
+  }
+  // first = F(i) for the current i.
+  RuleId first = 0;
+  bool has_first = false;
+  if (extra_rule && (!bounded || hi >= 1) && rest[clip(1)]) {
+    has_first = true;
+    first = NewRule(absl::StrCat(base, "-first"),
+                    g.AddSequence({g.AddRuleRef(*extra_rule), g.AddRuleRef(*rest[clip(1)])}));
+  }
+  for (uint64_t j = n; j-- > 0;) {
+    const size_t i = present[j];
+    const bool required = named[i].required;
+    std::vector<std::optional<RuleId>> prev(counts);
+    for (uint64_t c = 0; c < counts; ++c) {
+      if (bounded && c > hi) continue;
+      std::vector<ExprId> alternatives;
+      const uint64_t next = clip(c + 1);
+      if ((!bounded || c + 1 <= hi) && next < counts && rest[next]) {
+        alternatives.push_back(g.AddSequence({Token(","), member(i), g.AddRuleRef(*rest[next])}));
+      }
+      if (!required && rest[c]) alternatives.push_back(g.AddRuleRef(*rest[c]));
+      if (alternatives.empty()) continue;
+      prev[c] = NewRule(absl::StrCat(base, "-r"), g.AddChoice(std::move(alternatives)));
+    }
+    std::vector<ExprId> alternatives;
+    if ((!bounded || hi >= 1) && clip(1) < counts && rest[clip(1)]) {
+      alternatives.push_back(g.AddSequence({member(i), g.AddRuleRef(*rest[clip(1)])}));
+    }
+    if (!required && has_first) alternatives.push_back(g.AddRuleRef(first));
+    has_first = false;
+    if (!alternatives.empty()) {
+      has_first = true;
+      first = NewRule(absl::StrCat(base, "-f"), g.AddChoice(std::move(alternatives)));
+    }
+    rest = std::move(prev);
+  }
+  std::vector<ExprId> shapes;
+  if (has_first) {
+    shapes.push_back(g.AddSequence({Literal("{"), Ws(), g.AddRuleRef(first), Ws(), Literal("}")}));
+  }
+  bool all_optional = lo == 0;
+  for (size_t i : present) all_optional = all_optional && !named[i].required;
+  if (all_optional) shapes.push_back(g.AddSequence({Literal("{"), Ws(), Literal("}")}));
+  if (shapes.empty()) return Void();
+  return g.AddChoice(std::move(shapes));
+}
+
+// Without maxProperties (and with a minProperties that the required keys or
+// "at least one member" already give) the members form a balanced tree over
+// the named keys (the additional members as the last leaf). Per range:
+//   some(range)  at least one member, the first without its comma
+//   rest(range)  any members the range allows, each after a comma
+//   some(L+R) -> some(L) rest(R) | some(R)  (the second only if L has no required key)
+//   rest(L+R) -> rest(L) rest(R)
+// A chain F(i) -> F(i+1) would give the parser's prediction closure n^2
+// entries for n keys; the tree gives n log n.
+ExprId Converter::ObjectTree(const std::vector<NamedKey>& named, const std::vector<size_t>& present,
+                             std::optional<RuleId> extra_rule, uint64_t min_members) {
+  auto& g = grammar_;
+  struct Range {
+    ExprId some = 0;    // used once: by the parent range
+    RuleId rest = 0;    // referenced twice by the parent: a rule
+    bool has_required = false;
+    bool some_ok = false;
+  };
+  auto member = [&](size_t i) {
+    const NamedKey& k = named[i];
+    return g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(k.key), "\"")), Token(":"),
+                          RefTo(MakeConj(k.value))});
+  };
+  // Leaves.
+  std::vector<Range> level;
+  for (size_t i : present) {
+    Range r;
+    r.has_required = named[i].required;
+    r.some = member(i);
+    r.some_ok = true;
+    ExprId with_comma = g.AddSequence({Token(","), member(i)});
+    r.rest = NewRule("member-opt", r.has_required ? with_comma : g.AddRepeat(with_comma, 0, 1));
+    level.push_back(r);
+  }
+  if (extra_rule) {
+    Range r;
+    r.some = g.AddSequence({g.AddRuleRef(*extra_rule),
+                            g.AddRepeat(g.AddSequence({Token(","), g.AddRuleRef(*extra_rule)}), 0,
+                                        grammar::kUnbounded)});
+    r.some_ok = true;
+    r.rest = NewRule("extra-members",
+                     g.AddRepeat(g.AddSequence({Token(","), g.AddRuleRef(*extra_rule)}), 0,
+                                 grammar::kUnbounded));
+    level.push_back(r);
+  }
+  if (level.empty()) return g.AddSequence({Literal("{"), Ws(), Literal("}")});
+  // Pair up ranges level by level; each combined range's parts become rules.
+  while (level.size() > 1) {
+    std::vector<Range> next;
+    for (size_t k = 0; k + 1 < level.size(); k += 2) {
+      const Range& a = level[k];
+      const Range& b = level[k + 1];
+      Range r;
+      r.has_required = a.has_required || b.has_required;
+      std::vector<ExprId> some;
+      if (a.some_ok) some.push_back(g.AddSequence({a.some, g.AddRuleRef(b.rest)}));
+      if (!a.has_required && b.some_ok) some.push_back(b.some);
+      r.some_ok = !some.empty();
+      if (r.some_ok) r.some = g.AddRuleRef(NewRule("members", g.AddChoice(std::move(some))));
+      r.rest = NewRule("more-members", g.AddSequence({g.AddRuleRef(a.rest), g.AddRuleRef(b.rest)}));
+      next.push_back(r);
+    }
+    if (level.size() % 2 == 1) next.push_back(level.back());
+    level = std::move(next);
+  }
+  std::vector<ExprId> shapes;
+  if (level[0].some_ok) {
+    shapes.push_back(g.AddSequence({Literal("{"), Ws(), level[0].some, Ws(), Literal("}")}));
+  }
+  if (!level[0].has_required && min_members == 0) {
+    shapes.push_back(g.AddSequence({Literal("{"), Ws(), Literal("}")}));
+  }
+  if (shapes.empty()) return Void();
+  return g.AddChoice(std::move(shapes));
+}
+
+absl::StatusOr<ExprId> Converter::BuildObjectAnyOrder(const MergedSchema& m,
+                                                      const std::vector<NamedKey>& named,
+                                                      const std::vector<size_t>& present,
+                                                      std::optional<RuleId> extra_rule) {
+  auto& g = grammar_;
+  if (m.min_properties > 0 || m.max_properties) {
+    absl::Status st = Unsupported("minProperties/maxProperties", m.pointer,
+                                  "counts are not kept in any_order mode");
+    if (!st.ok()) return st;
+  }
+  std::vector<size_t> required;
+  for (size_t i : present) {
+    if (named[i].required) required.push_back(i);
+  }
+  if (required.size() > kAnyOrderExactKeys) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "unsupported: required at %s (any_order keeps `required` for at most %d keys, not %d)",
+        m.pointer, kAnyOrderExactKeys, required.size()));
+  }
+  // Any member: optional named keys and additional members (repeatable);
+  // required keys are tracked by the subset of them still missing.
+  std::vector<ExprId> free_members;
+  for (size_t i : present) {
+    if (named[i].required) continue;
+    free_members.push_back(g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(named[i].key), "\"")),
+                                          Token(":"), RefTo(MakeConj(named[i].value))}));
+  }
+  if (extra_rule) free_members.push_back(g.AddRuleRef(*extra_rule));
+  const std::string base = RuleNameFor(m.pointer);
+  std::optional<RuleId> free_rule;
+  if (!free_members.empty()) free_rule = NewRule(absl::StrCat(base, "-any"), g.AddChoice(std::move(free_members)));
+  const uint32_t subsets = 1u << required.size();
+  // after[mask]: members after the first, `mask` = required keys written.
+  std::vector<RuleId> after(subsets);
+  for (uint32_t mask = 0; mask < subsets; ++mask) after[mask] = NewRule(absl::StrCat(base, "-s"), 0);
+  auto required_member = [&](size_t r) {
+    const NamedKey& k = named[required[r]];
+    return g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(k.key), "\"")), Token(":"),
+                          RefTo(MakeConj(k.value))});
+  };
+  for (uint32_t mask = 0; mask < subsets; ++mask) {
+    std::vector<ExprId> alternatives;
+    if (mask == subsets - 1) alternatives.push_back(g.AddEmpty());
+    if (free_rule) {
+      alternatives.push_back(g.AddSequence({Token(","), g.AddRuleRef(*free_rule), g.AddRuleRef(after[mask])}));
+    }
+    for (size_t r = 0; r < required.size(); ++r) {
+      if (mask & (1u << r)) continue;
+      alternatives.push_back(g.AddSequence({Token(","), required_member(r), g.AddRuleRef(after[mask | (1u << r)])}));
+    }
+    g.rules[after[mask]].body = alternatives.empty() ? Void() : g.AddChoice(std::move(alternatives));
+  }
+  std::vector<ExprId> firsts;
+  if (free_rule) firsts.push_back(g.AddSequence({g.AddRuleRef(*free_rule), g.AddRuleRef(after[0])}));
+  for (size_t r = 0; r < required.size(); ++r) {
+    firsts.push_back(g.AddSequence({required_member(r), g.AddRuleRef(after[1u << r])}));
+  }
+  std::vector<ExprId> shapes;
+  if (!firsts.empty()) {
+    shapes.push_back(g.AddSequence({Literal("{"), Ws(), g.AddChoice(std::move(firsts)), Ws(), Literal("}")}));
+  }
+  if (required.empty()) shapes.push_back(g.AddSequence({Literal("{"), Ws(), Literal("}")}));
+  return g.AddChoice(std::move(shapes));
+}
+
+absl::StatusOr<ExprId> Converter::BuildArray(const MergedSchema& m) {
+  auto& g = grammar_;
+  size_t prefix_len = 0;
+  for (const MergedSchema::ArrayNode& a : m.array_nodes) prefix_len = std::max(prefix_len, a.prefix.size());
+  auto value_at = [&](size_t i) {  // i == prefix_len: the rest
+    std::vector<ConjItem> items;
+    for (const MergedSchema::ArrayNode& a : m.array_nodes) {
+      const Json* s = i < a.prefix.size() ? a.prefix[i] : a.rest;
+      if (s != nullptr) items.push_back({s, 0});
+    }
+    return MakeConj(std::move(items));
+  };
+  uint64_t lo = m.min_items;
+  std::optional<uint64_t> hi = m.max_items;
+  // A position valued `false` ends the array before it.
+  for (size_t i = 0; i <= prefix_len; ++i) {
+    Conj c = value_at(i);
+    bool impossible = false;
+    for (const ConjItem& item : c) impossible = impossible || IsFalse(item.node);
+    if (impossible) {
+      hi = std::min<uint64_t>(hi.value_or(i), i);
+      break;
+    }
+  }
+  if (hi && lo > *hi) return Void();
+  // Tail after the prefix: ("," rest){a, b}, for arrays longer than the prefix.
+  auto tail = [&](uint64_t written) -> ExprId {
+    const uint64_t need = lo > written ? lo - written : 0;
+    const uint32_t a = static_cast<uint32_t>(std::min<uint64_t>(need, grammar::kUnbounded - 1));
+    const uint32_t b = hi ? static_cast<uint32_t>(std::min<uint64_t>(*hi - written, grammar::kUnbounded - 1))
+                          : grammar::kUnbounded;
+    if (b == 0) return g.AddEmpty();
+    return g.AddRepeat(g.AddSequence({Token(","), RefTo(value_at(prefix_len))}), a, b);
+  };
+  std::vector<ExprId> shapes;
+  if (!hi || *hi >= 1) {
+    // after = the list after i items (i >= 1), built from the end.
+    uint64_t top = std::max<uint64_t>(prefix_len, 1);
+    ExprId after;
+    if (hi && *hi <= top) {
+      top = *hi;
+      after = g.AddEmpty();
+    } else {
+      after = tail(top);
+    }
+    for (uint64_t i = top; i-- > 1;) {
+      ExprId take = g.AddSequence({Token(","), RefTo(value_at(i)), after});
+      after = i >= lo ? g.AddRepeat(take, 0, 1) : take;
+    }
+    shapes.push_back(g.AddSequence({Literal("["), Ws(), RefTo(value_at(0)), after, Ws(), Literal("]")}));
+  }
+  if (lo == 0) shapes.push_back(g.AddSequence({Literal("["), Ws(), Literal("]")}));
+  if (shapes.empty()) return Void();
+  return g.AddChoice(std::move(shapes));
+}
+
+}  // namespace zapgram::transforms::json_schema_internal

@@ -1,0 +1,503 @@
+// Strings, keys and literal JSON values of the converter, and the shared
+// pieces every rule uses (whitespace, structural tokens, any value).
+//
+// Spelling. A schema speaks of decoded strings; the grammar matches JSON
+// text. Plain strings (no pattern or format) accept every RFC 8259 spelling:
+// raw characters, the short escapes and \uXXXX (a surrogate pair counts as
+// one code point for minLength/maxLength, lone surrogates are refused).
+// Strings under `pattern` or `format`, object keys, and enum/const values
+// accept only the canonical spelling, which is what JSON serializers write
+// (raw UTF-8; \" \\ and the control escapes): the pattern is compiled with
+// kRegexJsonString (grammar/regex_compiler.h), which spells each matched
+// code point that way, so no escape sequence can smuggle a character past
+// a pattern.
+//
+// `pattern` is an ECMA-262 *search*: SearchRegex adds `[\s\S]*` on each
+// side of each top-level alternative unless it is anchored there, and reads
+// \d \w \s as ASCII classes ((?a)), as ECMA-262 does for \d and \w.
+// Intersections (two patterns, a pattern and a format, a pattern or format
+// with minLength/maxLength) have no grammar here: unsupported.
+//
+// Whitespace: compact mode puts none between tokens; otherwise at most
+// max_whitespace bytes of [ \t\n\r] around each structural character.
+//
+// Tests: tests/transforms/json_schema_test.cc (Strings*, Patterns*, Keys*),
+// the suite's pattern, minLength, maxLength, format and const groups.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "grammar/byte_automaton.h"
+#include "grammar/regex_compiler.h"
+#include "grammar/utf8.h"
+#include "transforms/json_schema_formats.h"
+#include "transforms/json_schema_internal.h"
+
+namespace zapgram::transforms::json_schema_internal {
+namespace {
+
+using grammar::ExprId;
+using grammar::RuleId;
+
+// One character of a JSON string, any spelling, as one code point.
+constexpr std::string_view kStringCharRegex =
+    "[^\"\\\\\\x00-\\x1F]"
+    "|\\\\[\"\\\\/bfnrt]"
+    "|\\\\u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})"
+    "|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2}";
+
+// Splits an ECMA pattern at its top-level `|`.
+std::vector<std::string_view> TopLevelAlternatives(std::string_view p) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  bool in_class = false;
+  size_t start = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      if (c == ']') in_class = false;
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (c == '|' && depth == 0) {
+      out.push_back(p.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  out.push_back(p.substr(start));
+  return out;
+}
+
+bool EndsWithDollar(std::string_view alt) {
+  if (alt.empty() || alt.back() != '$') return false;
+  size_t backslashes = 0;
+  for (size_t i = alt.size() - 1; i-- > 0 && alt[i] == '\\';) ++backslashes;
+  return backslashes % 2 == 0;
+}
+
+// Key tries up to this many nodes are kept regular (see KeyOtherThan).
+constexpr size_t kRegularKeyTrieNodes = 48;
+
+}  // namespace
+
+std::string JsonStringBody(std::string_view text) {
+  std::string out;
+  constexpr std::string_view kHex = "0123456789abcdef";
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[c >> 4]);
+          out.push_back(kHex[c & 0xF]);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  return out;
+}
+
+uint64_t CodepointCount(std::string_view text) {
+  uint64_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// ECMA-262's \d \w (ASCII) and \s (its own whitespace list) in the regex
+// compiler's dialect, where the shorthands follow Python's Unicode classes.
+std::string EcmaShorthands(std::string_view p) {
+  constexpr std::string_view kSpace =
+      "\\t\\n\\v\\f\\r \\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF";
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char e = p[i + 1];
+      std::string_view set = e == 'd' || e == 'D' ? "0-9"
+                             : e == 'w' || e == 'W' ? "A-Za-z0-9_"
+                             : e == 's' || e == 'S' ? kSpace
+                                                    : "";
+      const bool negated = e == 'D' || e == 'W' || e == 'S';
+      if (!set.empty() && !(in_class && negated)) {
+        absl::StrAppend(&out, in_class ? "" : (negated ? "[^" : "["), std::string(set),
+                        in_class ? "" : "]");
+      } else {
+        out.push_back(c);
+        out.push_back(e);
+      }
+      ++i;
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = true;
+    } else if (c == ']' && in_class && !(out.size() > 0 && (out.back() == '[' || out.ends_with("[^")))) {
+      in_class = false;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string SearchRegex(std::string_view ecma_pattern) {
+  const std::string translated = EcmaShorthands(ecma_pattern);
+  std::string out = "(?:";
+  std::vector<std::string_view> alts = TopLevelAlternatives(translated);
+  for (size_t i = 0; i < alts.size(); ++i) {
+    std::string_view alt = alts[i];
+    if (i > 0) out += "|";
+    const bool anchored_start = !alt.empty() && alt[0] == '^';
+    const bool anchored_end = EndsWithDollar(alt);
+    if (!anchored_start) out += "[\\s\\S]*";
+    absl::StrAppend(&out, "(?:", std::string(alt), ")");
+    if (!anchored_end) out += "[\\s\\S]*";
+  }
+  out += ")";
+  return out;
+}
+
+ExprId Converter::Void() { return grammar_.AddCharClass({}, false); }
+
+bool Converter::IsVoid(ExprId e) const {
+  const grammar::Expr& x = grammar_.exprs[e];
+  return x.kind == grammar::ExprKind::kCharClass && x.ranges.empty();
+}
+
+ExprId Converter::Ws() {
+  if (options_.compact || options_.max_whitespace == 0) return grammar_.AddEmpty();
+  if (!have_ws_) {
+    ws_rule_ = NewRule("ws", grammar_.AddRepeat(
+                                 grammar_.AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'},
+                                                        {'\r', '\r'}},
+                                                       false),
+                                 0, options_.max_whitespace));
+    have_ws_ = true;
+  }
+  return grammar_.AddRuleRef(ws_rule_);
+}
+
+ExprId Converter::Token(std::string_view structural) {
+  return grammar_.AddSequence({Ws(), Literal(structural), Ws()});
+}
+
+RuleId Converter::NewRule(std::string_view name, ExprId body) {
+  std::string unique(name);
+  uint32_t& n = next_suffix_[unique];  // names tried so far for this base
+  while (rule_names_.contains(unique)) unique = absl::StrCat(std::string(name), "-", ++n + 1);
+  rule_names_.insert(unique);
+  grammar_.rules.push_back({unique, body, {}});
+  return static_cast<RuleId>(grammar_.rules.size() - 1);
+}
+
+ExprId Converter::AnyString() {
+  if (!have_any_string_) {
+    const RuleId ch = NewRule("json-char", grammar_.AddRegex(std::string(kStringCharRegex), 0));
+    string_char_rule_ = ch;
+    any_string_rule_ = NewRule(
+        "json-string",
+        grammar_.AddSequence({Literal("\""),
+                              grammar_.AddRepeat(grammar_.AddRuleRef(ch), 0, grammar::kUnbounded),
+                              Literal("\"")}));
+    have_any_string_ = true;
+  }
+  return grammar_.AddRuleRef(any_string_rule_);
+}
+
+ExprId Converter::AnyValue() {
+  if (!have_any_value_) {
+    have_any_value_ = true;
+    any_value_rule_ = NewRule("json-value", 0);
+    const RuleId member = NewRule("json-member", 0);
+    const RuleId object = NewRule("json-object", 0);
+    const RuleId array = NewRule("json-array", 0);
+    auto ref = [&](RuleId r) { return grammar_.AddRuleRef(r); };
+    grammar_.rules[member].body = grammar_.AddSequence({AnyString(), Token(":"), ref(any_value_rule_)});
+    grammar_.rules[object].body = grammar_.AddChoice(
+        {grammar_.AddSequence({Literal("{"), Ws(), Literal("}")}),
+         grammar_.AddSequence(
+             {Literal("{"), Ws(), ref(member),
+              grammar_.AddRepeat(grammar_.AddSequence({Token(","), ref(member)}), 0,
+                                 grammar::kUnbounded),
+              Ws(), Literal("}")})});
+    grammar_.rules[array].body = grammar_.AddChoice(
+        {grammar_.AddSequence({Literal("["), Ws(), Literal("]")}),
+         grammar_.AddSequence(
+             {Literal("["), Ws(), ref(any_value_rule_),
+              grammar_.AddRepeat(grammar_.AddSequence({Token(","), ref(any_value_rule_)}), 0,
+                                 grammar::kUnbounded),
+              Ws(), Literal("]")})});
+    grammar_.rules[any_value_rule_].body = grammar_.AddChoice(
+        {ref(object), ref(array), AnyString(),
+         grammar_.AddRegex("-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", 0),
+         Literal("true"), Literal("false"), Literal("null")});
+  }
+  return grammar_.AddRuleRef(any_value_rule_);
+}
+
+ExprId Converter::StringMatching(const std::string& pattern) {
+  return grammar_.AddSequence(
+      {Literal("\""), grammar_.AddRegex(SearchRegex(pattern), grammar::kRegexJsonString),
+       Literal("\"")});
+}
+
+absl::StatusOr<bool> Converter::PatternFinds(const std::string& pattern, const std::string& s) {
+  auto it = pattern_dfas_.find(pattern);
+  if (it == pattern_dfas_.end()) {
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(SearchRegex(pattern), 0);
+    if (!dfa.ok()) return dfa.status();
+    it = pattern_dfas_.emplace(pattern, *std::move(dfa)).first;
+  }
+  return it->second.Matches(s);
+}
+
+absl::StatusOr<bool> Converter::StringSatisfies(const std::string& s, const MergedSchema& m) {
+  const uint64_t n = CodepointCount(s);
+  if (n < m.min_length || (m.max_length && n > *m.max_length)) return false;
+  for (const std::string& p : m.patterns) {
+    absl::StatusOr<bool> found = PatternFinds(p, s);
+    if (!found.ok()) {
+      absl::Status st = Unsupported("pattern", m.pointer, std::string(found.status().message()));
+      if (!st.ok()) return st;
+      continue;
+    }
+    if (!*found) return false;
+  }
+  for (const std::string& f : m.formats) {
+    absl::StatusOr<std::string> regex = FormatRegex(f);
+    if (!regex.ok()) {
+      absl::Status st = Unsupported("format", m.pointer,
+                                    absl::StrFormat("no grammar for format '%s'", f));
+      if (!st.ok()) return st;
+      continue;
+    }
+    const std::string key = absl::StrCat("\x01", *regex);
+    auto it = pattern_dfas_.find(key);
+    if (it == pattern_dfas_.end()) {
+      absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(*regex, 0);
+      if (!dfa.ok()) return dfa.status();
+      it = pattern_dfas_.emplace(key, *std::move(dfa)).first;
+    }
+    if (!it->second.Matches(s)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
+  const bool lengths = m.min_length > 0 || m.max_length.has_value();
+  // The regular constraints, each a regex over decoded characters.
+  std::vector<std::pair<std::string, std::string>> regexes;  // (regex, keyword)
+  for (const std::string& p : m.patterns) {
+    std::string regex = SearchRegex(p);
+    grammar::ByteNfa scratch;
+    absl::StatusOr<uint32_t> check = grammar::AddRegex(scratch, 0, regex, grammar::kRegexJsonString);
+    if (!check.ok()) {
+      absl::Status st = Unsupported("pattern", m.pointer, std::string(check.status().message()));
+      if (!st.ok()) return st;
+      continue;
+    }
+    regexes.push_back({std::move(regex), "pattern"});
+  }
+  for (const std::string& f : m.formats) {
+    absl::StatusOr<std::string> regex = FormatRegex(f);
+    if (!regex.ok()) {
+      absl::Status st = Unsupported("format", m.pointer,
+                                    absl::StrFormat("no grammar for format '%s'", f));
+      if (!st.ok()) return st;
+      continue;
+    }
+    regexes.push_back({*std::move(regex), "format"});
+  }
+  if (regexes.size() > 1) {
+    absl::Status st = Unsupported(regexes[1].second, m.pointer,
+                                  "the intersection of several patterns/formats has no grammar here");
+    if (!st.ok()) return st;
+    regexes.resize(1);
+  }
+  if (!regexes.empty() && lengths) {
+    absl::Status st = Unsupported(m.max_length ? "maxLength" : "minLength", m.pointer,
+                                  absl::StrCat("a length limit together with ", regexes[0].second,
+                                               " has no grammar here"));
+    if (!st.ok()) return st;
+  }
+  if (!regexes.empty()) {
+    return grammar_.AddSequence(
+        {Literal("\""), grammar_.AddRegex(regexes[0].first, grammar::kRegexJsonString),
+         Literal("\"")});
+  }
+  if (!lengths) return AnyString();
+  AnyString();  // defines the character rule
+  const uint32_t max = m.max_length ? static_cast<uint32_t>(std::min<uint64_t>(
+                                          *m.max_length, grammar::kUnbounded - 1))
+                                    : grammar::kUnbounded;
+  const uint32_t min = static_cast<uint32_t>(std::min<uint64_t>(m.min_length, grammar::kUnbounded - 1));
+  return grammar_.AddSequence(
+      {Literal("\""), grammar_.AddRepeat(grammar_.AddRuleRef(string_char_rule_), min, max),
+       Literal("\"")});
+}
+
+// Any characters of a key, canonical spelling. Written as a right-recursive
+// rule on purpose: transforms/regular_terminals would otherwise merge a large
+// key trie (KeyOtherThan) into one regex, whose determinization costs
+// seconds for objects with hundreds of properties; as rules each trie node
+// keeps a one-character class and compiling stays linear in the trie (masks
+// inside such keys go through the parser, which is slower).
+RuleId Converter::KeyTail() {
+  if (!have_key_tail_) {
+    key_tail_rule_ = NewRule("key-tail", 0);
+    grammar_.rules[key_tail_rule_].body = grammar_.AddChoice(
+        {grammar_.AddEmpty(),
+         grammar_.AddSequence({grammar_.AddRegex("[\\s\\S]", grammar::kRegexJsonString),
+                               grammar_.AddRuleRef(key_tail_rule_)})});
+    have_key_tail_ = true;
+  }
+  return key_tail_rule_;
+}
+
+ExprId Converter::KeyOtherThan(const std::vector<std::string>& names) {
+  if (names.empty()) return StringMatching("");
+  // A trie of the names' code points; node 0 is the root.
+  struct TrieNode {
+    std::vector<std::pair<uint32_t, uint32_t>> children;  // (code point, node), sorted at the end
+    bool terminal = false;
+  };
+  std::vector<TrieNode> trie(1);
+  for (const std::string& name : names) {
+    uint32_t at = 0;
+    std::string_view rest = name;
+    while (!rest.empty()) {
+      grammar::DecodedCodepoint d = grammar::DecodeUtf8(rest);
+      const uint32_t cp = d.length == 0 ? static_cast<unsigned char>(rest[0]) : d.codepoint;
+      rest.remove_prefix(std::max<size_t>(d.length, 1));
+      uint32_t next = 0;
+      for (const auto& [c, child] : trie[at].children) {
+        if (c == cp) next = child;
+      }
+      if (next == 0) {
+        next = static_cast<uint32_t>(trie.size());
+        trie[at].children.push_back({cp, next});
+        trie.emplace_back();
+      }
+      at = next;
+    }
+    trie[at].terminal = true;
+  }
+  // A small trie stays regular: transforms/regular_terminals merges it into
+  // one DFA terminal (fast masks); a large one uses the recursive KeyTail.
+  const bool small = trie.size() <= kRegularKeyTrieNodes;
+  // Children have larger indices than parents: build bottom-up.
+  std::vector<ExprId> expr(trie.size());
+  for (size_t i = trie.size(); i-- > 0;) {
+    TrieNode& node = trie[i];
+    std::sort(node.children.begin(), node.children.end());
+    std::vector<ExprId> alternatives;
+    if (!node.terminal) alternatives.push_back(grammar_.AddEmpty());
+    // A character no name continues with here, then any characters. The
+    // tail is one shared rule; see KeyTail.
+    std::string other = "[^";
+    for (const auto& [cp, child] : node.children) absl::StrAppend(&other, absl::StrFormat("\\x{%X}", cp));
+    other += "]";
+    if (node.children.empty()) other = "[\\s\\S]";
+    if (small) {
+      alternatives.push_back(grammar_.AddRegex(
+          absl::StrCat(other, "[\\s\\S]*"), grammar::kRegexJsonString));
+    } else {
+      alternatives.push_back(grammar_.AddSequence(
+          {grammar_.AddRegex(other, grammar::kRegexJsonString), grammar_.AddRuleRef(KeyTail())}));
+    }
+    for (const auto& [cp, child] : node.children) {
+      std::string utf8;
+      grammar::AppendUtf8(cp, &utf8);
+      alternatives.push_back(grammar_.AddSequence({Literal(JsonStringBody(utf8)), expr[child]}));
+    }
+    expr[i] = grammar_.AddChoice(std::move(alternatives));
+  }
+  return grammar_.AddSequence({Literal("\""), expr[0], Literal("\"")});
+}
+
+absl::StatusOr<ExprId> Converter::ValueLiteral(const Json& value) {
+  // Post-order over the value with an explicit stack.
+  struct Frame {
+    const Json* value;
+    size_t next = 0;
+    std::vector<ExprId> parts;
+    Json::const_iterator member{};  // objects: the next member
+  };
+  std::vector<Frame> stack;
+  stack.push_back(Frame{&value, 0, {}, {}});
+  ExprId done = 0;
+  bool have_done = false;
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const Json& v = *f.value;
+    if (have_done) {  // a child finished
+      f.parts.push_back(done);
+      have_done = false;
+    }
+    if (v.is_object() || v.is_array()) {
+      const bool object = v.is_object();
+      if (f.next < v.size()) {
+        const size_t k = f.next++;
+        if (object && k == 0) f.member = v.cbegin();
+        if (f.parts.empty()) {
+          f.parts.push_back(Literal(object ? "{" : "["));
+          f.parts.push_back(Ws());
+        } else {
+          f.parts.push_back(Token(","));
+        }
+        const Json* child;
+        if (object) {
+          f.parts.push_back(Literal(absl::StrCat("\"", JsonStringBody(f.member.key()), "\"")));
+          f.parts.push_back(Token(":"));
+          child = &*f.member;
+          ++f.member;
+        } else {
+          child = &v[k];
+        }
+        stack.push_back(Frame{child, 0, {}, {}});
+        continue;
+      }
+      if (f.parts.empty()) {
+        f.parts.push_back(Literal(object ? "{" : "["));
+        f.parts.push_back(Ws());
+      } else {
+        f.parts.push_back(Ws());
+      }
+      f.parts.push_back(Literal(object ? "}" : "]"));
+      done = grammar_.AddSequence(std::move(f.parts));
+    } else if (v.is_string()) {
+      done = Literal(absl::StrCat("\"", JsonStringBody(v.get_ref<const std::string&>()), "\""));
+    } else if (v.is_number()) {
+      // Any spelling of the same number (1, 1.0, 1e0): a point range.
+      NumericConstraints nc;
+      nc.minimum = v.dump();
+      nc.maximum = v.dump();
+      absl::StatusOr<ExprId> number = AddNumber(nc, &grammar_);
+      done = number.ok() ? *number : Literal(v.dump());
+    } else {
+      done = Literal(v.dump());  // true, false, null
+    }
+    have_done = true;
+    stack.pop_back();
+  }
+  return done;
+}
+
+}  // namespace zapgram::transforms::json_schema_internal
