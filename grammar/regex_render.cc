@@ -49,27 +49,44 @@ std::string ScopedRegexp(std::string_view regexp, uint32_t flags) {
 
 absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
                                         const std::function<ExprId(RuleId)>& rule_body,
-                                        size_t max_bytes) {
-  std::vector<std::string> memo(g.exprs.size());
-  std::vector<uint8_t> done(g.exprs.size(), 0);
+                                        size_t max_bytes, RegexRenderMemo* memo) {
+  RegexRenderMemo local;
+  if (memo == nullptr) memo = &local;
+  if (memo->state.size() != g.exprs.size()) {
+    memo->state.assign(g.exprs.size(), RegexRenderMemo::kUnknown);
+    memo->text.assign(g.exprs.size(), std::string());
+  }
+  std::vector<uint8_t>& state = memo->state;
+  std::vector<std::string>& text = memo->text;
+  // Nodes entered but not finished: the path from `root` to the current node.
+  std::vector<ExprId> open_nodes;
   std::vector<uint8_t> open(g.exprs.size(), 0);
   auto children = [&](ExprId id) -> std::vector<ExprId> {
     const Expr& e = g.exprs[id];
     if (e.kind == ExprKind::kRuleRef) return {rule_body(e.rule)};
     return e.children;
   };
+  auto too_long = [&]() -> absl::Status {
+    for (ExprId a : open_nodes) state[a] = RegexRenderMemo::kTooLong;
+    return absl::ResourceExhaustedError(absl::StrCat("regex longer than ", max_bytes, " bytes"));
+  };
+  auto recursive = []() { return absl::InvalidArgumentError("recursive rules have no regex"); };
   std::vector<std::pair<ExprId, bool>> stack = {{root, false}};
   while (!stack.empty()) {
     auto [id, expanded] = stack.back();
     stack.pop_back();
-    if (done[id]) continue;
+    if (state[id] == RegexRenderMemo::kRendered) continue;
     if (!expanded) {
-      if (open[id]) return absl::InvalidArgumentError("recursive rules have no regex");
+      if (state[id] == RegexRenderMemo::kTooLong) return too_long();
+      if (open[id]) return recursive();
       open[id] = 1;
+      open_nodes.push_back(id);
       stack.push_back({id, true});
       for (ExprId c : children(id)) {
-        if (open[c] && !done[c]) return absl::InvalidArgumentError("recursive rules have no regex");
-        if (!done[c]) stack.push_back({c, false});
+        if (state[c] == RegexRenderMemo::kRendered) continue;
+        if (state[c] == RegexRenderMemo::kTooLong) return too_long();
+        if (open[c]) return recursive();
+        stack.push_back({c, false});
       }
       continue;
     }
@@ -89,35 +106,35 @@ absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
         out = ScopedRegexp(e.literal, e.flags);
         break;
       case ExprKind::kRuleRef:
-        out = memo[rule_body(e.rule)];
+        out = text[rule_body(e.rule)];
         break;
       case ExprKind::kSequence:
         out = "(?:";
-        for (ExprId c : e.children) out += memo[c];
+        for (ExprId c : e.children) out += text[c];
         out += ")";
         break;
       case ExprKind::kChoice:
         out = "(?:";
         for (size_t i = 0; i < e.children.size(); ++i) {
           if (i > 0) out += "|";
-          out += memo[e.children[i]];
+          out += text[e.children[i]];
         }
         out += ")";
         break;
       case ExprKind::kRepeat:
-        out = absl::StrCat("(?:", memo[e.children[0]], ")", RepeatSuffix(e.min, e.max));
+        out = absl::StrCat("(?:", text[e.children[0]], ")", RepeatSuffix(e.min, e.max));
         break;
       case ExprKind::kToken:
         return absl::InvalidArgumentError("a token has no regex of its own here");
     }
-    if (out.size() > max_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("regex longer than ", max_bytes, " bytes"));
-    }
-    memo[id] = std::move(out);
-    done[id] = 1;
+    if (out.size() > max_bytes) return too_long();
+    ++memo->nodes_rendered;
+    text[id] = std::move(out);
+    state[id] = RegexRenderMemo::kRendered;
+    open[id] = 0;
+    open_nodes.pop_back();
   }
-  return memo[root];
+  return text[root];
 }
 
 }  // namespace zapgram::grammar

@@ -9,7 +9,9 @@
 // regexes (grouped, flags scoped), sequences, choices (?:a|b), repetitions,
 // and references to rules whose bodies `rule_body` supplies (they are
 // inlined; the caller guarantees they are not recursive). Explicit stack,
-// memoized per node, output bounded by `max_bytes`.
+// memoized per node, output bounded by `max_bytes`; the memo may be kept
+// across calls (RegexRenderMemo), so a node is written at most once and a
+// node known to be too long fails every expression containing it at once.
 //
 // Tests: tests/transforms/regular_terminals_test.cc (rendered regexes
 // compile to the language of the expression, checked against the reference
@@ -34,12 +36,25 @@ std::string RepeatSuffix(uint32_t min, uint32_t max);
 // `regexp` under `flags` (RegexFlags) as a scoped group, or grouped as is.
 std::string ScopedRegexp(std::string_view regexp, uint32_t flags);
 
+// What RenderRegex learned about the nodes of one grammar, for reuse across
+// calls with the same grammar, `rule_body` and `max_bytes`: a node's text
+// (kept until the memo dies: memory is the sum of the rendered texts), or
+// that its text is longer than max_bytes (then so is every expression
+// containing it, since a node's text contains its children's).
+struct RegexRenderMemo {
+  enum : uint8_t { kUnknown = 0, kRendered = 1, kTooLong = 2 };
+  std::vector<uint8_t> state;     // per ExprId
+  std::vector<std::string> text;  // per ExprId, when state is kRendered
+  uint64_t nodes_rendered = 0;    // texts written (each node at most once)
+};
+
 // The regex of expression `root` of `g`. A kRuleRef is replaced by
 // rule_body(rule) (an expression of `g`). Fails (kResourceExhausted) past
-// `max_bytes`, or (kInvalidArgument) on a kToken.
+// `max_bytes`, or (kInvalidArgument) on a kToken. `memo` (optional) carries
+// results between calls; it is sized on first use.
 absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
                                         const std::function<ExprId(RuleId)>& rule_body,
-                                        size_t max_bytes);
+                                        size_t max_bytes, RegexRenderMemo* memo = nullptr);
 
 }  // namespace zapgram::grammar
 

@@ -1,6 +1,8 @@
 // Merging regular parts into regex terminals (see regular_terminals.h).
 //
-// Steps, each linear in the grammar (plus one regex compilation per merge):
+// Steps, each linear in the grammar (plus one regex compilation per tried
+// expression; texts are memoized per node in one RegexRenderMemo, compile
+// verdicts per node with a rule reference standing for its rule's body):
 //  1. Regular rules, by Kahn's algorithm on the rule reference graph: a rule
 //     is settled once every rule it refers to is; rules on or behind a cycle
 //     are never settled, hence not regular.
@@ -47,6 +49,9 @@ class Merger {
   void FindRegularNodes();
   // The regex of the concatenation of `parts` if it compiles within the limits.
   std::optional<std::string> TryRegex(const std::vector<ExprId>& parts);
+  // A rule reference's regex is its rule body's (following chains of
+  // references), so both share one compile verdict.
+  ExprId CompileKey(ExprId id) const;
   ExprId Rebuild(ExprId root);
   // A sequence's plan: each piece is a run merged into one regex, or one
   // child rebuilt on its own.
@@ -69,6 +74,10 @@ class Merger {
   std::vector<uint8_t> regular_node_;
   std::vector<ExprId> memo_;
   absl::flat_hash_map<ExprId, std::vector<Piece>> plans_;
+  grammar::RegexRenderMemo render_memo_;
+  // Per CompileKey of a single-expression try: unknown, compiled, failed.
+  enum : uint8_t { kUntried = 0, kCompiled = 1, kFailed = 2 };
+  std::vector<uint8_t> verdict_;
 };
 
 void Merger::FindRegularRules() {
@@ -140,23 +149,37 @@ void Merger::FindRegularNodes() {
   }
 }
 
+ExprId Merger::CompileKey(ExprId id) const {
+  // Regular rules are not recursive, so the chain ends.
+  while (g_.exprs[id].kind == ExprKind::kRuleRef) id = g_.rules[g_.exprs[id].rule].body;
+  return id;
+}
+
 std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
-  std::string pattern;
-  for (ExprId part : parts) {
-    absl::StatusOr<std::string> piece = grammar::RenderRegex(
-        g_, part, [&](RuleId r) { return g_.rules[r].body; }, options_.max_regex_bytes);
-    if (!piece.ok() || pattern.size() + piece->size() > options_.max_regex_bytes) {
-      if (stats_ != nullptr) ++stats_->too_large;
-      return std::nullopt;
-    }
-    pattern += *piece;
-  }
-  grammar::RegexLimits limits;
-  limits.max_dfa_states = options_.max_dfa_states;
-  absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(pattern, 0, limits);
-  if (!dfa.ok() || dfa->empty()) {
+  const ExprId key = parts.size() == 1 ? CompileKey(parts[0]) : kUnbuilt;
+  auto fail = [&]() -> std::optional<std::string> {
+    if (key != kUnbuilt) verdict_[key] = kFailed;
     if (stats_ != nullptr) ++stats_->too_large;
     return std::nullopt;
+  };
+  if (key != kUnbuilt && verdict_[key] == kFailed) return fail();
+  std::string pattern;
+  for (ExprId part : parts) {
+    const uint64_t rendered_before = render_memo_.nodes_rendered;
+    absl::StatusOr<std::string> piece = grammar::RenderRegex(
+        g_, part, [&](RuleId r) { return g_.rules[r].body; }, options_.max_regex_bytes,
+        &render_memo_);
+    if (stats_ != nullptr) stats_->nodes_rendered += render_memo_.nodes_rendered - rendered_before;
+    if (!piece.ok() || pattern.size() + piece->size() > options_.max_regex_bytes) return fail();
+    pattern += *piece;
+  }
+  if (key == kUnbuilt || verdict_[key] == kUntried) {
+    grammar::RegexLimits limits;
+    limits.max_dfa_states = options_.max_dfa_states;
+    if (stats_ != nullptr) ++stats_->compiles;
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(pattern, 0, limits);
+    if (!dfa.ok() || dfa->empty()) return fail();
+    if (key != kUnbuilt) verdict_[key] = kCompiled;
   }
   if (stats_ != nullptr) ++stats_->merged;
   return pattern;
@@ -251,6 +274,7 @@ absl::StatusOr<Grammar> Merger::Run() {
   out_.root = g_.root;
   out_.rules = g_.rules;
   memo_.assign(g_.exprs.size(), kUnbuilt);
+  verdict_.assign(g_.exprs.size(), kUntried);
   for (RuleId r = 0; r < g_.rules.size(); ++r) out_.rules[r].body = Rebuild(g_.rules[r].body);
   if (!(st = out_.Validate()).ok()) return st;
   return std::move(out_);

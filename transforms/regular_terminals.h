@@ -14,6 +14,11 @@
 //
 // A merge is kept only when the regex compiles within `max_dfa_states`
 // (else its parts are tried separately), so the pass never fails on size.
+// Each node's regex text is written at most once and each expression (a rule
+// reference counts as its rule's body) compiled at most once; a node whose
+// text is too long fails everything containing it without more writing, so
+// the pass stays near-linear on large finite automata written as rules (the
+// JSON Schema multipleOf rules of transforms/json_schema_numbers.cc).
 // Lexed grammars (tokens, Lark) are returned unchanged: their terminals are
 // already tokens. Language-preserving (tests/transforms/regular_terminals_test.cc).
 #ifndef ZAPGRAM_TRANSFORMS_REGULAR_TERMINALS_H_
@@ -34,6 +39,8 @@ struct RegularTerminalOptions {
 struct RegularTerminalStats {
   uint64_t merged = 0;     // expressions replaced by one regex
   uint64_t too_large = 0;  // regular expressions left alone (regex or DFA too large)
+  uint64_t nodes_rendered = 0;  // expression nodes written as regex text
+  uint64_t compiles = 0;        // regexes compiled to a DFA
 };
 
 absl::StatusOr<grammar::Grammar> MergeRegularTerminals(const grammar::Grammar& g,
