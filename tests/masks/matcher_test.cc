@@ -157,6 +157,7 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
 TEST(MatcherTrace, JsonDocsLlama3) { CheckTrace("llama3", "json-docs", 3, 25); }
 TEST(MatcherTrace, JsonDocsQwen) { CheckTrace("qwen2_5", "json-docs", 2, 20); }
 TEST(MatcherTrace, JavaLlama3) { CheckTrace("llama3", "java", 1, 25); }
+TEST(MatcherTrace, GoQwen) { CheckTrace("qwen2_5", "go", 1, 12); }
 TEST(MatcherTrace, SqlQwen) { CheckTrace("qwen2_5", "sql", 3, 12); }
 // JSON Schema grammars (schema:PATH): the first maskbench records.
 TEST(MatcherTrace, MaskbenchLlama3) { CheckTrace("llama3", "maskbench", 4, 16); }
