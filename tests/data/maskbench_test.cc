@@ -61,9 +61,16 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
       testing::ReadSchemaGroups(testing::DataPath("traces/llama3/maskbench.jsonl"));
   ASSERT_GT(groups.size(), 5000u);
   const bool all = RunAll();
+  // Sanitizer builds run 5-10x slower and some schemas take seconds to
+  // compile: they check a sparser sample, without the pinned counts.
+#if defined(ZAPGRAM_SANITIZED)
+  const size_t stride = 128;
+#else
+  const size_t stride = 16;
+#endif
   Totals t;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    if (!all && gi % 16 != 0) continue;
+    if (!all && gi % stride != 0) continue;
     const SchemaGroup& group = groups[gi];
     SchemaVerdicts v = testing::RunSchemaGroup(group, testing::DataPath(""));
     ++t.schemas;
@@ -142,7 +149,7 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
     std::printf("  valid rejected: %s\n", t.rejected_valid_ids[i].c_str());
   }
   EXPECT_EQ(t.other_errors, 0);
-  if (all) return;
+  if (all || stride != 16) return;
   // Pinned on the default sample (every 16th schema of the trace). The valid
   // instances rejected by strict grammars were checked by hand: members in
   // another order than the schema's `properties` (docs/json-schema.md,
