@@ -70,6 +70,9 @@ std::string ResolvePath(std::string_view path, std::string_view data_root);
 
 // Splits `--name=value` into its value; for `--name`, takes the next argument
 // (advancing *i). Returns false when the value is missing.
+// Whether `arg` is option `name`, spelled `--name` or `--name=value`.
+bool IsOption(std::string_view arg, std::string_view name);
+
 bool TakeOptionValue(const std::vector<std::string>& args, size_t* i, std::string_view name,
                      std::string* value);
 

@@ -141,10 +141,15 @@ std::string ResolvePath(std::string_view path, std::string_view data_root) {
   return (std::filesystem::path(data_root) / std::filesystem::path(path)).string();
 }
 
+bool IsOption(std::string_view arg, std::string_view name) {
+  return arg == name || (arg.size() > name.size() && arg.substr(0, name.size()) == name &&
+                         arg[name.size()] == '=');
+}
+
 bool TakeOptionValue(const std::vector<std::string>& args, size_t* i, std::string_view name,
                      std::string* value) {
   std::string_view arg = args[*i];
-  if (arg.size() > name.size() && arg.substr(0, name.size()) == name && arg[name.size()] == '=') {
+  if (arg != name && IsOption(arg, name)) {
     *value = std::string(arg.substr(name.size() + 1));
     return true;
   }

@@ -48,10 +48,7 @@ int Train(const std::vector<std::string>& args) {
   std::vector<std::string> inputs;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    auto is = [&](std::string_view name) {
-      return arg == name || (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 &&
-                             arg[name.size()] == '=');
-    };
+    auto is = [&](std::string_view name) { return IsOption(arg, name); };
     if (is("--tokenizer")) {
       if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer_path)) return UsageError(kName, "--tokenizer needs a path");
     } else if (is("--order")) {

@@ -95,10 +95,7 @@ int RunSample(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    auto is = [&](std::string_view name) {
-      return arg == name || (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 &&
-                             arg[name.size()] == '=');
-    };
+    auto is = [&](std::string_view name) { return IsOption(arg, name); };
     struct Valued {
       std::string_view name;
       std::string* value;

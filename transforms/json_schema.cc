@@ -174,16 +174,28 @@ std::string RuleNameFor(std::string_view pointer) {
   return name.empty() ? "schema" : name;
 }
 
-Conj MakeConj(std::vector<ConjItem> items) {
-  std::sort(items.begin(), items.end());
-  items.erase(std::unique(items.begin(), items.end()), items.end());
-  return items;
-}
 
 Converter::Converter(const Json& document, std::string_view source_name,
                      const JsonSchemaOptions& options)
     : document_(document), options_(options) {
   grammar_.source_name = std::string(source_name);
+}
+
+Conj Converter::MakeConj(std::vector<ConjItem> items) {
+  auto order = [this](const Json* node) {
+    return order_of_.try_emplace(node, static_cast<uint32_t>(order_of_.size())).first->second;
+  };
+  std::vector<std::pair<std::pair<uint32_t, uint8_t>, ConjItem>> keyed;
+  keyed.reserve(items.size());
+  for (const ConjItem& item : items) keyed.push_back({{order(item.node), item.skip}, item});
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  Conj out;
+  out.reserve(keyed.size());
+  for (const auto& [key, item] : keyed) {
+    if (out.empty() || !(out.back() == item)) out.push_back(item);
+  }
+  return out;
 }
 
 std::string Converter::PointerOf(const Json* node) const {
@@ -198,6 +210,7 @@ void Converter::IndexDocument() {
     std::string base;
   };
   std::vector<Task> stack = {{&document_, "#", std::string(kDefaultBase)}};
+  order_of_.emplace(&document_, 0);
   resources_[std::string(kDefaultBase)] = &document_;
   while (!stack.empty()) {
     Task t = std::move(stack.back());
@@ -226,6 +239,7 @@ void Converter::IndexDocument() {
         }
       }
       base_uri_of_.emplace(t.node, base);
+      const size_t first_child = stack.size();
       for (auto it = node.begin(); it != node.end(); ++it) {
         const Holds holds = SubschemasOf(it.key(), *it);
         if (holds == Holds::kNothing) continue;
@@ -239,6 +253,10 @@ void Converter::IndexDocument() {
         } else if (holds == Holds::kSchemaArray && it->is_array()) {
           for (size_t i = 0; i < it->size(); ++i) stack.push_back({&(*it)[i], absl::StrCat(at, "/", i), base});
         }
+      }
+      // Numbered when found, so siblings keep the order they are written in.
+      for (size_t i = first_child; i < stack.size(); ++i) {
+        order_of_.try_emplace(stack[i].node, static_cast<uint32_t>(order_of_.size()));
       }
     }
   }

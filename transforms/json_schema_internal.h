@@ -47,17 +47,16 @@ struct ConjItem {
   const Json* node = nullptr;
   uint8_t skip = 0;  // kSkip* bits
   friend bool operator==(const ConjItem&, const ConjItem&) = default;
-  friend bool operator<(const ConjItem& a, const ConjItem& b) {
-    return a.node != b.node ? a.node < b.node : a.skip < b.skip;
-  }
   template <typename H>
   friend H AbslHashValue(H h, const ConjItem& c) {
     return H::combine(std::move(h), c.node, c.skip);
   }
 };
-// Sorted, unique. Empty = the schema `true`.
+// Unique, sorted by the nodes' document order (Converter::MakeConj), never
+// by address: the order decides which branch's `properties` order a merged
+// object keeps, and must not change from one process to the next. Empty =
+// the schema `true`.
 using Conj = std::vector<ConjItem>;
-Conj MakeConj(std::vector<ConjItem> items);
 
 // Type bits. `number` is kInteger | kFraction (integers are numbers).
 inline constexpr uint8_t kNull = 1, kBoolean = 2, kInteger = 4, kFraction = 8, kString = 16,
@@ -136,6 +135,8 @@ class Converter {
   grammar::RuleId RuleFor(const Conj& conj);
   grammar::ExprId RefTo(const Conj& conj) { return grammar_.AddRuleRef(RuleFor(conj)); }
   grammar::ExprId RefTo(const Json* node) { return RefTo(Conj{{node, 0}}); }
+  // `items` as a Conj: duplicates removed, in document order.
+  Conj MakeConj(std::vector<ConjItem> items);
 
   // A keyword the grammar cannot enforce: an error in strict mode; in
   // lenient mode a warning (once per keyword and place) and OK.
@@ -194,6 +195,10 @@ class Converter {
   bool legacy_ref_ = false;
 
   absl::flat_hash_map<const Json*, std::string> pointer_of_;
+  // Document order of the nodes (IndexDocument numbers the subschemas in the
+  // order they are found; a node reached otherwise gets the next number when
+  // first sorted): MakeConj's sort key.
+  absl::flat_hash_map<const Json*, uint32_t> order_of_;
   absl::flat_hash_map<const Json*, std::string> base_uri_of_;  // resource base URIs
   absl::flat_hash_map<std::string, const Json*> resources_;    // absolute URI -> node
   absl::flat_hash_map<std::string, const Json*> anchors_;      // URI#anchor -> node

@@ -230,20 +230,18 @@ ExprId Converter::AnyValue() {
     const RuleId array = NewRule("json-array", 0);
     auto ref = [&](RuleId r) { return grammar_.AddRuleRef(r); };
     grammar_.rules[member].body = grammar_.AddSequence({AnyString(), Token(":"), ref(any_value_rule_)});
-    grammar_.rules[object].body = grammar_.AddChoice(
-        {grammar_.AddSequence({Literal("{"), Ws(), Literal("}")}),
-         grammar_.AddSequence(
-             {Literal("{"), Ws(), ref(member),
-              grammar_.AddRepeat(grammar_.AddSequence({Token(","), ref(member)}), 0,
-                                 grammar::kUnbounded),
-              Ws(), Literal("}")})});
-    grammar_.rules[array].body = grammar_.AddChoice(
-        {grammar_.AddSequence({Literal("["), Ws(), Literal("]")}),
-         grammar_.AddSequence(
-             {Literal("["), Ws(), ref(any_value_rule_),
-              grammar_.AddRepeat(grammar_.AddSequence({Token(","), ref(any_value_rule_)}), 0,
-                                 grammar::kUnbounded),
-              Ws(), Literal("]")})});
+    // `open close` or `open item ("," item)* close`, whitespace as elsewhere.
+    auto bracketed = [&](const char* open, RuleId item, const char* close) {
+      return grammar_.AddChoice(
+          {grammar_.AddSequence({Literal(open), Ws(), Literal(close)}),
+           grammar_.AddSequence(
+               {Literal(open), Ws(), ref(item),
+                grammar_.AddRepeat(grammar_.AddSequence({Token(","), ref(item)}), 0,
+                                   grammar::kUnbounded),
+                Ws(), Literal(close)})});
+    };
+    grammar_.rules[object].body = bracketed("{", member, "}");
+    grammar_.rules[array].body = bracketed("[", any_value_rule_, "]");
     grammar_.rules[any_value_rule_].body = grammar_.AddChoice(
         {ref(object), ref(array), AnyString(),
          grammar_.AddRegex("-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", 0),

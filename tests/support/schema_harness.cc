@@ -36,12 +36,16 @@ std::vector<SchemaGroup> ReadSchemaGroups(const std::string& trace_path) {
 
 namespace {
 
-std::vector<bool> Verdicts(const Grammar& grammar, const std::vector<SchemaInstance>& instances) {
+std::vector<bool> Verdicts(const Grammar& grammar, const std::vector<SchemaInstance>& instances,
+                           std::vector<std::string>* errors) {
   std::vector<bool> out;
   for (const SchemaInstance& instance : instances) {
     Recognizer recognizer(grammar);
     const bool accepted =
         recognizer.FeedBytes(instance.text) == instance.text.size() && recognizer.IsAccepting();
+    if (!recognizer.status().ok()) {
+      errors->push_back(instance.id + ": " + std::string(recognizer.status().message()));
+    }
     out.push_back(accepted);
   }
   return out;
@@ -68,7 +72,7 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
     return v;
   }
   if (strict.ok()) {
-    v.strict_accepts = Verdicts(*strict, group.instances);
+    v.strict_accepts = Verdicts(*strict, group.instances, &v.recognizer_errors);
     v.lenient_accepts = v.strict_accepts;
     return v;
   }
@@ -79,7 +83,7 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
   v.lenient = lenient.status();
   if (lenient.ok()) {
     v.warnings = lenient->warnings();
-    v.lenient_accepts = Verdicts(*lenient, group.instances);
+    v.lenient_accepts = Verdicts(*lenient, group.instances, &v.recognizer_errors);
   } else {
     v.lenient_accepts.assign(group.instances.size(), false);
   }

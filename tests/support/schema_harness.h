@@ -38,6 +38,10 @@ struct SchemaVerdicts {
   // (false when that grammar did not load).
   std::vector<bool> strict_accepts;
   std::vector<bool> lenient_accepts;
+  // Recognizer errors (a budget ran out) while checking instances, one line
+  // each "<instance id>: <status>"; such an instance is neither accepted nor
+  // rejected and must be reported, never counted as a rejection.
+  std::vector<std::string> recognizer_errors;
   double strict_compile_ms = 0;
   bool empty_language = false;  // the schema accepts nothing: Load says so
   bool compiled() const { return strict.ok() || lenient.ok(); }
