@@ -132,9 +132,14 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
   // masks can use per-terminal-state token sets.
   absl::StatusOr<grammar::Grammar> normalized = transforms::NormalizeForCompile(data->ir);
   if (!normalized.ok()) return normalized.status();
-  absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(*normalized);
+  // The merge compiles its candidate regexes; the lowering reuses them.
+  grammar::RegexDfaCache dfa_cache;
+  transforms::RegularTerminalOptions merge_options;
+  merge_options.dfa_cache = &dfa_cache;
+  absl::StatusOr<grammar::Grammar> merged =
+      transforms::MergeRegularTerminals(*normalized, nullptr, merge_options);
   if (!merged.ok()) return merged.status();
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits, &dfa_cache);
   if (!flat.ok()) return flat.status();
   data->flat = *std::move(flat);
   return data;

@@ -67,6 +67,17 @@ uint32_t ByteNfa::AddCodepoints(uint32_t from, const std::vector<CodepointRange>
   return end;
 }
 
+uint32_t ByteNfa::Stamp(uint32_t from, const ByteNfa& other, uint32_t other_end) {
+  const uint32_t offset = num_states() - 1;  // other's state s >= 1 becomes s + offset
+  for (uint32_t s = 1; s < other.num_states(); ++s) AddState();
+  auto map = [&](uint32_t s) { return s == 0 ? from : s + offset; };
+  for (uint32_t s = 0; s < other.num_states(); ++s) {
+    for (const Range& r : other.ranges(s)) AddRange(map(s), r.lo, r.hi, map(r.to));
+    for (uint32_t t : other.epsilons(s)) AddEpsilon(map(s), map(t));
+  }
+  return map(other_end);
+}
+
 uint32_t ByteNfa::Append(const ByteNfa& other) {
   const uint32_t offset = num_states();
   for (uint32_t s = 0; s < other.num_states(); ++s) {
@@ -117,35 +128,43 @@ struct VectorHash {
 }  // namespace
 
 absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
-  ByteDfa dfa;
-  dfa.next.push_back({});  // dead
-  dfa.accepting.push_back(0);
+  // Bytes that no range of the NFA tells apart share one class; classes of
+  // a fresh partition refined by ranges are intervals numbered in byte
+  // order, so a range covers the classes class_of(lo)..class_of(hi). The
+  // subset construction and the trim run per class (JSON-like terminals
+  // have a dozen or two), and rows are widened to 256 bytes only for the
+  // states that survive.
+  ByteClassPartition classes;
+  classes.RefineByRanges(nfa);
+  const std::vector<uint8_t> first_byte = classes.Representatives();
+  const uint32_t num_classes = static_cast<uint32_t>(first_byte.size());
+
+  // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
+  std::vector<uint32_t> next(2 * num_classes, 0);
+  std::vector<uint8_t> accepting(2, 0);
   std::vector<uint8_t> mark(nfa.num_states(), 0);
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
   std::vector<std::vector<uint32_t>> subsets;
-
   std::vector<uint32_t> start = {0};
   EpsilonClosure(nfa, start, mark);
   ids.emplace(start, 1);
-  subsets.push_back(start);
-  dfa.next.push_back({});
-  dfa.accepting.push_back(0);
+  subsets.push_back(std::move(start));
 
-  // Per byte, the NFA targets; rebuilt for each DFA state.
-  std::array<std::vector<uint32_t>, 256> targets;
+  std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
   for (size_t i = 0; i < subsets.size(); ++i) {
-    uint32_t id = static_cast<uint32_t>(i + 1);
+    const uint32_t id = static_cast<uint32_t>(i + 1);
     for (auto& t : targets) t.clear();
-    bool accepting = false;
+    bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
-      accepting |= nfa.accepting(s);
+      is_accepting |= nfa.accepting(s);
       for (const ByteNfa::Range& r : nfa.ranges(s)) {
-        for (uint32_t b = r.lo; b <= r.hi; ++b) targets[b].push_back(r.to);
+        const uint32_t last = classes.class_of(r.hi);
+        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) targets[c].push_back(r.to);
       }
     }
-    dfa.accepting[id] = accepting;
-    for (uint32_t b = 0; b < 256; ++b) {
-      std::vector<uint32_t>& t = targets[b];
+    accepting[id] = is_accepting;
+    for (uint32_t c = 0; c < num_classes; ++c) {
+      std::vector<uint32_t>& t = targets[c];
       if (t.empty()) continue;
       std::sort(t.begin(), t.end());
       t.erase(std::unique(t.begin(), t.end()), t.end());
@@ -157,60 +176,64 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
               "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
         }
         subsets.push_back(t);
-        dfa.next.push_back({});
-        dfa.accepting.push_back(0);
+        next.resize(next.size() + num_classes, 0);
+        accepting.push_back(0);
       }
-      dfa.next[id][b] = it->second;
+      next[size_t{id} * num_classes + c] = it->second;
     }
   }
 
   // Trim: keep states from which an accepting state is reachable.
-  uint32_t n = dfa.num_states();
-  std::vector<std::vector<uint32_t>> reverse(n);
+  const uint32_t n = static_cast<uint32_t>(accepting.size());
+  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
   for (uint32_t s = 1; s < n; ++s) {
-    for (uint32_t b = 0; b < 256; ++b) {
-      if (dfa.next[s][b]) reverse[dfa.next[s][b]].push_back(s);
+    for (uint32_t c = 0; c < num_classes; ++c) ++reverse_begin[next[size_t{s} * num_classes + c]];
+  }
+  for (uint32_t s = 0; s < n; ++s) reverse_begin[s + 1] += reverse_begin[s];
+  reverse.resize(reverse_begin[n]);
+  for (uint32_t s = n; s-- > 1;) {
+    for (uint32_t c = num_classes; c-- > 0;) {
+      reverse[--reverse_begin[next[size_t{s} * num_classes + c]]] = s;
     }
   }
   std::vector<uint8_t> useful(n, 0);
   std::vector<uint32_t> stack;
   for (uint32_t s = 1; s < n; ++s) {
-    if (dfa.accepting[s]) {
+    if (accepting[s]) {
       useful[s] = 1;
       stack.push_back(s);
     }
   }
   while (!stack.empty()) {
-    uint32_t s = stack.back();
+    const uint32_t s = stack.back();
     stack.pop_back();
-    for (uint32_t p : reverse[s]) {
+    for (uint32_t k = reverse_begin[s]; k < reverse_begin[s + 1]; ++k) {
+      const uint32_t p = reverse[k];
       if (!useful[p]) {
         useful[p] = 1;
         stack.push_back(p);
       }
     }
   }
-  if (!useful[1]) {
-    ByteDfa empty;
-    empty.next.push_back({});
-    empty.accepting.push_back(0);
-    return empty;
-  }
-  std::vector<uint32_t> renumber(n, 0);
   ByteDfa trimmed;
   trimmed.next.push_back({});
   trimmed.accepting.push_back(0);
+  if (!useful[1]) return trimmed;
+  std::vector<uint32_t> renumber(n, 0);
   for (uint32_t s = 1; s < n; ++s) {
     if (useful[s]) {
-      renumber[s] = trimmed.num_states();
-      trimmed.next.push_back({});
-      trimmed.accepting.push_back(dfa.accepting[s]);
+      renumber[s] = static_cast<uint32_t>(trimmed.accepting.size());
+      trimmed.accepting.push_back(accepting[s]);
     }
   }
+  trimmed.next.resize(trimmed.accepting.size());
   for (uint32_t s = 1; s < n; ++s) {
     if (!useful[s]) continue;
-    for (uint32_t b = 0; b < 256; ++b) {
-      trimmed.next[renumber[s]][b] = renumber[dfa.next[s][b]];
+    std::array<uint32_t, 256>& row = trimmed.next[renumber[s]];
+    for (uint32_t c = 0; c < num_classes; ++c) {
+      const uint32_t to = renumber[next[size_t{s} * num_classes + c]];
+      const uint32_t end = c + 1 < num_classes ? first_byte[c + 1] : 256u;
+      for (uint32_t b = first_byte[c]; b < end; ++b) row[b] = to;
     }
   }
   return trimmed;

@@ -38,6 +38,12 @@ class ByteNfa {
   // Copies every state of `other` into this NFA (its state s becomes
   // s + the returned offset); accepting marks are copied too.
   uint32_t Append(const ByteNfa& other);
+  // Copies the fragment `other` (entered at its state 0, accepting marks
+  // ignored) so that it starts at `from`: state 0 becomes `from`, the others
+  // fresh states. Returns the copy of `other_end`. Building a fragment once
+  // and stamping it is much cheaper than rebuilding it for every copy (a
+  // code point class under a counted repetition).
+  uint32_t Stamp(uint32_t from, const ByteNfa& other, uint32_t other_end);
 
   struct Range {
     uint8_t lo, hi;

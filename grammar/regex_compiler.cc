@@ -21,7 +21,7 @@
 //     and n-m nested optional copies; x{m,} into m copies and a star.
 //     Lazy quantifiers have the same language as greedy ones.
 //  4. Determinize (grammar/byte_automaton.h) with the DFA state cap, then
-//     minimize (Moore's partition refinement). Minimizing matters: every
+//     minimize (Hopcroft's partition refinement). Minimizing matters: every
 //     UTF-8 range sequence of a big class gets its own NFA states, so the
 //     subset construction of \w+ yields ~830 states where ~40 suffice, and
 //     every DFA state costs a 1 KiB row here and token sets in masks/.
@@ -32,6 +32,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -787,6 +788,11 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
   };
   std::vector<Frame> stack = {{root, from, 0, from, kNone}};
   uint32_t ret = kNone;
+  struct Fragment {
+    ByteNfa nfa;
+    uint32_t end = 0;
+  };
+  absl::flat_hash_map<uint32_t, Fragment> class_fragments;  // class node -> its NFA
   auto push = [&](uint32_t node, uint32_t at) { stack.push_back({node, at, 0, at, kNone}); };
   while (!stack.empty()) {
     if (nfa.num_states() > limits.max_nfa_states) {
@@ -804,11 +810,18 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
         nfa.AddEpsilon(f.from, ret);
         stack.pop_back();
         break;
-      case NodeKind::kClass:
-        ret = n.json_string ? AddJsonSpelledCodepoints(nfa, f.from, n.ranges)
-                            : nfa.AddCodepoints(f.from, n.ranges);
+      case NodeKind::kClass: {
+        // Built once per class node as a fragment, then stamped at each use.
+        auto [fragment, fresh] = class_fragments.try_emplace(f.node);
+        if (fresh) {
+          fragment->second.end = n.json_string
+                                     ? AddJsonSpelledCodepoints(fragment->second.nfa, 0, n.ranges)
+                                     : fragment->second.nfa.AddCodepoints(0, n.ranges);
+        }
+        ret = nfa.Stamp(f.from, fragment->second.nfa, fragment->second.end);
         stack.pop_back();
         break;
+      }
       case NodeKind::kConcat: {
         if (f.step > 0) f.cur = ret;
         if (f.step == n.children.size()) {
@@ -884,29 +897,129 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
 ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
   const uint32_t n = dfa.num_states();
   if (n <= 2) return dfa;
-  // Moore: classes start as {dead}, {accepting}, {other}; a round splits every
-  // class by the classes of its 256 successors, until a round splits nothing.
-  std::vector<uint32_t> cls(n);
-  cls[0] = 0;
-  for (uint32_t s = 1; s < n; ++s) cls[s] = dfa.accepting[s] ? 1 : 2;
-  uint32_t num_classes = 0;
-  uint64_t work = 0;
-  while (true) {
-    absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids;
-    std::vector<uint32_t> next_cls(n);
-    std::vector<uint32_t> signature(257);
+  // Bytes whose columns agree in every state are interchangeable: the
+  // refinement runs over one byte per column class (a hash of each column
+  // finds candidates, a comparison confirms them).
+  std::vector<uint8_t> column_bytes;
+  {
+    std::array<uint64_t, 256> column_hash{};
     for (uint32_t s = 0; s < n; ++s) {
-      signature[0] = cls[s];
-      for (uint32_t b = 0; b < 256; ++b) signature[b + 1] = cls[dfa.next[s][b]];
-      next_cls[s] = ids.emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
+      for (uint32_t b = 0; b < 256; ++b) {
+        column_hash[b] = (column_hash[b] ^ dfa.next[s][b]) * 0x100000001b3ull;
+      }
     }
-    work += static_cast<uint64_t>(n) * 257;
-    const uint32_t count = static_cast<uint32_t>(ids.size());
-    cls = std::move(next_cls);
-    if (count == num_classes) break;
-    num_classes = count;
-    if (work > max_work) return dfa;  // not converged within budget: keep the unminimized DFA
+    for (uint32_t b = 0; b < 256; ++b) {
+      bool seen = false;
+      for (uint8_t c : column_bytes) {
+        if (column_hash[c] != column_hash[b]) continue;
+        bool same = true;
+        for (uint32_t s = 0; s < n && same; ++s) same = dfa.next[s][c] == dfa.next[s][b];
+        if (same) {
+          seen = true;
+          break;
+        }
+      }
+      if (!seen) column_bytes.push_back(static_cast<uint8_t>(b));
+    }
   }
+  const uint32_t width = static_cast<uint32_t>(column_bytes.size());
+
+  // Hopcroft's refinement, O(width * n log n). Predecessor lists per
+  // (symbol, state) in one CSR array.
+  std::vector<uint32_t> pred_begin(size_t{width} * n + 1, 0), preds(size_t{width} * n);
+  for (uint32_t a = 0; a < width; ++a) {
+    for (uint32_t s = 0; s < n; ++s) ++pred_begin[size_t{a} * n + dfa.next[s][column_bytes[a]] + 1];
+  }
+  for (size_t i = 0; i + 1 < pred_begin.size(); ++i) pred_begin[i + 1] += pred_begin[i];
+  {
+    std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+    for (uint32_t a = 0; a < width; ++a) {
+      for (uint32_t s = 0; s < n; ++s) {
+        preds[fill[size_t{a} * n + dfa.next[s][column_bytes[a]]]++] = s;
+      }
+    }
+  }
+  // Blocks: `order` lists the states block by block; a block is the range
+  // [begin, end) of it; `marked` counts its states moved to the range front.
+  std::vector<uint32_t> order(n), where(n), block(n);
+  std::vector<uint32_t> begin, end, marked;
+  {
+    uint32_t at = 0;
+    auto add_block = [&](auto belongs) {
+      const uint32_t first = at;
+      for (uint32_t s = 0; s < n; ++s) {
+        if (!belongs(s)) continue;
+        order[at] = s;
+        where[s] = at;
+        block[s] = static_cast<uint32_t>(begin.size());
+        ++at;
+      }
+      if (at == first) return;
+      begin.push_back(first);
+      end.push_back(at);
+      marked.push_back(0);
+    };
+    add_block([](uint32_t s) { return s == 0; });
+    add_block([&](uint32_t s) { return s != 0 && dfa.accepting[s] != 0; });
+    add_block([&](uint32_t s) { return s != 0 && dfa.accepting[s] == 0; });
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> work;  // (block, symbol) splitters
+  std::vector<uint8_t> in_work;                     // per block * width + symbol
+  auto push_work = [&](uint32_t b, uint32_t a) {
+    if (in_work.size() < (size_t{b} + 1) * width) in_work.resize((size_t{b} + 1) * width, 0);
+    if (in_work[size_t{b} * width + a]) return;
+    in_work[size_t{b} * width + a] = 1;
+    work.push_back({b, a});
+  };
+  for (uint32_t b = 0; b < begin.size(); ++b) {
+    for (uint32_t a = 0; a < width; ++a) push_work(b, a);
+  }
+  std::vector<uint32_t> splitter, touched;
+  uint64_t steps = 0;
+  while (!work.empty()) {
+    const auto [b, a] = work.back();
+    work.pop_back();
+    in_work[size_t{b} * width + a] = 0;
+    splitter.assign(order.begin() + begin[b], order.begin() + end[b]);
+    touched.clear();
+    for (uint32_t t : splitter) {
+      const size_t cell = size_t{a} * n + t;
+      for (uint32_t k = pred_begin[cell]; k < pred_begin[cell + 1]; ++k) {
+        const uint32_t s = preds[k];
+        const uint32_t y = block[s];
+        const uint32_t front = begin[y] + marked[y];
+        if (where[s] < front) continue;  // already marked
+        if (marked[y] == 0) touched.push_back(y);
+        // Swap s to the front part of its block.
+        const uint32_t other = order[front];
+        std::swap(order[front], order[where[s]]);
+        where[other] = where[s];
+        where[s] = front;
+        ++marked[y];
+      }
+      steps += pred_begin[cell + 1] - pred_begin[cell] + 1;
+    }
+    for (uint32_t y : touched) {
+      const uint32_t m = marked[y];
+      marked[y] = 0;
+      if (m == end[y] - begin[y]) continue;  // every state marked: no split
+      // The marked front part becomes a new block.
+      const uint32_t z = static_cast<uint32_t>(begin.size());
+      begin.push_back(begin[y]);
+      end.push_back(begin[y] + m);
+      marked.push_back(0);
+      begin[y] += m;
+      for (uint32_t i = begin[z]; i < end[z]; ++i) block[order[i]] = z;
+      const uint32_t smaller = end[z] - begin[z] <= end[y] - begin[y] ? z : y;
+      for (uint32_t c = 0; c < width; ++c) {
+        const bool y_pending = in_work.size() > size_t{y} * width + c && in_work[size_t{y} * width + c];
+        push_work(y_pending ? z : smaller, c);
+      }
+    }
+    if (steps > max_work) return dfa;  // not converged within budget: keep the unminimized DFA
+  }
+  const uint32_t num_classes = static_cast<uint32_t>(begin.size());
+  std::vector<uint32_t>& cls = block;
   // Renumber: the dead state's class is 0, the start's is 1, the rest in state order.
   std::vector<uint32_t> id(num_classes, kNone);
   std::vector<uint32_t> representative;
@@ -938,8 +1051,8 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
   return Emit(parser, *root, nfa, from, limits);
 }
 
-absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
-                                     const RegexLimits& limits) {
+absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
+                                         const RegexLimits& limits) {
   ByteNfa nfa;
   absl::StatusOr<uint32_t> end = AddRegex(nfa, 0, pattern, flags, limits);
   if (!end.ok()) return end.status();
@@ -950,7 +1063,45 @@ absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
                         absl::StrFormat("regex /%s/: %s at offset 0", std::string(pattern),
                                         std::string(dfa.status().message())));
   }
+  return dfa;
+}
+
+absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
+                                     const RegexLimits& limits) {
+  absl::StatusOr<ByteDfa> dfa = DeterminizeRegex(pattern, flags, limits);
+  if (!dfa.ok()) return dfa;
   return MinimizeDfa(*dfa);
+}
+
+RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
+                                          const RegexLimits& limits) {
+  std::string key = absl::StrFormat("%d/%d/%d/%d/%d/", flags, limits.max_nesting,
+                                    limits.max_repeat, limits.max_nfa_states,
+                                    limits.max_dfa_states);
+  key.append(pattern);
+  auto [it, inserted] = entries_.try_emplace(std::move(key));
+  if (inserted) {
+    it->second.dfa = DeterminizeRegex(pattern, flags, limits);
+  } else {
+    ++hits_;
+  }
+  return it->second;
+}
+
+const absl::StatusOr<ByteDfa>& RegexDfaCache::Determinized(std::string_view pattern,
+                                                           uint32_t flags,
+                                                           const RegexLimits& limits) {
+  return Find(pattern, flags, limits).dfa;
+}
+
+const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, uint32_t flags,
+                                                      const RegexLimits& limits) {
+  Entry& entry = Find(pattern, flags, limits);
+  if (entry.dfa.ok() && !entry.minimized) {
+    entry.dfa = MinimizeDfa(*entry.dfa);
+    entry.minimized = true;
+  }
+  return entry.dfa;
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {

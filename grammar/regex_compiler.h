@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "grammar/byte_automaton.h"
 
@@ -71,14 +72,49 @@ struct RegexLimits {
 absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
                                   uint32_t flags, const RegexLimits& limits = {});
 
+// The trimmed DFA of `pattern`, not minimized (empty() when its language is
+// empty); errors name the pattern.
+absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
+                                         const RegexLimits& limits = {});
+
 // The trimmed, minimal DFA of `pattern` (empty() when its language is empty).
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
                                      const RegexLimits& limits = {});
 
-// The minimal DFA of a trimmed DFA (state 0 dead, 1 start), by Moore's
-// partition refinement: O(rounds * states * 256) time, where rounds is at most
-// the number of states and usually a handful. Past `max_work` steps it gives
-// up and returns `dfa` unchanged (still correct, just not minimal).
+// CompileRegex results by (pattern, flags, limits), for the stages of one
+// grammar compilation: the regular-terminal merge compiles each candidate
+// regex to check its size, and the lowering needs the same DFAs again.
+// Entries never move (references stay valid). Not thread-safe: one cache
+// per compilation.
+class RegexDfaCache {
+ public:
+  // CompileRegex(pattern, flags, limits): minimal.
+  const absl::StatusOr<ByteDfa>& Compile(std::string_view pattern, uint32_t flags,
+                                         const RegexLimits& limits);
+  // The same DFA before minimization (trimmed, so empty() iff the language
+  // is): enough to know whether a pattern fits the state limit, which is
+  // checked during determinization. Minimized later only if Compile asks.
+  const absl::StatusOr<ByteDfa>& Determinized(std::string_view pattern, uint32_t flags,
+                                              const RegexLimits& limits);
+  size_t size() const { return entries_.size(); }
+  uint64_t hits() const { return hits_; }
+
+ private:
+  struct Entry {
+    absl::StatusOr<ByteDfa> dfa;
+    bool minimized = false;
+  };
+  Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
+  absl::node_hash_map<std::string, Entry> entries_;
+  uint64_t hits_ = 0;
+};
+
+// The minimal DFA of a trimmed DFA (state 0 dead, 1 start), by Hopcroft's
+// partition refinement over the byte columns that differ: O(k * n log n)
+// for n states and k distinct columns (Moore's rounds cost up to n * n * 256
+// on the long literal chains of merged JSON members). Past `max_work` steps
+// it gives up and returns `dfa` unchanged (still correct, just not minimal).
+// Tests: RegexDifferential.MinimizationAgreesWithTextbookMoore.
 ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
 // "/pattern/flags" as Lark writes it (flags in the order imsx).

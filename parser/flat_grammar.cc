@@ -60,6 +60,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
@@ -80,7 +81,9 @@ struct RawProduction {
 
 class Lowering {
  public:
-  Lowering(const grammar::Grammar& g, const CompileLimits& limits) : g_(g), limits_(limits) {}
+  Lowering(const grammar::Grammar& g, const CompileLimits& limits,
+           grammar::RegexDfaCache* dfa_cache)
+      : g_(g), limits_(limits), dfa_cache_(dfa_cache != nullptr ? *dfa_cache : own_dfa_cache_) {}
 
   absl::StatusOr<FlatGrammar> Run();
 
@@ -132,6 +135,8 @@ class Lowering {
   static constexpr uint32_t kUnrollMaxCount = 16;
   const grammar::Grammar& g_;
   const CompileLimits& limits_;
+  grammar::RegexDfaCache own_dfa_cache_;
+  grammar::RegexDfaCache& dfa_cache_;
   std::vector<std::string> names_;
   std::vector<RawProduction> productions_;
   std::vector<std::pair<uint32_t, ExprId>> tasks_;
@@ -197,17 +202,13 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
     return absl::Status(st.code(), absl::StrFormat("%s:%d:%d: %s", g_.source_name, e.loc.line,
                                                    e.loc.col, std::string(st.message())));
   };
-  grammar::ByteNfa nfa;
-  absl::StatusOr<uint32_t> end = grammar::AddRegex(nfa, 0, e.literal, e.flags);
-  if (!end.ok()) return located(end.status());
-  nfa.SetAccepting(*end);
   const std::string name = grammar::RegexDisplayName(e.literal, e.flags);
-  absl::StatusOr<grammar::ByteDfa> dfa = grammar::Determinize(
-      nfa, std::min(limits_.max_eager_regex_states, limits_.max_dfa_states));
+  grammar::RegexLimits regex_limits;
+  regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
+  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Compile(e.literal, e.flags, regex_limits);
   bool nullable = false;
   Symbol sym = kNone;
   if (dfa.ok()) {
-    dfa = grammar::MinimizeDfa(*dfa);
     // A terminal consumes at least one byte: a regex that matches the empty
     // string becomes `N -> ε | T` with T matching the rest of its language.
     nullable = !dfa->empty() && dfa->accepting[1];
@@ -220,7 +221,12 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
       dfas_.push_back(*std::move(dfa));
       terminal_names_.push_back(name);
     }
-  } else if (dfa.status().code() == absl::StatusCode::kResourceExhausted) {
+  } else if (dfa.status().code() == absl::StatusCode::kResourceExhausted &&
+             absl::StrContains(dfa.status().message(), "max_dfa_states")) {
+    grammar::ByteNfa nfa;
+    absl::StatusOr<uint32_t> end = grammar::AddRegex(nfa, 0, e.literal, e.flags);
+    if (!end.ok()) return located(end.status());
+    nfa.SetAccepting(*end);
     absl::StatusOr<Symbol> lazy = LazyRegexTerminal(nfa, name, &nullable);
     if (!lazy.ok()) return located(lazy.status());
     sym = *lazy;
@@ -787,8 +793,9 @@ std::string SymbolName(const FlatGrammar& g, Symbol s) {
 }  // namespace
 
 absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
-                                             const CompileLimits& limits) {
-  Lowering lowering(grammar, limits);
+                                             const CompileLimits& limits,
+                                             grammar::RegexDfaCache* dfa_cache) {
+  Lowering lowering(grammar, limits, dfa_cache);
   return lowering.Run();
 }
 

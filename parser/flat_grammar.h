@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
 #include "grammar/lazy_dfa.h"
+#include "grammar/regex_compiler.h"
 #include "parser/lexer.h"
 #include "zapgram/limits.h"
 
@@ -126,8 +127,11 @@ struct FlatGrammar {
 
 // Lowers `grammar` (rooted at grammar.root). Errors: a budget of `limits`
 // exceeded, or a root that derives no string at all.
+// `dfa_cache`, if given, holds regexes compiled by an earlier stage
+// (transforms::MergeRegularTerminals) and receives the ones compiled here.
 absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
-                                             const CompileLimits& limits = {});
+                                             const CompileLimits& limits = {},
+                                             grammar::RegexDfaCache* dfa_cache = nullptr);
 
 // One production per line, `A -> x y "lit" [class]`, with a `.` at `dot` if given.
 std::string DumpFlatGrammar(const FlatGrammar& g);

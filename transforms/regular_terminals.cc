@@ -1,8 +1,9 @@
 // Merging regular parts into regex terminals (see regular_terminals.h).
 //
 // Steps, each linear in the grammar (plus one regex compilation per tried
-// expression; texts are memoized per node in one RegexRenderMemo, compile
-// verdicts per node with a rule reference standing for its rule's body):
+// distinct pattern text; texts are memoized per node in one RegexRenderMemo,
+// compile verdicts per node, with a rule reference standing for its rule's
+// body, and per pattern text):
 //  1. Regular rules, by Kahn's algorithm on the rule reference graph: a rule
 //     is settled once every rule it refers to is; rules on or behind a cycle
 //     are never settled, hence not regular.
@@ -78,6 +79,11 @@ class Merger {
   // Per CompileKey of a single-expression try: unknown, compiled, failed.
   enum : uint8_t { kUntried = 0, kCompiled = 1, kFailed = 2 };
   std::vector<uint8_t> verdict_;
+  // Compiled candidates by pattern text: separate nodes often render alike
+  // (the same member of many objects, a run tried again inside a longer one).
+  grammar::RegexDfaCache own_dfa_cache_;
+  grammar::RegexDfaCache& dfa_cache_ =
+      options_.dfa_cache != nullptr ? *options_.dfa_cache : own_dfa_cache_;
 };
 
 void Merger::FindRegularRules() {
@@ -176,8 +182,9 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
   if (key == kUnbuilt || verdict_[key] == kUntried) {
     grammar::RegexLimits limits;
     limits.max_dfa_states = options_.max_dfa_states;
-    if (stats_ != nullptr) ++stats_->compiles;
-    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(pattern, 0, limits);
+    const uint64_t hits_before = dfa_cache_.hits();
+    const absl::StatusOr<grammar::ByteDfa>& dfa = dfa_cache_.Determinized(pattern, 0, limits);
+    if (stats_ != nullptr && dfa_cache_.hits() == hits_before) ++stats_->compiles;
     if (!dfa.ok() || dfa->empty()) return fail();
     if (key != kUnbuilt) verdict_[key] = kCompiled;
   }

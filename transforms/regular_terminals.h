@@ -28,12 +28,16 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "grammar/regex_compiler.h"
 
 namespace zapgram::transforms {
 
 struct RegularTerminalOptions {
   size_t max_regex_bytes = size_t{1} << 16;  // rendered regex length
   uint32_t max_dfa_states = 4096;            // DFA states of one merged terminal
+  // Where the compiled candidates go, for the lowering to reuse (it asks for
+  // the same patterns with the same limits); null = a private cache.
+  grammar::RegexDfaCache* dfa_cache = nullptr;
 };
 
 struct RegularTerminalStats {

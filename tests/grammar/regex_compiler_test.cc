@@ -20,6 +20,7 @@
 
 #include <deque>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -532,6 +533,52 @@ bool Re2SomeCompletion(const RE2& re, const std::string& prefix) {
     level = std::move(next);
   }
   return false;
+}
+
+// The textbook Moore refinement over all 256 bytes, as an oracle for
+// MinimizeDfa (Hopcroft's algorithm over column classes): the number of
+// classes of the coarsest stable partition.
+uint32_t MooreClassCount(const ByteDfa& dfa) {
+  const uint32_t n = dfa.num_states();
+  std::vector<uint32_t> cls(n);
+  for (uint32_t s = 0; s < n; ++s) cls[s] = s == 0 ? 0 : (dfa.accepting[s] ? 1 : 2);
+  size_t count = 0;
+  while (true) {
+    std::map<std::vector<uint32_t>, uint32_t> ids;
+    std::vector<uint32_t> next(n);
+    for (uint32_t s = 0; s < n; ++s) {
+      std::vector<uint32_t> signature = {cls[s]};
+      for (uint32_t b = 0; b < 256; ++b) signature.push_back(cls[dfa.next[s][b]]);
+      next[s] = ids.emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
+    }
+    cls = next;
+    if (ids.size() == count) return static_cast<uint32_t>(count);
+    count = ids.size();
+  }
+}
+
+TEST(RegexDifferential, MinimizationAgreesWithTextbookMoore) {
+  std::mt19937_64 rng(0x40bc0f7);
+  RegexGenerator gen(rng);
+  const std::string alphabet = "abcxyzAB01_ .-\n\xc3\xa9\xe2\x84\xaa";
+  int checked = 0;
+  for (int ri = 0; ri < 300 * kScale; ++ri) {
+    const std::string pattern = gen.Print(gen.Make(1 + gen.Pick(4)));
+    absl::StatusOr<ByteDfa> raw = DeterminizeRegex(pattern, 0);
+    ASSERT_TRUE(raw.ok()) << pattern << ": " << raw.status();
+    const ByteDfa minimal = MinimizeDfa(*raw);
+    EXPECT_EQ(minimal.num_states(), MooreClassCount(*raw)) << pattern;
+    EXPECT_EQ(MinimizeDfa(minimal).num_states(), minimal.num_states()) << pattern;
+    EXPECT_EQ(minimal.num_states() <= 1, raw->num_states() <= 1) << pattern;
+    for (int k = 0; k < 40; ++k) {
+      std::string text;
+      const int length = gen.Pick(8);
+      for (int i = 0; i < length; ++i) text.push_back(alphabet[gen.Pick(static_cast<int>(alphabet.size()))]);
+      EXPECT_EQ(minimal.Matches(text), raw->Matches(text)) << pattern << " on " << text;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 300 * kScale);
 }
 
 TEST(RegexDifferential, AgreesWithRe2OnRandomRegexes) {
