@@ -52,8 +52,8 @@ absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
   if (!converted.ok()) return converted.status();
   if (warnings != nullptr) {
     for (const transforms::JsonSchemaWarning& w : converted->warnings) {
-      warnings->push_back(
-          absl::StrFormat("dropped %s at %s: %s", w.keyword, w.pointer, w.message));
+      warnings->push_back(absl::StrFormat("%s %s at %s: %s", w.dropped ? "dropped" : "ignored",
+                                          w.keyword, w.pointer, w.message));
     }
   }
   return std::move(converted->grammar);

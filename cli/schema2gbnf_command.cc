@@ -92,8 +92,9 @@ int RunSchema2Gbnf(const std::vector<std::string>& args) {
     return kExitNo;
   }
   for (const transforms::JsonSchemaWarning& w : converted->warnings) {
-    std::fprintf(stderr, "%s: warning: dropped %s at %s: %s\n", positional[0].c_str(),
-                 w.keyword.c_str(), w.pointer.c_str(), w.message.c_str());
+    std::fprintf(stderr, "%s: warning: %s %s at %s: %s\n", positional[0].c_str(),
+                 w.dropped ? "dropped" : "ignored", w.keyword.c_str(), w.pointer.c_str(),
+                 w.message.c_str());
   }
   const std::string dump = grammar::Dump(converted->grammar);
   std::fwrite(dump.data(), 1, dump.size(), stdout);

@@ -330,6 +330,13 @@ grammar::RuleId Converter::RuleFor(const Conj& conj) {
   return id;
 }
 
+void Converter::Ignored(std::string_view keyword, std::string_view pointer, std::string_view why) {
+  std::string key = absl::StrCat(std::string(keyword), "@", std::string(pointer));
+  if (warned_.insert(key).second) {
+    warnings_.push_back({std::string(keyword), std::string(pointer), std::string(why), false});
+  }
+}
+
 absl::Status Converter::Unsupported(std::string_view keyword, std::string_view pointer,
                                     std::string_view why) {
   if (!options_.lenient) {

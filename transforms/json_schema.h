@@ -50,11 +50,16 @@ struct JsonSchemaWarning {
   std::string keyword;
   std::string pointer;  // JSON pointer of the schema object holding it
   std::string message;
+  // true: lenient mode dropped a keyword the grammar cannot enforce (the
+  // grammar accepts more than the schema). false: the keyword constrains
+  // nothing under JSON Schema itself (an unknown `format` is an annotation),
+  // so ignoring it is exact; said in either mode.
+  bool dropped = true;
 };
 
 struct JsonSchemaGrammar {
   grammar::Grammar grammar;
-  std::vector<JsonSchemaWarning> warnings;  // lenient mode: what was dropped
+  std::vector<JsonSchemaWarning> warnings;  // what was dropped (lenient) or ignored
 };
 
 // Errors: kInvalidArgument (not JSON, not a schema), kUnimplemented

@@ -234,6 +234,19 @@ std::vector<std::string_view> SupportedFormats() {
   return names;
 }
 
+bool IsStandardFormat(std::string_view format) {
+  static constexpr std::string_view kStandard[] = {
+      "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+      "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
+      "uri-template", "json-pointer", "relative-json-pointer", "regex",
+      // draft-03 names
+      "host-name", "ip-address", "utc-millisec", "color", "style", "phone"};
+  for (std::string_view name : kStandard) {
+    if (name == format) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> FormatRegex(std::string_view format) {
   for (const FormatEntry& f : kFormats) {
     if (f.name == format) return f.make();

@@ -22,6 +22,11 @@ namespace zapgram::transforms {
 // ipv4, ipv6, uri, uri-reference, uuid, json-pointer, relative-json-pointer.
 std::vector<std::string_view> SupportedFormats();
 
+// Is `format` one the JSON Schema specification defines (draft 2020-12
+// section 7.3, and the older drafts' names)? Those are asserted when
+// supported; any other format is an annotation.
+bool IsStandardFormat(std::string_view format);
+
 // A regex (grammar/regex_compiler.h dialect) for the *decoded* characters of a
 // string with this `format` (the converter quotes and JSON-escapes it: the
 // quoted local part of an email may hold " and \, a (relative) json-pointer

@@ -142,6 +142,9 @@ class Converter {
   // lenient mode a warning (once per keyword and place) and OK.
   absl::Status Unsupported(std::string_view keyword, std::string_view pointer,
                            std::string_view why);
+  // A keyword that constrains nothing under JSON Schema (an unknown format):
+  // ignored in both modes, with a warning (once per keyword and place).
+  void Ignored(std::string_view keyword, std::string_view pointer, std::string_view why);
 
   // Expressions shared by every rule (json_schema_strings.cc builds them).
   grammar::ExprId Void();         // matches nothing

@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "transforms/json_schema_formats.h"
 #include "transforms/json_schema_internal.h"
 
 namespace zapgram::transforms::json_schema_internal {
@@ -186,6 +187,17 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
         }
       } else if (key == "format") {
         if (!v.is_string()) return NotA("a string", at, v);
+        if (!IsStandardFormat(v.get_ref<const std::string&>())) {
+          // JSON Schema: a format outside the specification is an
+          // annotation, not a constraint (validators accept any string).
+          // The specification's own formats are asserted, or unsupported
+          // when there is no grammar for them (BuildString).
+          Ignored("format", ptr,
+                  absl::StrFormat("'%s' is not a format of the JSON Schema specification, so "
+                                  "it is an annotation and constrains nothing",
+                                  v.get_ref<const std::string&>()));
+          continue;
+        }
         if (std::find(m.formats.begin(), m.formats.end(), v.get<std::string>()) == m.formats.end()) {
           m.formats.push_back(v.get<std::string>());
         }

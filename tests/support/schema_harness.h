@@ -52,7 +52,8 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
 // "uniqueItems" for "...unsupported: uniqueItems at #/..."; "" when the
 // status is not an unsupported-keyword error.
 std::string UnsupportedKeyword(const absl::Status& status);
-// The keyword of a lenient warning line "dropped <keyword> at ...".
+// The keyword of a lenient warning line "dropped <keyword> at ..."; "" for
+// other lines ("ignored format at ...": an annotation, not a drop).
 std::string WarningKeyword(const std::string& warning);
 
 }  // namespace zapgram::testing

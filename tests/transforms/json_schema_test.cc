@@ -239,6 +239,31 @@ TEST(JsonSchema, UnsupportedIsAnErrorOrAWarning) {
   EXPECT_FALSE(JsonSchemaToGrammar(R"({"$ref": "#/nowhere"})", "s.json").ok());
 }
 
+// A format outside the specification is an annotation under JSON Schema:
+// strict mode compiles it, the grammar does not constrain the string, and
+// one warning (not a drop: nothing the schema asks is lost) names it. Known
+// formats next to it still hold; a specification format without a grammar
+// (idn-hostname) stays unsupported.
+TEST(JsonSchema, UnknownFormatIsAnAnnotationWithAWarning) {
+  const std::string schema = R"({"type": "object", "properties": {
+      "id": {"type": "string", "format": "int32"},
+      "at": {"type": "string", "format": "date"}}, "required": ["id", "at"]})";
+  absl::StatusOr<Compiled> c = Compile(schema);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->warnings.size(), 1u);
+  EXPECT_EQ(c->warnings[0].keyword, "format");
+  EXPECT_EQ(c->warnings[0].pointer, "#/properties/id");
+  EXPECT_FALSE(c->warnings[0].dropped);
+  EXPECT_NE(c->warnings[0].message.find("'int32'"), std::string::npos);
+  EXPECT_TRUE(Accepts(*c, R"({"id": "not a number", "at": "2024-02-29"})"));
+  EXPECT_FALSE(Accepts(*c, R"({"id": "7", "at": "2023-02-29"})"));
+  EXPECT_FALSE(Accepts(*c, R"({"id": 7, "at": "2024-02-29"})"));
+  absl::StatusOr<JsonSchemaGrammar> idn =
+      JsonSchemaToGrammar(R"({"type": "string", "format": "idn-hostname"})", "s.json");
+  ASSERT_FALSE(idn.ok());
+  EXPECT_NE(idn.status().message().find("unsupported: format"), std::string::npos) << idn.status();
+}
+
 TEST(JsonSchema, GoldenDump) {
   absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(
       R"({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"enum": ["x", "y"]}},
