@@ -61,6 +61,7 @@ struct Totals {
   std::vector<double> compile_ms;
   std::vector<std::string> rejected_valid_ids;
   std::vector<std::string> rejected_valid_lenient_ids;
+  std::vector<std::string> accepted_invalid_ids;  // by strict grammars
   std::vector<std::string> errors;
 };
 
@@ -134,6 +135,7 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
         ++t.invalid_rejected;
       } else if (v.strict.ok()) {
         ++t.invalid_accepted_strict;
+        t.accepted_invalid_ids.push_back(group.instances[i].id);
       } else {
         ++t.invalid_accepted_lenient;
       }
@@ -164,6 +166,9 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
   }
   for (size_t i = 0; i < std::min<size_t>(t.rejected_valid_ids.size(), 60); ++i) {
     std::printf("  valid rejected: %s\n", t.rejected_valid_ids[i].c_str());
+  }
+  for (size_t i = 0; i < std::min<size_t>(t.accepted_invalid_ids.size(), 60); ++i) {
+    std::printf("  invalid accepted (strict grammar): %s\n", t.accepted_invalid_ids[i].c_str());
   }
   for (size_t i = 0; i < std::min<size_t>(t.rejected_valid_lenient_ids.size(), 60); ++i) {
     std::printf("  valid rejected (lenient grammar): %s\n", t.rejected_valid_lenient_ids[i].c_str());
