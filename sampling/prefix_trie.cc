@@ -56,11 +56,36 @@ uint64_t MixPrefixHash(uint64_t hash, int32_t token) {
 
 constexpr uint64_t kRootPrefixHash = 0x2545F4914F6CDD1Dull;
 
-bool BitSet(const std::vector<uint64_t>& bits, int32_t id) {
-  return !bits.empty() && ((bits[id / 64] >> (id % 64)) & 1);
+}  // namespace
+
+PrefixTrie::ZeroSet PrefixTrie::ZeroSet::FromSortedIds(std::vector<uint32_t> ids, int32_t vocab_size) {
+  ZeroSet set;
+  if (ids.size() <= BitsetWords(vocab_size)) {
+    ids.shrink_to_fit();
+    set.words = std::move(ids);
+    return set;
+  }
+  set.bitset = true;
+  set.words.assign(BitsetWords(vocab_size), 0);
+  for (uint32_t id : ids) set.words[id / 32] |= uint32_t{1} << (id % 32);
+  return set;
 }
 
-}  // namespace
+bool PrefixTrie::ZeroSet::Contains(int32_t id) const {
+  if (bitset) return (words[id / 32] >> (id % 32)) & 1;
+  return std::binary_search(words.begin(), words.end(), static_cast<uint32_t>(id));
+}
+
+void PrefixTrie::ZeroSet::Add(int32_t id, int32_t vocab_size) {
+  if (bitset) {
+    words[id / 32] |= uint32_t{1} << (id % 32);
+    return;
+  }
+  auto it = std::lower_bound(words.begin(), words.end(), static_cast<uint32_t>(id));
+  if (it != words.end() && *it == static_cast<uint32_t>(id)) return;
+  words.insert(it, static_cast<uint32_t>(id));
+  if (words.size() > BitsetWords(vocab_size)) *this = FromSortedIds(std::move(words), vocab_size);
+}
 
 uint32_t PrefixTrie::Child(uint32_t parent, int32_t token) const {
   auto it = children_.find(ChildKey(parent, token));
@@ -76,13 +101,16 @@ size_t PrefixTrie::depth(uint32_t node) const {
   return d;
 }
 
+absl::Status PrefixTrie::CheckSize(absl::Span<const float> logprobs) const {
+  if (static_cast<int64_t>(logprobs.size()) == vocab_size_) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("language model gave ", logprobs.size(),
+                                                 " log-probabilities for a vocabulary of ", vocab_size_));
+}
+
 absl::StatusOr<uint32_t> PrefixTrie::AddNode(uint32_t parent, int32_t token,
                                              absl::Span<const float> logprobs,
                                              absl::Span<const int32_t> invalid_next) {
-  if (static_cast<int64_t>(logprobs.size()) != vocab_size_) {
-    return absl::InvalidArgumentError(absl::StrCat("language model gave ", logprobs.size(),
-                                                   " log-probabilities for a vocabulary of ", vocab_size_));
-  }
+  if (auto status = CheckSize(logprobs); !status.ok()) return status;
   if (parent == kNoNode ? !nodes_.empty() : Child(parent, token) != kNoNode) {
     return absl::InternalError("prefix trie: node added twice");
   }
@@ -184,7 +212,7 @@ double PrefixTrie::weight(uint32_t index, int32_t token) const {
   const int64_t slot = SlotOf(node, token);
   if (slot >= 0) return node.weights[slot];
   if (node.form != Form::kStripped || token < 0 || token >= vocab_size_) return 0.0;
-  return BitSet(node.zeros, token) ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  return node.zeros.Contains(token) ? 0.0 : std::numeric_limits<double>::quiet_NaN();
 }
 
 bool PrefixTrie::LowerWeight(uint32_t index, int32_t token, float value, float unlisted_old) {
@@ -195,7 +223,7 @@ bool PrefixTrie::LowerWeight(uint32_t index, int32_t token, float value, float u
   float old;
   if (slot >= 0) {
     old = node.weights[slot];
-  } else if (!stripped || BitSet(node.zeros, token) || !(unlisted_old > 0.0f)) {
+  } else if (!stripped || node.zeros.Contains(token) || !(unlisted_old > 0.0f)) {
     return false;  // absent (zero), or the model's weight, unknown here
   } else {
     old = unlisted_old;
@@ -221,8 +249,7 @@ bool PrefixTrie::LowerWeight(uint32_t index, int32_t token, float value, float u
       node.weights.insert(node.weights.begin() + pos, value);
     }
   } else {
-    if (node.zeros.empty()) node.zeros.assign((vocab_size_ + 63) / 64, 0);
-    node.zeros[token / 64] |= uint64_t{1} << (token % 64);
+    node.zeros.Add(token, vocab_size_);
     if (slot >= 0) {
       node.ids.erase(node.ids.begin() + pos);
       node.weights.erase(node.weights.begin() + pos);
@@ -276,15 +303,16 @@ absl::Status PrefixTrie::Restore(uint32_t index, absl::Span<const float> logprob
   if (nodes_[index].form != Form::kStripped) {
     return absl::FailedPreconditionError("prefix trie: restoring a node that holds its distribution");
   }
-  if (static_cast<int64_t>(logprobs.size()) != vocab_size_) {
-    return absl::InvalidArgumentError(absl::StrCat("language model gave ", logprobs.size(),
-                                                   " log-probabilities for a vocabulary of ", vocab_size_));
-  }
+  if (auto status = CheckSize(logprobs); !status.ok()) return status;
   std::vector<float> weights;
   if (auto status = ProbabilitiesFromLogProbs(logprobs, &weights); !status.ok()) return status;
   Node& node = nodes_[index];
-  for (int32_t a = 0; a < vocab_size_; ++a) {
-    if (BitSet(node.zeros, a)) weights[a] = 0.0f;
+  if (node.zeros.bitset) {
+    for (int32_t a = 0; a < vocab_size_; ++a) {
+      if (node.zeros.Contains(a)) weights[a] = 0.0f;
+    }
+  } else {
+    for (uint32_t a : node.zeros.words) weights[a] = 0.0f;
   }
   for (size_t i = 0; i < node.ids.size(); ++i) weights[node.ids[i]] = node.weights[i];
   node.nonzero = 0;
@@ -303,21 +331,26 @@ absl::Status PrefixTrie::Restore(uint32_t index, absl::Span<const float> logprob
   return absl::OkStatus();
 }
 
+size_t PrefixTrie::StrippedBytesBound(const Node& node) const {
+  const size_t zeros = node.pristine ? 0 : static_cast<size_t>(vocab_size_) - node.nonzero;
+  return std::min(zeros, ZeroSet::BitsetWords(vocab_size_)) * sizeof(uint32_t) +
+         static_cast<size_t>(node.children) * (sizeof(int32_t) + sizeof(float));
+}
+
 bool PrefixTrie::Strip(uint32_t index) {
   Node& node = nodes_[index];
   if (node.form == Form::kStripped) return false;
+  if (StrippedBytesBound(node) >= PayloadBytes(node)) return false;
   // What the records changed: the zero weights (a pristine node has none
   // beyond the model's own) and the weights of non-pristine children.
-  std::vector<uint64_t> zeros;
-  if (!node.pristine) zeros.assign((vocab_size_ + 63) / 64, node.form == Form::kSparse ? ~uint64_t{0} : 0);
+  std::vector<uint32_t> zero_ids;
   std::vector<int32_t> ids;
   std::vector<float> weights;
   auto keep = [&](int32_t a, float w) {
     if (w <= 0.0f) {
-      if (!zeros.empty()) zeros[a / 64] |= uint64_t{1} << (a % 64);
+      if (!node.pristine) zero_ids.push_back(static_cast<uint32_t>(a));
       return;
     }
-    if (!zeros.empty()) zeros[a / 64] &= ~(uint64_t{1} << (a % 64));
     if (node.children == 0) return;
     const uint32_t child = Child(index, a);
     if (child != kNoNode && !nodes_[child].pristine) {
@@ -328,10 +361,15 @@ bool PrefixTrie::Strip(uint32_t index) {
   if (node.form == Form::kDense) {
     for (int32_t a = 0; a < vocab_size_; ++a) keep(a, node.weights[a]);
   } else {
-    for (size_t i = 0; i < node.ids.size(); ++i) keep(node.ids[i], node.weights[i]);
+    size_t next = 0;  // the ids a sparse node does not store are zeros
+    for (int32_t a = 0; a < vocab_size_; ++a) {
+      const bool stored = next < node.ids.size() && node.ids[next] == a;
+      keep(a, stored ? node.weights[next] : 0.0f);
+      if (stored) ++next;
+    }
   }
-  const size_t stripped_bytes =
-      zeros.size() * sizeof(uint64_t) + ids.size() * (sizeof(int32_t) + sizeof(float));
+  ZeroSet zeros = ZeroSet::FromSortedIds(std::move(zero_ids), vocab_size_);
+  const size_t stripped_bytes = zeros.bytes() + ids.size() * (sizeof(int32_t) + sizeof(float));
   if (stripped_bytes >= PayloadBytes(node)) return false;
   payload_bytes_ -= PayloadBytes(node);
   node.zeros = std::move(zeros);
@@ -377,7 +415,6 @@ bool PrefixTrie::Shrink(size_t target_bytes, uint32_t pinned) {
     nodes_[n].pinned = true;
     path.push_back(n);
   }
-  const size_t bitset_bytes = static_cast<size_t>((vocab_size_ + 63) / 64) * sizeof(uint64_t);
   std::vector<std::pair<uint64_t, uint32_t>> candidates;
   bool progress = true;
   while (progress && bytes() > target_bytes) {
@@ -386,7 +423,7 @@ bool PrefixTrie::Shrink(size_t target_bytes, uint32_t pinned) {
     for (uint32_t i = 0; i < nodes_.size(); ++i) {
       const Node& node = nodes_[i];
       if (!node.live || node.pinned) continue;
-      const bool strippable = node.form != Form::kStripped && (node.pristine || PayloadBytes(node) > bitset_bytes);
+      const bool strippable = node.form != Form::kStripped && StrippedBytesBound(node) < PayloadBytes(node);
       if (strippable || Evictable(i)) candidates.emplace_back(node.last_use, i);
     }
     std::sort(candidates.begin(), candidates.end());

@@ -35,10 +35,11 @@
 //           weight already describes): the node is gone; its parent's weight
 //           for it stays P(a|u) (or 0). A later draw through the prefix asks
 //           the model again and adds the node anew.
-//   strip   a node whose payload is larger than its records: it keeps a
-//           bitset of its zero weights (V/8 bytes, 16 KB at 128k) and the
-//           (id, weight) pairs of its non-pristine children, and drops the
-//           rest; p_u, the flags and the children stay. Restore() rebuilds
+//   strip   a node whose payload is larger than its records: it keeps its
+//           zero weights (sorted ids while few, else a bitset of V/8 bytes,
+//           16 KB at 128k; none for a pristine node, whose zeros are the
+//           model's) and the (id, weight) pairs of its non-pristine
+//           children, and drops the rest; p_u, the flags and the children stay. Restore() rebuilds
 //           the exact weights from the model's distribution before a draw
 //           samples there (the model must answer the same prefix the same
 //           way, which every model here does).
@@ -163,6 +164,18 @@ class PrefixTrie {
 
  private:
   enum class Form : uint8_t { kDense, kSparse, kStripped };
+  // The zero weights of a stripped node: sorted ids while they are few, a
+  // bitset over the vocabulary once the list would be larger.
+  struct ZeroSet {
+    bool bitset = false;
+    std::vector<uint32_t> words;  // sorted ids, or bitset words
+
+    static ZeroSet FromSortedIds(std::vector<uint32_t> ids, int32_t vocab_size);
+    bool Contains(int32_t id) const;
+    void Add(int32_t id, int32_t vocab_size);
+    size_t bytes() const { return words.capacity() * sizeof(uint32_t); }
+    static size_t BitsetWords(int32_t vocab_size) { return (static_cast<size_t>(vocab_size) + 31) / 32; }
+  };
   struct Node {
     uint32_t parent = kNoNode;  // kNoNode for the root
     int32_t token = -1;         // last token of the prefix (unused for the root)
@@ -181,7 +194,7 @@ class PrefixTrie {
     // of the non-pristine children, parallel to `ids`.
     std::vector<float> weights;
     std::vector<int32_t> ids;     // sparse and stripped: sorted token ids
-    std::vector<uint64_t> zeros;  // stripped only: bitset of the ids with w = 0
+    ZeroSet zeros;                // stripped only: the ids with w = 0
   };
 
   static uint64_t ChildKey(uint32_t parent, int32_t token) {
@@ -189,8 +202,9 @@ class PrefixTrie {
   }
   static size_t PayloadBytes(const Node& node) {
     return node.weights.capacity() * sizeof(float) + node.ids.capacity() * sizeof(int32_t) +
-           node.zeros.capacity() * sizeof(uint64_t);
+           node.zeros.bytes();
   }
+  absl::Status CheckSize(absl::Span<const float> logprobs) const;
   // Index of `token` in node.weights, or -1 (a sparse node without it).
   // Dense and sparse nodes only.
   int64_t SlotOf(const Node& node, int32_t token) const;
@@ -207,6 +221,8 @@ class PrefixTrie {
   void Enforce(uint32_t grown);
   bool Evictable(uint32_t node) const;
   void Evict(uint32_t node);
+  // An upper bound on the payload of the node once stripped.
+  size_t StrippedBytesBound(const Node& node) const;
   // Strips the node when its records are smaller than its payload; returns
   // whether it did.
   bool Strip(uint32_t node);
