@@ -19,22 +19,13 @@
 # METHODS ("cars ars rsft rs gcd"), GRAMMARS ("arithmetic json go").
 # The models are trained into OUT_DIR/models when missing.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then
-  echo "usage: $0 OUT_DIR [ZAPGRAM_BINARY]" >&2
-  exit 2
-fi
-repo=$(cd "$(dirname "$0")/.." && pwd)
-out=$1
-zapgram=${2:-$repo/build/zapgram}
-data=${ZAPGRAM_DATA_DIR:-$repo/../shared/data}
-tokenizer=$data/tokenizers/llama3.tokenizer.json
+source "$(dirname "$0")/study_args.sh"
 max_draws=${MAX_DRAWS:-4000}
 max_lm_calls=${MAX_LM_CALLS:-150000}
 trie_mb=${TRIE_MB:-512}
 run_timeout=${RUN_TIMEOUT:-900}
 methods=${METHODS:-cars ars rsft rs gcd}
 grammars=${GRAMMARS:-arithmetic json go}
-mkdir -p "$out"
 
 models=$out/models
 if [[ ! -f $models/arithmetic.zgngram || ! -f $models/json.zgngram || ! -f $models/go.zgngram ]]; then
