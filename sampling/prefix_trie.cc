@@ -444,7 +444,9 @@ bool PrefixTrie::Shrink(size_t target_bytes, uint32_t pinned) {
     }
   }
   for (uint32_t n : path) nodes_[n].pinned = false;
-  return bytes() <= target_bytes;
+  if (bytes() > target_bytes) return false;
+  stuck_at_bytes_ = 0;
+  return true;
 }
 
 void PrefixTrie::Enforce(uint32_t grown) {

@@ -45,7 +45,8 @@
 //           way, which every model here does).
 // Nodes on the path of the draw in progress (the `pinned` node and its
 // ancestors) are never freed, so a draw's handles stay valid; the budget can
-// thus be exceeded by one path. A node never on a path to a recorded prefix
+// thus be exceeded by one path (after a shrink that fell short for that
+// reason, the next one waits for 1/8 of the budget of growth). A node never on a path to a recorded prefix
 // is never needed for exactness, and a path to one is never evicted, only
 // stripped, so the p_u bookkeeping stays exact under any budget. Removed
 // slots are reused; refetches (restores, and nodes re-added after an
