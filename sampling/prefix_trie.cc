@@ -150,7 +150,7 @@ absl::StatusOr<uint32_t> PrefixTrie::AddNode(uint32_t parent, int32_t token,
     free_.pop_back();
     nodes_[index] = std::move(node);
   }
-  payload_bytes_ += PayloadBytes(nodes_[index]);
+  Account(nodes_[index], +1);
   ++live_nodes_;
   MaybeMakeSparse(index);
   if (parent != kNoNode) {
@@ -192,11 +192,11 @@ void PrefixTrie::MaybeMakeSparse(uint32_t index) {
     ids.push_back(sparse ? node.ids[i] : static_cast<int32_t>(i));
     weights.push_back(node.weights[i]);
   }
-  payload_bytes_ -= PayloadBytes(node);
+  Account(node, -1);
   node.ids = std::move(ids);
   node.weights = std::move(weights);
   node.form = Form::kSparse;
-  payload_bytes_ += PayloadBytes(node);
+  Account(node, +1);
 }
 
 int64_t PrefixTrie::SlotOf(const Node& node, int32_t token) const {
@@ -239,7 +239,7 @@ bool PrefixTrie::LowerWeight(uint32_t index, int32_t token, float value, float u
     node.weights[slot] = value;
     return true;
   }
-  payload_bytes_ -= PayloadBytes(node);
+  Account(node, -1);
   const size_t pos = std::lower_bound(node.ids.begin(), node.ids.end(), token) - node.ids.begin();
   if (value > 0.0f) {
     if (slot >= 0) {
@@ -255,7 +255,7 @@ bool PrefixTrie::LowerWeight(uint32_t index, int32_t token, float value, float u
       node.weights.erase(node.weights.begin() + pos);
     }
   }
-  payload_bytes_ += PayloadBytes(node);
+  Account(node, +1);
   return true;
 }
 
@@ -318,12 +318,12 @@ absl::Status PrefixTrie::Restore(uint32_t index, absl::Span<const float> logprob
   node.nonzero = 0;
   for (float w : weights) node.nonzero += w > 0.0f ? 1 : 0;
   if (node.nonzero == 0) node.mass = 0.0;
-  payload_bytes_ -= PayloadBytes(node);
+  Account(node, -1);
   node.weights = std::move(weights);
   node.ids = {};
   node.zeros = {};
   node.form = Form::kDense;
-  payload_bytes_ += PayloadBytes(node);
+  Account(node, +1);
   ++refetches_;
   MaybeMakeSparse(index);
   Touch(index);
@@ -371,14 +371,31 @@ bool PrefixTrie::Strip(uint32_t index) {
   ZeroSet zeros = ZeroSet::FromSortedIds(std::move(zero_ids), vocab_size_);
   const size_t stripped_bytes = zeros.bytes() + ids.size() * (sizeof(int32_t) + sizeof(float));
   if (stripped_bytes >= PayloadBytes(node)) return false;
-  payload_bytes_ -= PayloadBytes(node);
+  Account(node, -1);
   node.zeros = std::move(zeros);
   node.ids = std::move(ids);
   node.weights = std::move(weights);
   node.form = Form::kStripped;
-  payload_bytes_ += PayloadBytes(node);
+  Account(node, +1);
   ++strips_;
   return true;
+}
+
+void PrefixTrie::Account(const Node& node, int sign) {
+  const size_t payload = PayloadBytes(node);
+  if (sign > 0) {
+    payload_bytes_ += payload;
+  } else {
+    payload_bytes_ -= payload;
+  }
+  if (node.form != Form::kStripped) return;
+  if (sign > 0) {
+    stripped_bytes_ += payload;
+    ++stripped_nodes_;
+  } else {
+    stripped_bytes_ -= payload;
+    --stripped_nodes_;
+  }
 }
 
 bool PrefixTrie::Evictable(uint32_t index) const {
@@ -400,7 +417,7 @@ void PrefixTrie::Evict(uint32_t index) {
     recent_evictions_.assign(entries, 0);
   }
   recent_evictions_[node.prefix_hash & (recent_evictions_.size() - 1)] = node.prefix_hash;
-  payload_bytes_ -= PayloadBytes(node);
+  Account(node, -1);
   node = Node();
   node.live = false;
   free_.push_back(index);

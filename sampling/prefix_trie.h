@@ -153,6 +153,9 @@ class PrefixTrie {
   void set_expanded(uint32_t node) { nodes_[node].expanded = true; }
 
   size_t nodes() const { return live_nodes_; }
+  size_t stripped_nodes() const { return stripped_nodes_; }
+  // Payload bytes of the stripped nodes: what the records alone cost.
+  size_t stripped_bytes() const { return stripped_bytes_; }
   int64_t evictions() const { return evictions_; }  // nodes evicted
   int64_t strips() const { return strips_; }        // distributions dropped
   // Restores, plus re-adds of evicted prefixes still in a bounded table of
@@ -217,6 +220,9 @@ class PrefixTrie {
   // Moves each node's new mass into its parent's weight, up to the root.
   void PropagateUp(uint32_t node);
   void MarkNotPristine(uint32_t node);
+  // Adds (sign +1) or removes (-1) the node's payload in the byte counts;
+  // called around every change of a node's arrays or form.
+  void Account(const Node& node, int sign);
   void MaybeMakeSparse(uint32_t node);
   // Frees over-budget nodes after `grown` grew (see set_byte_budget).
   void Enforce(uint32_t grown);
@@ -233,6 +239,8 @@ class PrefixTrie {
   std::vector<uint32_t> free_;  // evicted slots, reused by AddNode
   size_t live_nodes_ = 0;
   size_t payload_bytes_ = 0;    // sum of PayloadBytes over the nodes
+  size_t stripped_bytes_ = 0;   // the same over the stripped nodes
+  size_t stripped_nodes_ = 0;
   absl::flat_hash_map<uint64_t, uint32_t> children_;
   // Prefix hashes of recently evicted nodes, direct-mapped (a later one
   // overwrites an earlier one in its slot): re-adds found here are refetches.

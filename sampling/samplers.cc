@@ -295,6 +295,8 @@ class TrieSampler final : public SamplerBase {
     stats_.trie_evictions = trie_.evictions();
     stats_.trie_strips = trie_.strips();
     stats_.trie_refetches = trie_.refetches();
+    stats_.trie_stripped_nodes = static_cast<int64_t>(trie_.stripped_nodes());
+    stats_.trie_stripped_bytes = static_cast<int64_t>(trie_.stripped_bytes());
     if (frozen_) return;
     removed_.push_back(mass_before - RootMass());
     bool freeze = options_.freeze_after_draws > 0 && stats_.draws >= options_.freeze_after_draws;
@@ -414,6 +416,8 @@ std::string StatsJson(const SamplerStats& stats) {
       {"trie_evictions", stats.trie_evictions},
       {"trie_strips", stats.trie_strips},
       {"trie_refetches", stats.trie_refetches},
+      {"trie_stripped_nodes", stats.trie_stripped_nodes},
+      {"trie_stripped_bytes", stats.trie_stripped_bytes},
       {"trie_reuse", stats.trie_reuse()},
       {"trie_frozen", stats.trie_frozen},
       {"frozen_at_draw", stats.frozen_at_draw},

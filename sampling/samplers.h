@@ -112,6 +112,8 @@ struct SamplerStats {
   int64_t trie_evictions = 0;   // pristine (or dead) nodes dropped over the budget
   int64_t trie_strips = 0;      // node distributions dropped, records kept
   int64_t trie_refetches = 0;   // model calls re-asking a dropped prefix (in lm_calls)
+  int64_t trie_stripped_nodes = 0;  // nodes holding only their records now
+  int64_t trie_stripped_bytes = 0;  // their payload bytes (node records not included)
   bool trie_frozen = false;
   int64_t frozen_at_draw = -1;
   double root_mass = 1.0;  // p_root: the proposal's mass (>= P(L_M))
@@ -127,7 +129,8 @@ struct SamplerStats {
 
 // The stats as one JSON object: method, draws, lm_calls, valid, truncated,
 // masks, steps, trie_nodes, trie_bytes, trie_bytes_per_node,
-// trie_peak_bytes, trie_evictions, trie_strips, trie_refetches, trie_reuse,
+// trie_peak_bytes, trie_evictions, trie_strips, trie_refetches,
+// trie_stripped_nodes, trie_stripped_bytes, trie_reuse,
 // trie_frozen, frozen_at_draw, root_mass, acceptance, stop, the acceptance
 // curve (valid count and p_root after every 2^k-th draw and the last one)
 // and acceptance_blocks {"block": 100, "valid": [valid draws per block of

@@ -228,6 +228,9 @@ TEST(PrefixTrieTest, StrippedNodesKeepTheirRecords) {
   EXPECT_TRUE(trie.Shrink(trie.bytes() - 600, PrefixTrie::kNoNode));
   EXPECT_FALSE(trie.has_distribution(trie.root()));
   EXPECT_EQ(trie.strips(), 1);
+  EXPECT_EQ(trie.stripped_nodes(), 1u);
+  // Its records: zero ids 5 and 6 and the weight of the non-pristine child 7.
+  EXPECT_EQ(trie.stripped_bytes(), 2 * sizeof(uint32_t) + sizeof(int32_t) + sizeof(float));
   EXPECT_EQ(trie.weight(trie.root(), 5), 0.0);
   EXPECT_TRUE(std::isnan(trie.weight(trie.root(), 9)));  // the model's, unknown while stripped
   // A record below the stripped root, under the child it did not list (it
@@ -243,6 +246,8 @@ TEST(PrefixTrieTest, StrippedNodesKeepTheirRecords) {
   EXPECT_EQ(trie.mass(trie.root()), reference.mass(reference.root()));
   ASSERT_TRUE(trie.Restore(trie.root(), LogProbsAt({}, kVocab)).ok());
   EXPECT_FALSE(trie.Restore(trie.root(), LogProbsAt({}, kVocab)).ok());  // not stripped
+  EXPECT_EQ(trie.stripped_nodes(), 0u);
+  EXPECT_EQ(trie.stripped_bytes(), 0u);
   for (int32_t a = 0; a < kVocab; ++a) EXPECT_EQ(trie.weight(trie.root(), a), reference.weight(reference.root(), a));
   // Shrinking to nothing evicts the pristine sibling only; the records stay.
   EXPECT_FALSE(trie.Shrink(1, PrefixTrie::kNoNode));
