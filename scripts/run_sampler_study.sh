@@ -60,13 +60,14 @@ python3 - "$out" "$grammars" "$methods" <<'EOF' | tee "$out/table.md"
 import json, os, sys
 out, grammars, methods = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 print("| grammar | method | valid / draws | LM calls | trie nodes | trie MB (peak) | KB / node | "
-      "evictions | strips | refetches | trie reuse | frozen at | s | valid per 100 draws |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "stripped nodes | B / stripped node | evictions | strips | refetches | trie reuse | p_root | frozen at | s | "
+      "valid per 100 draws |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for g in grammars:
     for m in methods:
         path = os.path.join(out, f"{g}.{m}.stats.json")
         if not os.path.exists(path):
-            print(f"| {g} | {m} | (no stats: see {g}.{m}.log) |||||||||||| |")
+            print(f"| {g} | {m} | (no stats: see {g}.{m}.log) |||||||||||||||")
             continue
         s = json.load(open(path))
         blocks = s["acceptance_blocks"]["valid"]
@@ -76,7 +77,9 @@ for g in grammars:
             return x if trie else "—"
         print(f"| {g} | {m} | {s['valid']} / {s['draws']} ({s['stop']}) | {s['lm_calls']} | {t(s['trie_nodes'])} | "
               f"{t('%.0f (%.0f)' % (s['trie_bytes'] / 2**20, s['trie_peak_bytes'] / 2**20))} | "
-              f"{t('%.0f' % (s['trie_bytes_per_node'] / 1024))} | {t(s['trie_evictions'])} | {t(s['trie_strips'])} | "
-              f"{t(s['trie_refetches'])} | {t('%.3f' % s['trie_reuse'])} | "
+              f"{t('%.0f' % (s['trie_bytes_per_node'] / 1024))} | {t(s['trie_stripped_nodes'])} | "
+              f"{t('%.0f' % (s['trie_stripped_bytes'] / max(1, s['trie_stripped_nodes'])))} | "
+              f"{t(s['trie_evictions'])} | {t(s['trie_strips'])} | "
+              f"{t(s['trie_refetches'])} | {t('%.3f' % s['trie_reuse'])} | {t('%.3g' % s['root_mass'])} | "
               f"{t(s['frozen_at_draw'] if s['trie_frozen'] else '—')} | {s['seconds']:.0f} | {curve} |")
 EOF
