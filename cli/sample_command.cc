@@ -55,8 +55,10 @@ constexpr std::string_view kHelp =
     "one per line (--jsonl: one JSON string per line); stats go to stderr and,\n"
     "with --stats-json, to FILE as JSON. --max-draws / --max-lm-calls stop early;\n"
     "--freeze-after N / --freeze-below MASS freeze the invalid-prefix trie after\n"
-    "N draws / once the mean mass it removes per draw falls below MASS, and once it\n"
-    "holds MB megabytes (default 1024). --exact\n"
+    "N draws / once the mean mass it removes per draw falls below MASS. --max-trie-mb\n"
+    "is the trie's budget (default 1024, 0: none): past it the trie evicts nodes\n"
+    "that hold no record and strips model distributions (the model is asked again\n"
+    "when a draw needs one), and freezes only when that is not enough. --exact\n"
     "enumerates the target (at most 2000 prefixes, else an error) and reports\n"
     "KL, total variation and the chi-square p-value of the samples.\n"
     "\n"
@@ -215,12 +217,14 @@ int RunSample(const std::vector<std::string>& args) {
   }
   std::fprintf(stderr,
                "method %s: %lld valid of %lld draws (acceptance %.4f), %lld truncated, %lld LM calls, "
-               "%lld masks, trie %lld nodes, %.0f bytes/node, trie reuse %.4f, p_root %.6g, stop %s, %.2f s\n",
+               "%lld masks, trie %lld nodes, %.0f bytes/node, %lld evictions, %lld strips, %lld refetches, "
+               "trie reuse %.4f, p_root %.6g, stop %s, %.2f s\n",
                std::string(sampling::MethodName(stats.method)).c_str(), static_cast<long long>(stats.valid),
                static_cast<long long>(stats.draws), stats.acceptance(), static_cast<long long>(stats.truncated),
                static_cast<long long>(stats.lm_calls), static_cast<long long>(stats.masks),
                static_cast<long long>(stats.trie_nodes), json["trie_bytes_per_node"].get<double>(),
-               stats.trie_reuse(), stats.root_mass, std::string(sampling::StopReasonName(stats.stop)).c_str(),
+               static_cast<long long>(stats.trie_evictions), static_cast<long long>(stats.trie_strips),
+               static_cast<long long>(stats.trie_refetches), stats.trie_reuse(), stats.root_mass, std::string(sampling::StopReasonName(stats.stop)).c_str(),
                seconds);
   if (exact) {
     std::fprintf(stderr, "exact target: KL %.6g, TV %.6g, chi-square p %.4g (%d bins)\n",

@@ -157,7 +157,9 @@ class TrieSampler final : public SamplerBase {
  public:
   TrieSampler(Method method, const CompiledGrammar& grammar, LanguageModel* model,
               const SamplerOptions& options)
-      : SamplerBase(method, grammar, model, options), trie_(model->vocab_size()) {}
+      : SamplerBase(method, grammar, model, options), trie_(model->vocab_size()) {
+    trie_.set_byte_budget(options.max_trie_bytes);
+  }
 
   absl::StatusOr<Draw> DrawOne() override {
     if (OutOfDraws()) return Result(Draw::Outcome::kStopped);
@@ -177,9 +179,19 @@ class TrieSampler final : public SamplerBase {
       const int32_t depth = static_cast<int32_t>(prefix_.size());
       bool from_trie = node != PrefixTrie::kNoNode;
       bool asked_grammar = false;
+      bool asked_model = false;
       bool expanded_now = false;
       int32_t token;
-      if (node == PrefixTrie::kNoNode) {
+      if (node != PrefixTrie::kNoNode) {
+        trie_.Touch(node);
+        if (!trie_.has_distribution(node)) {  // stripped to its records: ask the model again
+          absl::StatusOr<bool> asked = AskModel();
+          if (!asked.ok()) return asked.status();
+          if (!*asked) return Result(Draw::Outcome::kStopped);
+          if (auto status = trie_.Restore(node, logprobs_); !status.ok()) return status;
+          asked_model = true;
+        }
+      } else {
         absl::StatusOr<bool> asked = AskModel();
         if (!asked.ok()) return asked.status();
         if (!*asked) return Result(Draw::Outcome::kStopped);
@@ -205,7 +217,7 @@ class TrieSampler final : public SamplerBase {
         }
       }
       ++stats_.steps;
-      if (from_trie && !asked_grammar) ++stats_.trie_steps;
+      if (from_trie && !asked_grammar && !asked_model) ++stats_.trie_steps;
       if (from_trie) {
         if (trie_.mass(node) <= 0.0) {  // not reachable by a draw; kept as a guard
           return absl::InternalError("sampler: a draw reached a prefix of mass 0");
@@ -274,12 +286,21 @@ class TrieSampler final : public SamplerBase {
   }
 
   void UpdateFreeze(double mass_before) {
+    // Over the budget with nothing left to evict or strip: freeze.
+    const bool full =
+        !frozen_ && options_.max_trie_bytes > 0 && !trie_.Shrink(options_.max_trie_bytes, PrefixTrie::kNoNode);
     stats_.trie_nodes = static_cast<int64_t>(trie_.nodes());
     stats_.trie_bytes = static_cast<int64_t>(trie_.bytes());
+    stats_.trie_peak_bytes = std::max(stats_.trie_peak_bytes, stats_.trie_bytes);
+    stats_.trie_evictions = trie_.evictions();
+    stats_.trie_strips = trie_.strips();
+    stats_.trie_refetches = trie_.refetches();
+    stats_.trie_stripped_nodes = static_cast<int64_t>(trie_.stripped_nodes());
+    stats_.trie_stripped_bytes = static_cast<int64_t>(trie_.stripped_bytes());
     if (frozen_) return;
     removed_.push_back(mass_before - RootMass());
     bool freeze = options_.freeze_after_draws > 0 && stats_.draws >= options_.freeze_after_draws;
-    freeze = freeze || trie_.bytes() >= options_.max_trie_bytes;
+    freeze = freeze || full;
     const size_t window = static_cast<size_t>(std::max(1, options_.freeze_window));
     if (options_.freeze_below_mass > 0.0 && removed_.size() >= window) {
       double sum = 0.0;
@@ -371,6 +392,14 @@ std::string StatsJson(const SamplerStats& stats) {
       curve.push_back({{"draws", n}, {"valid", valid}, {"root_mass", stats.root_mass_by_draw[i]}});
     }
   }
+  // Valid draws per block of kAcceptanceBlock draws (the last block may be partial).
+  nlohmann::json blocks = nlohmann::json::array();
+  for (size_t start = 0; start < stats.valid_by_draw.size(); start += kAcceptanceBlock) {
+    const size_t end = std::min(stats.valid_by_draw.size(), start + kAcceptanceBlock);
+    int64_t in_block = 0;
+    for (size_t i = start; i < end; ++i) in_block += stats.valid_by_draw[i];
+    blocks.push_back(in_block);
+  }
   nlohmann::json j = {
       {"method", std::string(MethodName(stats.method))},
       {"draws", stats.draws},
@@ -383,6 +412,12 @@ std::string StatsJson(const SamplerStats& stats) {
       {"trie_bytes", stats.trie_bytes},
       {"trie_bytes_per_node",
        stats.trie_nodes == 0 ? 0.0 : static_cast<double>(stats.trie_bytes) / stats.trie_nodes},
+      {"trie_peak_bytes", stats.trie_peak_bytes},
+      {"trie_evictions", stats.trie_evictions},
+      {"trie_strips", stats.trie_strips},
+      {"trie_refetches", stats.trie_refetches},
+      {"trie_stripped_nodes", stats.trie_stripped_nodes},
+      {"trie_stripped_bytes", stats.trie_stripped_bytes},
       {"trie_reuse", stats.trie_reuse()},
       {"trie_frozen", stats.trie_frozen},
       {"frozen_at_draw", stats.frozen_at_draw},
@@ -390,6 +425,7 @@ std::string StatsJson(const SamplerStats& stats) {
       {"acceptance", stats.acceptance()},
       {"stop", std::string(StopReasonName(stats.stop))},
       {"acceptance_curve", curve},
+      {"acceptance_blocks", {{"block", kAcceptanceBlock}, {"valid", blocks}}},
   };
   return j.dump();
 }

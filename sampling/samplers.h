@@ -45,11 +45,15 @@
 //         mass). A prefix whose allowed tokens carry no mass is a failed draw.
 //
 // Budgets. max_draws and max_lm_calls stop a run early (stats.stop); a draw
-// cut by the model budget is not counted. The trie freezes (no more nodes,
-// no more records; drawing from what it holds stays exact) after
-// freeze_after_draws draws, when the mean decrease of p_root over the last
-// freeze_window draws falls below freeze_below_mass, or when it holds
-// max_trie_bytes.
+// cut by the model budget is not counted. max_trie_bytes is the trie's byte
+// budget: past it the trie evicts pristine nodes and strips distributions,
+// least recently used first (prefix_trie.h); a draw that reaches a dropped
+// prefix asks the model again (counted in lm_calls and trie_refetches).
+// The trie freezes (no more nodes, no more records; drawing from what it
+// holds stays exact) after freeze_after_draws draws, when the mean decrease
+// of p_root over the last freeze_window draws falls below freeze_below_mass,
+// or when, after a draw, freeing everything it may free still leaves it
+// over max_trie_bytes.
 //
 // Tests: tests/sampling/samplers_test.cc (chi-square exactness test of every
 // exact method against the enumerated P|L_M, GCD as the negative control,
@@ -85,7 +89,7 @@ struct SamplerOptions {
   int64_t freeze_after_draws = 0;    // 0: never
   double freeze_below_mass = 0.0;    // 0: never (mean p_root decrease per draw)
   int32_t freeze_window = 16;        // draws averaged for freeze_below_mass
-  size_t max_trie_bytes = size_t{1} << 30;  // the trie freezes beyond this
+  size_t max_trie_bytes = size_t{1} << 30;  // the trie's byte budget (0: none)
   uint64_t seed = 0;
   MatcherOptions matcher;
 };
@@ -104,6 +108,12 @@ struct SamplerStats {
   int64_t trie_steps = 0;  // steps that asked neither the model nor for a mask
   int64_t trie_nodes = 0;
   int64_t trie_bytes = 0;
+  int64_t trie_peak_bytes = 0;  // the most bytes seen after a draw
+  int64_t trie_evictions = 0;   // pristine (or dead) nodes dropped over the budget
+  int64_t trie_strips = 0;      // node distributions dropped, records kept
+  int64_t trie_refetches = 0;   // model calls re-asking a dropped prefix (in lm_calls)
+  int64_t trie_stripped_nodes = 0;  // nodes holding only their records now
+  int64_t trie_stripped_bytes = 0;  // their payload bytes (node records not included)
   bool trie_frozen = false;
   int64_t frozen_at_draw = -1;
   double root_mass = 1.0;  // p_root: the proposal's mass (>= P(L_M))
@@ -118,9 +128,14 @@ struct SamplerStats {
 };
 
 // The stats as one JSON object: method, draws, lm_calls, valid, truncated,
-// masks, steps, trie_nodes, trie_bytes, trie_bytes_per_node, trie_reuse,
-// trie_frozen, root_mass, acceptance, stop, and the acceptance curve
-// (valid count after every 2^k-th draw and the last one).
+// masks, steps, trie_nodes, trie_bytes, trie_bytes_per_node,
+// trie_peak_bytes, trie_evictions, trie_strips, trie_refetches,
+// trie_stripped_nodes, trie_stripped_bytes, trie_reuse,
+// trie_frozen, frozen_at_draw, root_mass, acceptance, stop, the acceptance
+// curve (valid count and p_root after every 2^k-th draw and the last one)
+// and acceptance_blocks {"block": 100, "valid": [valid draws per block of
+// 100 draws, the last one possibly partial]}.
+inline constexpr int64_t kAcceptanceBlock = 100;
 std::string StatsJson(const SamplerStats& stats);
 
 struct Draw {

@@ -14,16 +14,7 @@
 # Usage: scripts/train_study_models.sh OUT_DIR [ZAPGRAM_BINARY]
 # ZAPGRAM_DATA_DIR overrides the data folder (default: ../shared/data next to the repo).
 set -euo pipefail
-if [[ $# -lt 1 ]]; then
-  echo "usage: $0 OUT_DIR [ZAPGRAM_BINARY]" >&2
-  exit 2
-fi
-repo=$(cd "$(dirname "$0")/.." && pwd)
-out=$1
-zapgram=${2:-$repo/build/zapgram}
-data=${ZAPGRAM_DATA_DIR:-$repo/../shared/data}
-tokenizer=$data/tokenizers/llama3.tokenizer.json
-mkdir -p "$out"
+source "$(dirname "$0")/study_args.sh"
 
 train() {  # NAME ORDER [OPTIONS...] FILES...
   local name=$1 order=$2

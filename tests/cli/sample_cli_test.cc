@@ -67,6 +67,28 @@ TEST(SampleCli, CarsUnderUniformModelWritesJsonlAndStats) {
   EXPECT_EQ(again.out, r.out);
 }
 
+// RSFT under a uniform model at 128k ids: the root keeps the ten digits,
+// each digit's node is a dense, pristine 512 KB distribution, and a 1 MB
+// budget holds about two of them: the trie evicts and re-adds instead of
+// freezing, and the stats say so.
+TEST(SampleCli, TrieBudgetEvictsPristineNodes) {
+  const std::string stats = testing::FreshTempPath("budget_stats.json");
+  testing::CliResult r = Zapgram({"sample", "regex:[0-9]", "--tokenizer", Llama3(), "--lm", "uniform",
+                                  "--method", "rsft", "-n", "1", "--seed", "5", "--max-tokens", "4",
+                                  "--max-draws", "40", "--max-trie-mb", "1", "--stats-json", stats});
+  ASSERT_EQ(r.exit_code, 1) << r.err;  // one valid draw needs EOS at 1/128k: stopped by --max-draws
+  nlohmann::json j = ReadJson(stats);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["draws"], 40);
+  EXPECT_GT(j["trie_evictions"].get<int64_t>(), 0);
+  EXPECT_GT(j["trie_refetches"].get<int64_t>(), 0);
+  EXPECT_EQ(j["trie_frozen"], false);
+  EXPECT_LE(j["trie_peak_bytes"].get<int64_t>(), int64_t{1} << 20);
+  EXPECT_EQ(j["acceptance_blocks"]["block"], 100);
+  EXPECT_EQ(j["acceptance_blocks"]["valid"].size(), 1u);
+  EXPECT_NE(r.err.find("evictions"), std::string::npos) << r.err;
+}
+
 TEST(SampleCli, EveryMethodUnderAnNgramModel) {
   const std::string corpus = testing::FreshTempPath("digits.txt");
   {

@@ -1,5 +1,6 @@
 // PrefixTrie (sampling/prefix_trie.h): p_u bookkeeping against a brute-force
-// mass, the sparse/dense switch, draws, byte accounting.
+// mass, with and without a byte budget that forces evictions and strips; the
+// sparse/dense switch, strip/restore round trips, draws, byte accounting.
 #include "sampling/prefix_trie.h"
 
 #include <cmath>
@@ -96,6 +97,170 @@ TEST(PrefixTrieTest, MassesMatchBruteForceAfterRandomRecords) {
       }
     }
   }
+}
+
+// Walks `prefix` from the root of `trie`, adding missing nodes (restoring a
+// stripped parent first, as a sampler does), and returns its node.
+uint32_t WalkOrAdd(PrefixTrie& trie, const Prefix& prefix, int32_t vocab_size) {
+  uint32_t node = trie.root();
+  Prefix head;
+  for (int32_t token : prefix) {
+    Prefix next = head;
+    next.push_back(token);
+    uint32_t child = trie.Child(node, token);
+    if (child == PrefixTrie::kNoNode) {
+      if (!trie.has_distribution(node)) {
+        EXPECT_TRUE(trie.Restore(node, LogProbsAt(head, vocab_size)).ok());
+      }
+      absl::StatusOr<uint32_t> added = trie.AddNode(node, token, LogProbsAt(next, vocab_size), {});
+      EXPECT_TRUE(added.ok()) << added.status();
+      child = *added;
+    }
+    node = child;
+    head = next;
+  }
+  return node;
+}
+
+// The node of `prefix`, or kNoNode when the trie does not hold it.
+uint32_t Find(const PrefixTrie& trie, const Prefix& prefix) {
+  uint32_t node = trie.root();
+  for (int32_t token : prefix) {
+    if (node == PrefixTrie::kNoNode) break;
+    node = trie.Child(node, token);
+  }
+  return node;
+}
+
+// A budget of one byte evicts every pristine node and strips every other one
+// off the current path at each step; the masses must stay those of a trie
+// without a budget, which the brute force checks too, and every prefix the
+// small trie forgot must have p = 1 exactly.
+TEST(PrefixTrieTest, TinyBudgetKeepsTheMassesOfNoBudget) {
+  constexpr int32_t kVocab = 64;  // dense payload 256 bytes, zero bitset 8: strips pay off
+  int64_t evictions = 0, strips = 0, refetches = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    PrefixTrie full(kVocab), small(kVocab);
+    small.set_byte_budget(1);
+    ASSERT_TRUE(full.AddNode(PrefixTrie::kNoNode, 0, LogProbsAt({}, kVocab), {}).ok());
+    ASSERT_TRUE(small.AddNode(PrefixTrie::kNoNode, 0, LogProbsAt({}, kVocab), {}).ok());
+    std::vector<Prefix> recorded, visited;
+    for (int round = 0; round < 60; ++round) {
+      Prefix w;
+      const size_t length = 1 + rng() % 4;
+      // Few distinct tokens, so that paths are shared and revisited.
+      for (size_t i = 0; i < length; ++i) w.push_back(static_cast<int32_t>(rng() % 3));
+      bool dead = false;
+      for (const Prefix& v : recorded) dead = dead || StartsWith(w, v);
+      if (dead) continue;
+      const Prefix u(w.begin(), w.end() - 1);
+      const uint32_t in_full = WalkOrAdd(full, u, kVocab);
+      const uint32_t in_small = WalkOrAdd(small, u, kVocab);
+      visited.push_back(u);
+      if (rng() % 3 != 0) {  // a visit without a record: pristine paths pile up
+        if (!small.has_distribution(in_small)) {
+          ASSERT_TRUE(small.Restore(in_small, LogProbsAt(u, kVocab)).ok());
+        }
+        continue;
+      }
+      // Records need the node's distribution; its ancestors may stay stripped.
+      if (!small.has_distribution(in_small)) {
+        ASSERT_TRUE(small.Restore(in_small, LogProbsAt(u, kVocab)).ok());
+      }
+      full.RecordInvalid(in_full, {w.back()});
+      small.RecordInvalid(in_small, {w.back()});
+      recorded.push_back(w);
+      small.Shrink(1, PrefixTrie::kNoNode);  // strip the path too, root included
+      for (const Prefix& prefix : visited) {
+        bool prefix_dead = false;
+        for (const Prefix& v : recorded) prefix_dead = prefix_dead || StartsWith(prefix, v);
+        if (prefix_dead) continue;
+        const double brute = BruteForceMass(prefix, recorded, kVocab);
+        const uint32_t a = Find(full, prefix), b = Find(small, prefix);
+        ASSERT_NE(a, PrefixTrie::kNoNode);
+        EXPECT_NEAR(full.mass(a), brute, 1e-6);
+        if (b == PrefixTrie::kNoNode) {
+          EXPECT_EQ(brute, 1.0) << "an evicted prefix held a record, seed " << seed << " round " << round;
+          continue;
+        }
+        EXPECT_NEAR(small.mass(b), full.mass(a), 1e-12) << "seed " << seed << " round " << round;
+        EXPECT_EQ(small.pristine(b), brute == 1.0);
+      }
+    }
+    // Restored distributions are bit for bit those of the full trie.
+    for (const Prefix& prefix : visited) {
+      const uint32_t a = Find(full, prefix), b = Find(small, prefix);
+      if (a == PrefixTrie::kNoNode || b == PrefixTrie::kNoNode) continue;
+      if (!small.has_distribution(b)) {
+        ASSERT_TRUE(small.Restore(b, LogProbsAt(prefix, kVocab)).ok());
+      }
+      for (int32_t t = 0; t < kVocab; ++t) EXPECT_EQ(small.weight(b, t), full.weight(a, t));
+    }
+    EXPECT_LT(small.nodes(), full.nodes());
+    EXPECT_LT(small.bytes(), full.bytes());
+    evictions += small.evictions();
+    strips += small.strips();
+    refetches += small.refetches();
+    EXPECT_EQ(full.evictions() + full.strips() + full.refetches(), 0);
+  }
+  EXPECT_GT(evictions, 0);
+  EXPECT_GT(strips, 0);
+  EXPECT_GT(refetches, 0);
+}
+
+// Recording below a stripped node updates its weights from what it listed
+// or from the child's edge probability, and a restore gives back the same
+// weights as a trie that never stripped.
+TEST(PrefixTrieTest, StrippedNodesKeepTheirRecords) {
+  constexpr int32_t kVocab = 256;
+  PrefixTrie trie(kVocab), reference(kVocab);
+  for (PrefixTrie* t : {&trie, &reference}) {
+    const uint32_t root = *t->AddNode(PrefixTrie::kNoNode, 0, LogProbsAt({}, kVocab), {5, 6});
+    const uint32_t child = *t->AddNode(root, 7, LogProbsAt({7}, kVocab), {1});
+    ASSERT_TRUE(t->AddNode(root, 8, LogProbsAt({8}, kVocab), {}).ok());  // pristine siblings
+    ASSERT_TRUE(t->AddNode(root, 12, LogProbsAt({12}, kVocab), {}).ok());
+    EXPECT_FALSE(t->pristine(root));
+    EXPECT_FALSE(t->pristine(child));
+    EXPECT_TRUE(t->pristine(t->Child(root, 8)));
+  }
+  // The root is the least recently used node: a small shrink strips only it.
+  EXPECT_TRUE(trie.Shrink(trie.bytes() - 600, PrefixTrie::kNoNode));
+  EXPECT_FALSE(trie.has_distribution(trie.root()));
+  EXPECT_EQ(trie.strips(), 1);
+  EXPECT_EQ(trie.stripped_nodes(), 1u);
+  // Its records: zero ids 5 and 6 and the weight of the non-pristine child 7.
+  EXPECT_EQ(trie.stripped_bytes(), 2 * sizeof(uint32_t) + sizeof(int32_t) + sizeof(float));
+  EXPECT_EQ(trie.weight(trie.root(), 5), 0.0);
+  EXPECT_TRUE(std::isnan(trie.weight(trie.root(), 9)));  // the model's, unknown while stripped
+  // A record below the stripped root, under the child it did not list (it
+  // was pristine) and under the one it listed.
+  for (PrefixTrie* t : {&trie, &reference}) {
+    t->RecordInvalid(t->Child(t->root(), 8), {2, 3});
+    t->RecordInvalid(t->Child(t->root(), 7), {4});
+  }
+  EXPECT_EQ(trie.mass(trie.root()), reference.mass(reference.root()));
+  EXPECT_LT(trie.mass(trie.root()), 1.0);
+  // A direct record at the stripped root is skipped (its old weight is unknown).
+  trie.RecordInvalid(trie.root(), {9});
+  EXPECT_EQ(trie.mass(trie.root()), reference.mass(reference.root()));
+  ASSERT_TRUE(trie.Restore(trie.root(), LogProbsAt({}, kVocab)).ok());
+  EXPECT_FALSE(trie.Restore(trie.root(), LogProbsAt({}, kVocab)).ok());  // not stripped
+  EXPECT_EQ(trie.stripped_nodes(), 0u);
+  EXPECT_EQ(trie.stripped_bytes(), 0u);
+  for (int32_t a = 0; a < kVocab; ++a) EXPECT_EQ(trie.weight(trie.root(), a), reference.weight(reference.root(), a));
+  // Shrinking to nothing evicts the pristine sibling only; the records stay.
+  EXPECT_FALSE(trie.Shrink(1, PrefixTrie::kNoNode));
+  EXPECT_EQ(trie.evictions(), 1);
+  EXPECT_EQ(trie.Child(trie.root(), 12), PrefixTrie::kNoNode);
+  EXPECT_NE(trie.Child(trie.root(), 8), PrefixTrie::kNoNode);
+  EXPECT_EQ(trie.nodes(), 3u);
+  // Re-adding the evicted pristine prefix counts a refetch and changes nothing.
+  const double before = trie.mass(trie.root());
+  ASSERT_TRUE(trie.Restore(trie.root(), LogProbsAt({}, kVocab)).ok());
+  ASSERT_TRUE(trie.AddNode(trie.root(), 12, LogProbsAt({12}, kVocab), {}).ok());
+  EXPECT_EQ(trie.mass(trie.root()), before);
+  EXPECT_EQ(trie.refetches(), 3);  // two restores and the re-add
 }
 
 TEST(PrefixTrieTest, AddNodeWithInvalidSetPropagatesAndGoesSparse) {

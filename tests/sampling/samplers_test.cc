@@ -258,6 +258,54 @@ TEST(SamplersTest, FrozenTriesStayExact) {
   }
 }
 
+// The trie's byte budget keeps every exact method exact. At one byte, every
+// node off the draw's path is evicted or stripped at each step (and the trie
+// freezes after the first draw, since its records alone exceed the budget);
+// at half of what an unbudgeted run holds, it evicts while it still learns.
+TEST(SamplersTest, ExactMethodsStayExactUnderTightTrieBudgets) {
+  const int64_t n = SamplesPerMethod() / 2;
+  for (const ToySetup& setup : {Letters(), Parens()}) {
+    Compiled c = Compile(setup);
+    BigramModel model(setup.rows);
+    absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (Method method : {Method::kRs, Method::kArs, Method::kRsft, Method::kCars}) {
+      SamplerOptions options;
+      options.max_tokens = setup.max_tokens;
+      options.seed = TestSeed() + 1;
+      options.max_trie_bytes = 0;  // no budget
+      const RunResult unbounded = RunSampler(method, c.grammar, &model, options, n);
+      EXPECT_EQ(unbounded.stats.trie_evictions + unbounded.stats.trie_strips + unbounded.stats.trie_refetches, 0);
+      for (const size_t budget : {size_t{1}, static_cast<size_t>(unbounded.stats.trie_bytes / 2)}) {
+        options.max_trie_bytes = budget;
+        RunResult run = RunSampler(method, c.grammar, &model, options, n);
+        ASSERT_EQ(static_cast<int64_t>(run.samples.size()), n);
+        const Divergence d = CompareToExact(*exact, run.samples);
+        std::printf("[budget] %-7s %-4s budget=%zu p=%.3g draws=%lld lm_calls=%lld nodes=%lld bytes=%lld "
+                    "evictions=%lld strips=%lld refetches=%lld frozen_at=%lld\n",
+                    setup.name.c_str(), std::string(MethodName(method)).c_str(), budget, d.p_value,
+                    static_cast<long long>(run.stats.draws), static_cast<long long>(run.stats.lm_calls),
+                    static_cast<long long>(run.stats.trie_nodes), static_cast<long long>(run.stats.trie_bytes),
+                    static_cast<long long>(run.stats.trie_evictions), static_cast<long long>(run.stats.trie_strips),
+                    static_cast<long long>(run.stats.trie_refetches),
+                    static_cast<long long>(run.stats.frozen_at_draw));
+        EXPECT_EQ(d.outside, 0);
+        EXPECT_GT(d.p_value, 1e-3) << setup.name << " " << MethodName(method) << " budget " << budget;
+        EXPECT_GT(run.stats.trie_evictions + run.stats.trie_strips, 0);
+        EXPECT_GT(run.stats.trie_refetches, 0);
+        EXPECT_GT(run.stats.lm_calls, unbounded.stats.lm_calls);  // refetches are model calls
+        EXPECT_TRUE(run.stats.trie_frozen || run.stats.trie_bytes <= static_cast<int64_t>(budget));
+        if (budget == 1) {
+          EXPECT_EQ(run.stats.frozen_at_draw, 1);
+        } else if (method == Method::kRs) {
+          EXPECT_FALSE(run.stats.trie_frozen);  // RS keeps no record: it can always evict
+          EXPECT_GT(run.stats.trie_nodes, 1);
+        }
+      }
+    }
+  }
+}
+
 // p_root is the proposal's mass: it never rises, never falls below P(L_M)
 // (a recorded valid prefix would break exactness), and CARS drives it down to
 // P(L_M) on a finite language. Acceptance rises: CARS's second half accepts
