@@ -219,7 +219,7 @@ void Converter::IndexDocument() {
     pointer_of_.emplace(t.node, t.pointer);
     if (node.is_object()) {
       std::string base = t.base;
-      auto id = node.find("$id");
+      auto id = node.find(id_keyword_);
       if (id != node.end() && id->is_string() && !id->get_ref<const std::string&>().empty() &&
           !(legacy_ref_ && node.contains("$ref"))) {
         const std::string resolved = ResolveUri(base, id->get_ref<const std::string&>());
@@ -357,6 +357,11 @@ absl::StatusOr<JsonSchemaGrammar> Converter::Run() {
     if (schema != document_.end() && schema->is_string()) {
       const std::string& uri = schema->get_ref<const std::string&>();
       legacy_ref_ = uri.find("draft-0") != std::string::npos;
+      // Draft-04 and earlier spell $id as `id` (plain-name fragments too).
+      id_keyword_ = uri.find("draft-04") != std::string::npos ||
+                            uri.find("draft-03") != std::string::npos
+                        ? "id"
+                        : "$id";
     }
   } else if (!document_.is_boolean()) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -185,6 +185,9 @@ class Converter {
   grammar::RuleId KeyTail();
   // A JSON string whose decoded text the search `pattern` finds (J flag regex).
   grammar::ExprId StringMatching(const std::string& pattern);
+  // Does the regex compiler take the search `pattern` (syntax, anchors)? Its
+  // automaton is not built here (the lowering may build it lazily).
+  absl::Status CheckSearchPattern(const std::string& pattern);
 
  private:
   void IndexDocument();
@@ -196,6 +199,7 @@ class Converter {
   std::vector<JsonSchemaWarning> warnings_;
   absl::flat_hash_set<std::string> warned_;
   bool legacy_ref_ = false;
+  const char* id_keyword_ = "$id";  // "id" in draft-04 and earlier
 
   absl::flat_hash_map<const Json*, std::string> pointer_of_;
   // Document order of the nodes (IndexDocument numbers the subschemas in the

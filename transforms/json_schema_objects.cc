@@ -203,9 +203,19 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
         std::vector<ConjItem> value = extra_value;
         value.push_back({&*it, 0});
         // A key found by this pattern: other patterns finding it too are not
-        // enforced (their intersection has no grammar here).
-        members.push_back(g.AddSequence(
-            {StringMatching(it.key()), Token(":"), RefTo(MakeConj(std::move(value)))}));
+        // enforced (their intersection has no grammar here). A pattern the
+        // regex compiler cannot take is unsupported; lenient mode then lets
+        // any key carry this value (more than the schema, never less).
+        ExprId key = 0;
+        if (absl::Status parsed = CheckSearchPattern(it.key()); parsed.ok()) {
+          key = StringMatching(it.key());
+        } else {
+          absl::Status st = Unsupported("patternProperties", PointerOf(&patterns),
+                                        std::string(parsed.message()));
+          if (!st.ok()) return st;
+          key = AnyString();
+        }
+        members.push_back(g.AddSequence({key, Token(":"), RefTo(MakeConj(std::move(value)))}));
       }
       const Json* extra = Find(*node, "additionalProperties");
       if (IsFalse(extra)) {

@@ -159,17 +159,26 @@ std::string EcmaShorthands(std::string_view p) {
 
 std::string SearchRegex(std::string_view ecma_pattern) {
   const std::string translated = EcmaShorthands(ecma_pattern);
-  std::string out = "(?:";
-  std::vector<std::string_view> alts = TopLevelAlternatives(translated);
-  for (size_t i = 0; i < alts.size(); ++i) {
-    std::string_view alt = alts[i];
-    if (i > 0) out += "|";
-    const bool anchored_start = !alt.empty() && alt[0] == '^';
-    const bool anchored_end = EndsWithDollar(alt);
-    if (!anchored_start) out += "[\\s\\S]*";
-    absl::StrAppend(&out, "(?:", std::string(alt), ")");
-    if (!anchored_end) out += "[\\s\\S]*";
+  // Alternatives with the same anchoring share one `[\s\S]*(?:A|B)[\s\S]*`:
+  // the same language as one search per alternative, and its DFA stays an
+  // Aho-Corasick-sized automaton instead of tracking every search at once.
+  std::string grouped[2][2];  // [anchored start][anchored end]: "A|B|..."
+  for (std::string_view alt : TopLevelAlternatives(translated)) {
+    std::string& group = grouped[!alt.empty() && alt[0] == '^'][EndsWithDollar(alt)];
+    absl::StrAppend(&group, group.empty() ? "" : "|", "(?:", std::string(alt), ")");
   }
+  std::string out = "(?:";
+  bool first = true;
+  for (int start = 0; start < 2; ++start) {
+    for (int end = 0; end < 2; ++end) {
+      if (grouped[start][end].empty()) continue;
+      if (!first) out += "|";
+      first = false;
+      absl::StrAppend(&out, start ? "" : "[\\s\\S]*", "(?:", grouped[start][end], ")",
+                      end ? "" : "[\\s\\S]*");
+    }
+  }
+  if (first) out += "[\\s\\S]*";  // no alternative at all: the empty pattern finds everything
   out += ")";
   return out;
 }
@@ -250,6 +259,11 @@ ExprId Converter::AnyValue() {
   return grammar_.AddRuleRef(any_value_rule_);
 }
 
+absl::Status Converter::CheckSearchPattern(const std::string& pattern) {
+  grammar::ByteNfa scratch;
+  return grammar::AddRegex(scratch, 0, SearchRegex(pattern), grammar::kRegexJsonString).status();
+}
+
 ExprId Converter::StringMatching(const std::string& pattern) {
   return grammar_.AddSequence(
       {Literal("\""), grammar_.AddRegex(SearchRegex(pattern), grammar::kRegexJsonString),
@@ -303,15 +317,12 @@ absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
   // The regular constraints, each a regex over decoded characters.
   std::vector<std::pair<std::string, std::string>> regexes;  // (regex, keyword)
   for (const std::string& p : m.patterns) {
-    std::string regex = SearchRegex(p);
-    grammar::ByteNfa scratch;
-    absl::StatusOr<uint32_t> check = grammar::AddRegex(scratch, 0, regex, grammar::kRegexJsonString);
-    if (!check.ok()) {
-      absl::Status st = Unsupported("pattern", m.pointer, std::string(check.status().message()));
+    if (absl::Status parsed = CheckSearchPattern(p); !parsed.ok()) {
+      absl::Status st = Unsupported("pattern", m.pointer, std::string(parsed.message()));
       if (!st.ok()) return st;
       continue;
     }
-    regexes.push_back({std::move(regex), "pattern"});
+    regexes.push_back({SearchRegex(p), "pattern"});
   }
   for (const std::string& f : m.formats) {
     absl::StatusOr<std::string> regex = FormatRegex(f);

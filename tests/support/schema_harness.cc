@@ -81,6 +81,14 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
   options.schema.lenient = true;
   absl::StatusOr<Grammar> lenient = Grammar::Load(group.spec, data_root, options);
   v.lenient = lenient.status();
+  if (!lenient.ok() &&
+      lenient.status().message().find("is unproductive") != std::string_view::npos) {
+    // What lenient mode kept accepts nothing: every instance is rejected.
+    v.lenient = absl::OkStatus();
+    v.empty_language = true;
+    v.lenient_accepts.assign(group.instances.size(), false);
+    return v;
+  }
   if (lenient.ok()) {
     v.warnings = lenient->warnings();
     v.lenient_accepts = Verdicts(*lenient, group.instances, &v.recognizer_errors);

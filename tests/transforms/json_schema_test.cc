@@ -264,6 +264,35 @@ TEST(JsonSchema, UnknownFormatIsAnAnnotationWithAWarning) {
   EXPECT_NE(idn.status().message().find("unsupported: format"), std::string::npos) << idn.status();
 }
 
+// Found on MaskBench: draft-04 plain-name fragments are spelled `id`; a
+// pattern the regex compiler cannot take (lookahead) in patternProperties is
+// unsupported, and lenient mode lets any key carry that value; a pattern of
+// many words searched at once stays one small automaton.
+TEST(JsonSchema, MaskBenchShapes) {
+  ExpectLanguage(R"({"$schema": "http://json-schema.org/draft-04/schema#",
+                     "properties": {"p": {"$ref": "#param"}},
+                     "definitions": {"x": {"id": "#param", "type": "integer"}}})",
+                 {R"({"p": 3})"}, {R"({"p": "3"})"});
+  const std::string lookahead = R"({"type": "object", "patternProperties":
+      {"^(?!@@)[a-z]+$": {"type": "string"}}, "additionalProperties": false})";
+  absl::StatusOr<JsonSchemaGrammar> strict = JsonSchemaToGrammar(lookahead, "s.json");
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("unsupported: patternProperties at #"),
+            std::string::npos)
+      << strict.status();
+  JsonSchemaOptions lenient;
+  lenient.lenient = true;
+  ExpectLanguage(lookahead, {R"({"ab": "x"})", R"({"@@": "x"})", "{}"}, {R"({"ab": 1})"}, lenient);
+  std::string words;
+  for (const char* w : {"Normal", "Fighting", "Flying", "Poison", "Ground", "Rock", "Bug", "Ghost",
+                        "Steel", "Fire", "Water", "Grass", "Electric", "Psychic", "Ice", "Dragon",
+                        "Dark", "Fairy"}) {
+    absl::StrAppend(&words, words.empty() ? "" : "|", w);
+  }
+  ExpectLanguage(absl::StrCat(R"({"type": "string", "pattern": ")", words, R"("})"),
+                 {R"("Ice")", R"("a Dark horse")", R"("FireWater")"}, {R"("ice")", R"("")"});
+}
+
 TEST(JsonSchema, GoldenDump) {
   absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(
       R"({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"enum": ["x", "y"]}},
