@@ -25,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,7 +92,17 @@ std::map<std::string, std::string> ReadValidatorErrors() {
 // oneOf branches: a grammar reads oneOf as a union (docs/json-schema.md), so
 // this violation has no grammar.
 bool OnlyOneOfExclusivity(const std::string& validator_error) {
-  return validator_error.find("is valid under each of") != std::string::npos;
+  constexpr std::string_view kPhrase = " is valid under each of";
+  if (validator_error.find(kPhrase) != std::string::npos) return true;
+  // The metadata cuts long messages: a message ending in the start of the
+  // phrase ("... is valid und") says the same.
+  for (size_t n = kPhrase.size() - 1; n >= 8; --n) {
+    if (validator_error.size() >= n &&
+        std::string_view(validator_error).substr(validator_error.size() - n) == kPhrase.substr(0, n)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 TEST(MaskBench, SchemasCompileAndInstancesAgree) {
