@@ -44,7 +44,8 @@ void SetBit(uint32_t* words, TokenId id) {
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
-                                 std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie)
+                                 std::shared_ptr<const Vocabulary> vocabulary,
+                                 std::shared_ptr<const TokenTrie> trie)
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)) {
   // Eager terminal states get a slot each; lazy ones (created while parsing)
   // share the on-demand map with the lexed grammars' sets.
@@ -53,11 +54,11 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   sets_.resize(states);
   if (!grammar_->lexed()) {
     uint32_t longest = 0;
-    for (const TokenTrieNode& node : trie_.nodes()) longest = std::max<uint32_t>(longest, node.depth);
+    for (const TokenTrieNode& node : trie_->nodes()) longest = std::max<uint32_t>(longest, node.depth);
     mask_class_ = BoundedEquivalence(grammar_->terminals, longest);
   }
   // Parents from the depth-first order: the nearest earlier node one level up.
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
   trie_parent_.assign(nodes.size(), TokenTrie::kRoot);
   std::vector<uint32_t> at_depth = {TokenTrie::kRoot};
   for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size(); ++i) {
@@ -68,7 +69,7 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
 }
 
 std::string CompiledGrammar::NodeString(uint32_t node) const {
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
   std::string bytes(nodes[node].depth, '\0');
   for (uint32_t i = node; i != TokenTrie::kRoot; i = trie_parent_[i]) {
     bytes[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
@@ -193,7 +194,7 @@ StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state) const {
   const parser::TerminalTable& t = grammar_->terminals;
   constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
   return ClassifyTokens(
-      trie_, mask_words(), state, [&](uint32_t s, uint8_t byte) { return t.Step(s, byte); },
+      *trie_, mask_words(), state, [&](uint32_t s, uint8_t byte) { return t.Step(s, byte); },
       [](uint32_t s) { return s != 0 && s != kOverflow; },
       [&](bool before, uint32_t parent, uint32_t child, uint32_t depth) {
         return before || child == kOverflow || (depth > 1 && t.accepting(parent));
@@ -213,7 +214,7 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
   // accepts a terminal ranked `rank` or better; it is over when it dies or
   // no such terminal is reachable any more.
   const parser::LexerTable& lexer = *grammar_->lexer;
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
   std::vector<uint32_t> fire(mask_words(), 0u);
   std::vector<uint32_t> state = {guard_state};
   for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
@@ -225,7 +226,7 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
     const bool fires = g != 0 && lexer.min_accepting_rank[g] <= rank;
     if (fires) {
       for (uint32_t k = i; k < node.subtree_end; ++k) {
-        for (TokenId id : trie_.TokensAt(k)) SetBit(fire.data(), id);
+        for (TokenId id : trie_->TokensAt(k)) SetBit(fire.data(), id);
       }
     }
     if (fires || g == 0 || lexer.min_rank_later[g] > rank) {
@@ -267,7 +268,7 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
   // the lexer could have emitted a token on the way (else rejected); a guard
   // that fires kills the lane below it (BuildGuardFailures' rule).
   const parser::LexerTable& lexer = *grammar_->lexer;
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
   std::vector<uint64_t> want(lexer.words_per_state, 0);
   for (uint32_t token : tokens) want[token / 64] |= uint64_t{1} << (token % 64);
   auto inside = [&](uint32_t u) {
@@ -321,7 +322,7 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
       i = node.subtree_end;
       continue;
     }
-    for (TokenId id : trie_.TokensAt(i)) accepted.push_back(id);
+    for (TokenId id : trie_->TokensAt(i)) accepted.push_back(id);
     states.push_back(u);
     ended.push_back(ended_here);
     guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
@@ -392,7 +393,7 @@ MaskCacheStats CompiledGrammar::cache_stats() const {
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
     std::shared_ptr<const parser::FlatGrammar> grammar,
     std::shared_ptr<const Vocabulary> vocabulary) {
-  absl::StatusOr<TokenTrie> trie = TokenTrie::Build(*vocabulary);
+  absl::StatusOr<std::shared_ptr<const TokenTrie>> trie = vocabulary->SharedTrie();
   if (!trie.ok()) return trie.status();
   return std::shared_ptr<const CompiledGrammar>(
       new CompiledGrammar(std::move(grammar), std::move(vocabulary), *std::move(trie)));

@@ -96,7 +96,7 @@ class CompiledGrammar {
 
   const parser::FlatGrammar& grammar() const { return *grammar_; }
   const Vocabulary& vocabulary() const { return *vocabulary_; }
-  const TokenTrie& trie() const { return trie_; }
+  const TokenTrie& trie() const { return *trie_; }
   // Per trie node: its parent (the root's is itself).
   uint32_t trie_parent(uint32_t node) const { return trie_parent_[node]; }
   // The bytes from the trie root to `node` (its token string).
@@ -133,7 +133,7 @@ class CompiledGrammar {
 
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
-                  std::shared_ptr<const Vocabulary> vocabulary, TokenTrie trie);
+                  std::shared_ptr<const Vocabulary> vocabulary, std::shared_ptr<const TokenTrie> trie);
   StateTokenSets BuildTokenSets(uint32_t state) const;
   StateTokenSets BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const;
   std::vector<uint32_t> BuildGuardFailures(uint32_t guard_state, uint32_t rank) const;
@@ -153,7 +153,7 @@ class CompiledGrammar {
 
   std::shared_ptr<const parser::FlatGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
-  TokenTrie trie_;
+  std::shared_ptr<const TokenTrie> trie_;  // shared through Vocabulary::SharedTrie
   std::vector<uint32_t> trie_parent_;
   std::vector<uint32_t> mask_class_;
   // Per terminal state, built once on first use.

@@ -31,6 +31,21 @@
 
 namespace zapgram::masks {
 
+absl::StatusOr<std::shared_ptr<const TokenTrie>> Vocabulary::SharedTrie() const {
+  if (trie_slot_ == nullptr) {  // a moved-from vocabulary: build, do not keep
+    absl::StatusOr<TokenTrie> trie = TokenTrie::Build(*this);
+    if (!trie.ok()) return trie.status();
+    return std::make_shared<const TokenTrie>(*std::move(trie));
+  }
+  std::lock_guard<std::mutex> lock(trie_slot_->mu);
+  if (trie_slot_->trie == nullptr) {
+    absl::StatusOr<TokenTrie> trie = TokenTrie::Build(*this);
+    if (!trie.ok()) return trie.status();
+    trie_slot_->trie = std::make_shared<const TokenTrie>(*std::move(trie));
+  }
+  return trie_slot_->trie;
+}
+
 absl::StatusOr<TokenTrie> TokenTrie::Build(const Vocabulary& vocabulary) {
   struct NormalToken {
     std::string_view bytes;

@@ -59,6 +59,8 @@
 
 #include <cassert>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -117,6 +119,8 @@ struct TokenRecord {
 static_assert(sizeof(TokenRecord) == 8);
 static_assert(std::is_trivially_copyable_v<TokenRecord>);
 
+class TokenTrie;
+
 class Vocabulary {
  public:
   // Reads and loads `path`. Errors name the path: kNotFound (cannot open),
@@ -167,6 +171,11 @@ class Vocabulary {
   // Heap bytes held (records + token bytes + EOS list).
   size_t memory_bytes() const;
 
+  // The token trie of this vocabulary (masks/token_trie.h), built on first
+  // use and then shared by every copy of this vocabulary and every grammar
+  // compiled against it (it depends on the tokens only). Thread-safe.
+  absl::StatusOr<std::shared_ptr<const TokenTrie>> SharedTrie() const;
+
  private:
   Vocabulary() = default;
   size_t Checked(TokenId id) const {
@@ -180,6 +189,11 @@ class Vocabulary {
   std::vector<TokenId> eos_ids_;
   TokenId size_ = 0;
   DecoderKind decoder_kind_ = DecoderKind::kText;
+  struct TrieSlot {
+    std::mutex mu;
+    std::shared_ptr<const TokenTrie> trie;
+  };
+  std::shared_ptr<TrieSlot> trie_slot_ = std::make_shared<TrieSlot>();
 
   friend class VocabularyLoader;
 };

@@ -25,6 +25,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -277,6 +278,42 @@ TEST(TokenTrieSmallTest, EmptyTokenSitsOnTheRoot) {
   ASSERT_TRUE(trie.ok()) << trie.status();
   EXPECT_EQ(trie->Dump(100), "0 depth=0 byte=root end=2 ids=0\n1 depth=1 byte=x end=2 ids=1\n");
   EXPECT_EQ(trie->TokensPrefixOf("xy"), (std::vector<TokenId>{0, 1}));
+}
+
+// The trie depends on the tokens only: Vocabulary::SharedTrie builds it once
+// and hands the same object to copies of the vocabulary and to concurrent
+// callers (every grammar compiled against one tokenizer shares it).
+TEST(TokenTrieSmallTest, SharedTrieIsBuiltOncePerVocabulary) {
+  VocabularyOptions options;
+  options.padded_size = 10;
+  absl::StatusOr<Vocabulary> vocabulary = Vocabulary::LoadFromJson(kSmallTokenizer, "small.json", options);
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  std::vector<std::shared_ptr<const TokenTrie>> seen(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    threads.emplace_back([&, i] {
+      absl::StatusOr<std::shared_ptr<const TokenTrie>> trie = vocabulary->SharedTrie();
+      if (trie.ok()) seen[i] = *trie;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& trie : seen) {
+    ASSERT_NE(trie, nullptr);
+    EXPECT_EQ(trie.get(), seen[0].get());
+  }
+  const Vocabulary copy = *vocabulary;
+  absl::StatusOr<std::shared_ptr<const TokenTrie>> from_copy = copy.SharedTrie();
+  ASSERT_TRUE(from_copy.ok());
+  EXPECT_EQ(from_copy->get(), seen[0].get());
+  absl::StatusOr<TokenTrie> fresh = TokenTrie::Build(*vocabulary);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(seen[0]->Dump(100), fresh->Dump(100));
+  // Another vocabulary has its own trie.
+  absl::StatusOr<Vocabulary> other = Vocabulary::LoadFromJson(kSmallTokenizer, "small.json", options);
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<std::shared_ptr<const TokenTrie>> other_trie = other->SharedTrie();
+  ASSERT_TRUE(other_trie.ok());
+  EXPECT_NE(other_trie->get(), seen[0].get());
 }
 
 }  // namespace
