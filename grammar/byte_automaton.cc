@@ -79,11 +79,10 @@ uint32_t ByteNfa::Stamp(uint32_t from, const ByteNfa& other, uint32_t other_end)
 }
 
 uint32_t ByteNfa::Append(const ByteNfa& other) {
-  const uint32_t offset = num_states();
+  // A stamp entered at a fresh state: other's state s lands at offset + s.
+  const uint32_t offset = AddState();
+  Stamp(offset, other, 0);
   for (uint32_t s = 0; s < other.num_states(); ++s) {
-    AddState();
-    for (const Range& r : other.ranges(s)) AddRange(offset + s, r.lo, r.hi, offset + r.to);
-    for (uint32_t t : other.epsilons(s)) AddEpsilon(offset + s, offset + t);
     if (other.accepting(s)) SetAccepting(offset + s);
   }
   return offset;
