@@ -126,6 +126,32 @@ struct VectorHash {
 
 }  // namespace
 
+std::vector<uint8_t> StatesReachingAcceptance(const std::vector<uint8_t>& accepting,
+                                              const std::vector<uint32_t>& begin,
+                                              const std::vector<uint32_t>& preds) {
+  const uint32_t n = static_cast<uint32_t>(accepting.size());
+  std::vector<uint8_t> useful(n, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t s = 1; s < n; ++s) {
+    if (accepting[s]) {
+      useful[s] = 1;
+      stack.push_back(s);
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t k = begin[s]; k < begin[s + 1]; ++k) {
+      const uint32_t p = preds[k];
+      if (!useful[p]) {
+        useful[p] = 1;
+        stack.push_back(p);
+      }
+    }
+  }
+  return useful;
+}
+
 absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   // Bytes that no range of the NFA tells apart share one class; classes of
   // a fresh partition refined by ranges are intervals numbered in byte
@@ -195,25 +221,7 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
       reverse[--reverse_begin[next[size_t{s} * num_classes + c]]] = s;
     }
   }
-  std::vector<uint8_t> useful(n, 0);
-  std::vector<uint32_t> stack;
-  for (uint32_t s = 1; s < n; ++s) {
-    if (accepting[s]) {
-      useful[s] = 1;
-      stack.push_back(s);
-    }
-  }
-  while (!stack.empty()) {
-    const uint32_t s = stack.back();
-    stack.pop_back();
-    for (uint32_t k = reverse_begin[s]; k < reverse_begin[s + 1]; ++k) {
-      const uint32_t p = reverse[k];
-      if (!useful[p]) {
-        useful[p] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
+  const std::vector<uint8_t> useful = StatesReachingAcceptance(accepting, reverse_begin, reverse);
   ByteDfa trimmed;
   trimmed.next.push_back({});
   trimmed.accepting.push_back(0);

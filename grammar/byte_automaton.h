@@ -94,6 +94,12 @@ struct ByteDfa {
 
 absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states);
 
+// The states (>= 1) from which an accepting one is reachable; the
+// predecessors of state s are preds[begin[s] .. begin[s + 1]).
+std::vector<uint8_t> StatesReachingAcceptance(const std::vector<uint8_t>& accepting,
+                                              const std::vector<uint32_t>& begin,
+                                              const std::vector<uint32_t>& preds);
+
 // The epsilon closure of `states`, in place (sorted, unique on return).
 // `mark` is scratch of nfa.num_states() zeros, left all zero.
 void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark);

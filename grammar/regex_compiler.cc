@@ -7,8 +7,9 @@
 //     ids (an implicit concatenation), and the flags to restore at its `)`.
 //     Character classes, escapes, `.` and literal characters are resolved on
 //     the spot to one kind of leaf, a code-point class (case closure applied
-//     under the i flag), so the tree has only six node kinds: empty, class,
-//     concat, alternation, repeat{min,max}, and the two anchors.
+//     under the i flag), so the tree has few node kinds: empty, class,
+//     concat, alternation, repeat{min,max}, the two anchors, and the set
+//     operations (?&:) and (?~:).
 //  2. Check anchors. A walk (explicit stack) with two bits per node, "nothing
 //     can precede it" and "nothing can follow it"; ^ \A need the first and
 //     $ \Z \z the second, then they match the empty string; elsewhere the
@@ -19,7 +20,10 @@
 //     adds an edge into a fragment's entry, which is what makes it safe to
 //     chain fragments through shared states. x{m,n} is unrolled into m copies
 //     and n-m nested optional copies; x{m,} into m copies and a star.
-//     Lazy quantifiers have the same language as greedy ones.
+//     Lazy quantifiers have the same language as greedy ones. Set
+//     operations are built first, innermost first (BuildSetOperations: each
+//     operand emitted alone, determinized, minimized, then combined by
+//     grammar/dfa_set_ops.h), and stamped like classes wherever they occur.
 //  4. Determinize (grammar/byte_automaton.h) with the DFA state cap, then
 //     minimize (Hopcroft's partition refinement). Minimizing matters: every
 //     UTF-8 range sequence of a big class gets its own NFA states, so the
@@ -40,6 +44,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "grammar/dfa_set_ops.h"
 #include "grammar/unicode_classes.h"
 #include "grammar/utf8.h"
 
@@ -51,15 +56,20 @@ namespace {
 constexpr uint32_t kAsciiFlag = 1u << 16;  // (?a)
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 
-enum class NodeKind : uint8_t { kEmpty, kClass, kConcat, kAlt, kRepeat, kStart, kEnd };
+// kAnd and kNot are zapgram's set operations (?&:A|B) and (?~:A).
+enum class NodeKind : uint8_t { kEmpty, kClass, kConcat, kAlt, kRepeat, kStart, kEnd, kAnd, kNot };
 
 struct Node {
   NodeKind kind = NodeKind::kEmpty;
   std::vector<CodepointRange> ranges;  // kClass (normalized)
-  std::vector<uint32_t> children;      // kConcat, kAlt (>= 2), kRepeat (1)
+  std::vector<uint32_t> children;      // kConcat, kAlt (>= 2), kRepeat (1), kAnd (>= 1), kNot (1)
   uint32_t min = 0, max = 0;           // kRepeat
   uint32_t offset = 0;                 // in the pattern, for messages
-  bool json_string = false;            // kClass under kRegexJsonString: JSON-string spelling
+  // kClass under kRegexJsonString: JSON-string spelling; kNot: the universe
+  // it complements within is spelled so.
+  bool json_string = false;
+  bool over_limit = false;  // kRepeat: a count above max_repeat
+  bool counted = false;     // kRepeat of a class that is an operand of kAnd (no unrolling)
 };
 
 std::vector<CodepointRange> Complement(const std::vector<CodepointRange>& r) {
@@ -103,6 +113,7 @@ class Parser {
     size_t offset = 0;       // of the '('
     bool can_repeat = false;  // the last thing in the current alternative is an atom
     bool quantified = false;  // the last thing is a quantified atom
+    NodeKind set_op = NodeKind::kEmpty;  // kAnd for (?&:, kNot for (?~:
   };
   // What an escape denotes.
   struct Escape {
@@ -141,6 +152,8 @@ class Parser {
     f.quantified = false;
   }
   uint32_t CloseFrame(Frame& f, size_t offset);
+  // The node of a (?&:...) or (?~:...) group; `flags` are those inside it.
+  uint32_t CloseSetOp(Frame& f, uint32_t flags);
   void SkipVerbose();
   absl::StatusOr<uint32_t> ReadCodepoint();  // a literal (UTF-8) character at pos_
   absl::StatusOr<Escape> ParseEscape(bool in_class);
@@ -426,10 +439,6 @@ absl::StatusOr<bool> Parser::ParseBraces(uint32_t* min, uint32_t* max) {
   }
   const size_t offset = pos_;
   pos_ = at + 1;
-  if (lo > limits_.max_repeat || (hi != kUnbounded && hi > limits_.max_repeat)) {
-    return Error(offset, absl::StrFormat("repetition count above max_repeat = %d",
-                                         limits_.max_repeat));
-  }
   if (hi < lo) return Error(offset, "min repeat greater than max repeat");
   *min = lo;
   *max = hi;
@@ -451,6 +460,9 @@ absl::Status Parser::ApplyQuantifier(size_t offset, uint32_t min, uint32_t max) 
   n.min = min;
   n.max = max;
   n.offset = static_cast<uint32_t>(offset);
+  // Checked once the pattern is read: an operand of (?&:...) that repeats
+  // one class is counted, not unrolled, and may go higher.
+  n.over_limit = min > limits_.max_repeat || (max != kUnbounded && max > limits_.max_repeat);
   f.alts.back().back() = AddNode(std::move(n));
   f.can_repeat = false;
   f.quantified = true;
@@ -486,6 +498,9 @@ absl::Status Parser::ParseGroupOpen() {
                    absl::StrFormat("lookbehind (%s is not supported", p_.substr(pos_, 3)));
     } else if (starts("?P=")) {
       return Error(offset, "backreference (?P=name) is not supported");
+    } else if (starts("?&:") || starts("?~:")) {
+      frame.set_op = starts("?&:") ? NodeKind::kAnd : NodeKind::kNot;
+      pos_ += 3;
     } else if (starts("?P>") || starts("?R") || starts("?&")) {
       return Error(offset, "recursive pattern is not supported");
     } else if (starts("?>")) {
@@ -568,6 +583,28 @@ uint32_t Parser::CloseFrame(Frame& f, size_t offset) {
   return AddNode(std::move(n));
 }
 
+uint32_t Parser::CloseSetOp(Frame& f, uint32_t flags) {
+  Node op;
+  op.kind = f.set_op;
+  op.offset = static_cast<uint32_t>(f.offset);
+  op.json_string = (flags & kRegexJsonString) != 0;
+  if (f.set_op == NodeKind::kNot) {
+    op.children = {CloseFrame(f, f.offset)};
+    return AddNode(std::move(op));
+  }
+  for (std::vector<uint32_t>& seq : f.alts) {
+    Frame one;
+    one.alts = {std::move(seq)};
+    const uint32_t operand = CloseFrame(one, f.offset);
+    Node& n = nodes_[operand];
+    if (n.kind == NodeKind::kRepeat && nodes_[n.children[0]].kind == NodeKind::kClass) {
+      n.counted = true;
+    }
+    op.children.push_back(operand);
+  }
+  return AddNode(std::move(op));
+}
+
 absl::StatusOr<uint32_t> Parser::Parse() {
   frames_.emplace_back();
   frames_.back().saved_flags = flags_;
@@ -587,8 +624,10 @@ absl::StatusOr<uint32_t> Parser::Parse() {
         ++pos_;
         Frame f = std::move(frames_.back());
         frames_.pop_back();
+        const uint32_t flags_inside = flags_;
         flags_ = f.saved_flags;
-        Atom(CloseFrame(f, f.offset));
+        Atom(f.set_op == NodeKind::kEmpty ? CloseFrame(f, f.offset)
+                                          : CloseSetOp(f, flags_inside));
         break;
       }
       case '|': {
@@ -668,6 +707,12 @@ absl::StatusOr<uint32_t> Parser::Parse() {
     }
   }
   if (frames_.size() > 1) return Error(frames_.back().offset, "missing ), unterminated group");
+  for (const Node& n : nodes_) {
+    if (n.over_limit && !n.counted) {
+      return Error(n.offset, absl::StrFormat("repetition count above max_repeat = %d",
+                                             limits_.max_repeat));
+    }
+  }
   Frame root = std::move(frames_.back());
   frames_.clear();
   return CloseFrame(root, 0);
@@ -700,6 +745,8 @@ absl::Status Parser::CheckAnchors(uint32_t root) const {
         }
         break;
       case NodeKind::kAlt:
+      case NodeKind::kAnd:
+      case NodeKind::kNot:
         for (uint32_t c : n.children) stack.push_back({c, t.first, t.last});
         break;
       case NodeKind::kRepeat: {
@@ -779,20 +826,28 @@ uint32_t AddJsonSpelledCodepoints(ByteNfa& nfa, uint32_t from,
   return end;
 }
 
-// Thompson construction, explicit stack (see the file comment).
-absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa, uint32_t from,
-                              const RegexLimits& limits) {
+// Fragments built once per node and stamped at each use: code-point
+// classes (their NFA) and set operations (their minimal DFA).
+struct EmitContext {
+  struct Fragment {
+    ByteNfa nfa;
+    uint32_t end = 0;
+  };
+  absl::flat_hash_map<uint32_t, Fragment> class_fragments;
+  absl::flat_hash_map<uint32_t, ByteDfa> set_op_dfas;
+};
+
+// Thompson construction, explicit stack (see the file comment). Set
+// operation nodes must already be in ctx.set_op_dfas.
+absl::StatusOr<uint32_t> EmitInto(const Parser& parser, uint32_t root, ByteNfa& nfa,
+                                  uint32_t from, const RegexLimits& limits, EmitContext& ctx) {
   const std::vector<Node>& nodes = parser.nodes();
   struct Frame {
     uint32_t node, from, step, cur, end;
   };
   std::vector<Frame> stack = {{root, from, 0, from, kNone}};
   uint32_t ret = kNone;
-  struct Fragment {
-    ByteNfa nfa;
-    uint32_t end = 0;
-  };
-  absl::flat_hash_map<uint32_t, Fragment> class_fragments;  // class node -> its NFA
+  auto& class_fragments = ctx.class_fragments;
   auto push = [&](uint32_t node, uint32_t at) { stack.push_back({node, at, 0, at, kNone}); };
   while (!stack.empty()) {
     if (nfa.num_states() > limits.max_nfa_states) {
@@ -822,6 +877,11 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
         stack.pop_back();
         break;
       }
+      case NodeKind::kAnd:
+      case NodeKind::kNot:
+        ret = StampDfa(nfa, f.from, ctx.set_op_dfas.at(f.node));
+        stack.pop_back();
+        break;
       case NodeKind::kConcat: {
         if (f.step > 0) f.cur = ret;
         if (f.step == n.children.size()) {
@@ -890,6 +950,92 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
                                            limits.max_nfa_states));
   }
   return ret;
+}
+
+// The minimal DFA of the sub-pattern at `node`, matched whole.
+absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const RegexLimits& limits,
+                                   EmitContext& ctx) {
+  ByteNfa nfa;
+  absl::StatusOr<uint32_t> end = EmitInto(parser, node, nfa, 0, limits, ctx);
+  if (!end.ok()) return end.status();
+  nfa.SetAccepting(*end);
+  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, limits.max_dfa_states);
+  if (!dfa.ok()) return dfa.status();
+  return MinimizeDfa(*dfa);
+}
+
+// Exactly one code point of `ranges`, spelled raw or as in a JSON string.
+absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& ranges,
+                                        bool json_string) {
+  ByteNfa nfa;
+  nfa.SetAccepting(json_string ? AddJsonSpelledCodepoints(nfa, 0, ranges)
+                               : nfa.AddCodepoints(0, ranges));
+  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, 1u << 16);
+  if (!dfa.ok()) return dfa.status();
+  return MinimizeDfa(*dfa);
+}
+
+// The DFA of every (?&:...) and (?~:...) node, innermost first: a node's
+// operands have smaller ids than the node (the parser adds a node when it
+// closes), so operands meet only set operations already built, and no call
+// recurses.
+absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
+                                EmitContext& ctx) {
+  const std::vector<Node>& nodes = parser.nodes();
+  for (uint32_t id = 0; id < nodes.size(); ++id) {
+    const Node& n = nodes[id];
+    if (n.kind != NodeKind::kAnd && n.kind != NodeKind::kNot) continue;
+    auto fail = [&](const absl::Status& st) {
+      return absl::Status(st.code(), parser.Error(n.offset, std::string(st.message())).message());
+    };
+    absl::StatusOr<ByteDfa> universe =
+        CompileRegex("[\\s\\S]*", n.json_string ? uint32_t{kRegexJsonString} : 0u, limits);
+    if (!universe.ok()) return fail(universe.status());
+    absl::StatusOr<ByteDfa> result;
+    if (n.kind == NodeKind::kNot) {
+      absl::StatusOr<ByteDfa> removed = OperandDfa(parser, n.children[0], limits, ctx);
+      if (!removed.ok()) return fail(removed.status());
+      result = SubtractDfa(*universe, *removed, limits.max_dfa_states);
+    } else {
+      // Plain operands first (their product is usually small), counted
+      // classes last.
+      std::vector<uint32_t> order;
+      for (uint32_t c : n.children) {
+        if (!nodes[c].counted) order.push_back(c);
+      }
+      for (uint32_t c : n.children) {
+        if (nodes[c].counted) order.push_back(c);
+      }
+      result = std::move(*universe);
+      for (size_t k = 0; k < order.size() && result.ok(); ++k) {
+        const Node& operand = nodes[order[k]];
+        if (operand.counted) {
+          const Node& cls = nodes[operand.children[0]];
+          absl::StatusOr<ByteDfa> one = OneCodepointDfa(cls.ranges, cls.json_string);
+          if (!one.ok()) return fail(one.status());
+          result = IntersectCounted(*result, *one, operand.min, operand.max,
+                                    limits.max_dfa_states);
+        } else {
+          absl::StatusOr<ByteDfa> dfa = OperandDfa(parser, order[k], limits, ctx);
+          if (!dfa.ok()) return fail(dfa.status());
+          result = k == 0 ? *std::move(dfa)
+                          : IntersectDfas(*result, *dfa, limits.max_dfa_states);
+        }
+        if (result.ok()) result = MinimizeDfa(*result);
+      }
+    }
+    if (!result.ok()) return fail(result.status());
+    ctx.set_op_dfas.emplace(id, *std::move(result));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa, uint32_t from,
+                              const RegexLimits& limits) {
+  EmitContext ctx;
+  absl::Status st = BuildSetOperations(parser, limits, ctx);
+  if (!st.ok()) return st;
+  return EmitInto(parser, root, nfa, from, limits, ctx);
 }
 
 }  // namespace

@@ -34,6 +34,16 @@
 // case); other escapes of ordinary characters (\/, \u0041) do not match. The
 // pattern still speaks of decoded characters: (?J)a"b matches the bytes a\"b.
 //
+// Set operations (zapgram's own; grammar/dfa_set_ops.h): (?&:A|B|...)
+// matches what every alternative matches (an intersection, not a choice);
+// (?~:A) matches every string that A does not, within all text spelled as the
+// flags in force say (any UTF-8 text, or every JSON-string spelling under J).
+// An operand of (?&:...) that repeats one class, [\s\S]{m,n}, counts code
+// points without being unrolled, so its bounds may pass max_repeat. Each set
+// operation is determinized on the spot (max_dfa_states bounds each product)
+// and enters the NFA as its minimal DFA. The JSON Schema converter spells
+// pattern-and-length intersections and the keys no pattern finds this way.
+//
 // Pipeline: Parse (pattern -> syntax tree, explicit stack of open groups,
 // classes resolved to code-point ranges on the spot) then Emit (tree ->
 // Thompson NFA fragment on a ByteNfa, explicit stack of frames; counted

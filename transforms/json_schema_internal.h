@@ -167,6 +167,11 @@ class Converter {
   absl::StatusOr<grammar::ExprId> BuildArray(const MergedSchema& m);
   grammar::ExprId ObjectTree(const std::vector<NamedKey>& named, const std::vector<size_t>& present,
                              std::optional<grammar::RuleId> extra_rule, uint64_t min_members);
+  // The alternatives of an object member whose key is none of `names`:
+  // patternProperties, additionalProperties and propertyNames of `m`.
+  absl::StatusOr<std::vector<grammar::ExprId>> ExtraMembers(
+      const MergedSchema& m, const std::vector<std::string>& names,
+      const std::vector<MergedSchema>& name_schemas);
   absl::StatusOr<grammar::ExprId> BuildObjectAnyOrder(const MergedSchema& m,
                                                       const std::vector<NamedKey>& named,
                                                       const std::vector<size_t>& present,
@@ -188,6 +193,13 @@ class Converter {
   // Does the regex compiler take the search `pattern` (syntax, anchors)? Its
   // automaton is not built here (the lowering may build it lazily).
   absl::Status CheckSearchPattern(const std::string& pattern);
+  // Does the J-flag `regex` compile within the budgets (set operations are
+  // determinized when its NFA is built)?
+  absl::Status CheckJsonStringRegex(const std::string& regex);
+  // The J-flag regex of a string's decoded text under the patterns, formats
+  // and (with either) the length limits of `m`; nullopt when there is no
+  // pattern or format. What has no grammar is Unsupported.
+  absl::StatusOr<std::optional<std::string>> StringContentRegex(const MergedSchema& m);
 
  private:
   void IndexDocument();
@@ -234,6 +246,13 @@ uint64_t CodepointCount(std::string_view text);
 // pattern may match anywhere unless anchored with ^ / $ (per top-level
 // alternative); \d \w \s take ECMA-262's meaning.
 std::string SearchRegex(std::string_view ecma_pattern);
+// `text` matched literally by the regex dialect (punctuation escaped).
+std::string RegexLiteral(std::string_view text);
+// (?&:(?:A)|(?:B)|...): the strings every operand matches; one operand as is.
+std::string IntersectionRegex(const std::vector<std::string>& operands);
+// [\s\S]{min,max} (max absent: unbounded): the decoded text's length as an
+// operand of IntersectionRegex (counted, not unrolled).
+std::string LengthRegex(uint64_t min, std::optional<uint64_t> max);
 
 }  // namespace zapgram::transforms::json_schema_internal
 

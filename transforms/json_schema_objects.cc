@@ -52,6 +52,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "grammar/regex_compiler.h"
 #include "transforms/json_schema_internal.h"
 
 namespace zapgram::transforms::json_schema_internal {
@@ -61,6 +63,9 @@ using grammar::ExprId;
 using grammar::RuleId;
 
 constexpr uint32_t kAnyOrderExactKeys = 10;
+// Budget of key regions (sets of patternProperties patterns that find the
+// same keys) per object.
+constexpr size_t kMaxKeyRegions = 64;
 // Budget of R(i, c) rules for count constraints on objects.
 constexpr uint64_t kMaxCountedRules = 1u << 18;
 
@@ -72,6 +77,211 @@ const Json* Find(const Json& node, std::string_view key) {
 bool IsFalse(const Json* s) { return s != nullptr && s->is_boolean() && !s->get<bool>(); }
 
 }  // namespace
+
+absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
+    const MergedSchema& m, const std::vector<std::string>& names,
+    const std::vector<MergedSchema>& name_schemas) {
+  auto& g = grammar_;
+  const MergedSchema* pn = name_schemas.empty() ? nullptr : &name_schemas[0];
+  if (name_schemas.size() > 1) {
+    absl::Status st = Unsupported("propertyNames", pn->pointer, "several propertyNames schemas");
+    if (!st.ok()) return st;
+  }
+  // The patterns of every object node, and what each node says of the keys
+  // none of its patterns finds.
+  struct KeyPattern {
+    std::string ecma;   // as written
+    std::string regex;  // SearchRegex(ecma)
+    const Json* schema;
+    size_t node;  // index into m.object_nodes
+  };
+  std::vector<KeyPattern> patterns;
+  std::vector<const Json*> extra_of(m.object_nodes.size(), nullptr);
+  std::vector<ExprId> members;
+  for (size_t ni = 0; ni < m.object_nodes.size(); ++ni) {
+    const Json& node = *m.object_nodes[ni];
+    extra_of[ni] = Find(node, "additionalProperties");
+    const Json* listed = Find(node, "patternProperties");
+    if (listed == nullptr) continue;
+    for (auto it = listed->begin(); it != listed->end(); ++it) {
+      if (absl::Status parsed = CheckSearchPattern(it.key()); !parsed.ok()) {
+        // Lenient: any key may carry this value (more than the schema, never less).
+        absl::Status st = Unsupported("patternProperties", PointerOf(listed),
+                                      std::string(parsed.message()));
+        if (!st.ok()) return st;
+        if (!IsFalse(&*it)) {
+          members.push_back(g.AddSequence({AnyString(), Token(":"), RefTo(MakeConj({{&*it, 0}}))}));
+        }
+        continue;
+      }
+      patterns.push_back({it.key(), SearchRegex(it.key()), &*it, ni});
+    }
+  }
+  // The value of a key outside the named ones that exactly the patterns in
+  // `found` find: their schemas, and the additionalProperties of each node
+  // none of whose patterns is among them; nullopt when one of them is false.
+  auto value_for = [&](const std::vector<size_t>& found) -> std::optional<Conj> {
+    std::vector<ConjItem> items;
+    std::vector<uint8_t> node_found(m.object_nodes.size(), 0);
+    for (size_t i : found) {
+      items.push_back({patterns[i].schema, 0});
+      node_found[patterns[i].node] = 1;
+    }
+    for (size_t ni = 0; ni < m.object_nodes.size(); ++ni) {
+      if (!node_found[ni] && extra_of[ni] != nullptr) items.push_back({extra_of[ni], 0});
+    }
+    for (const ConjItem& item : items) {
+      if (IsFalse(item.node)) return std::nullopt;
+    }
+    return MakeConj(std::move(items));
+  };
+  auto member_with = [&](ExprId key, const Conj& value) {
+    return g.AddSequence({key, Token(":"), RefTo(value)});
+  };
+
+  // propertyNames listing the keys: each listed key is a literal member.
+  if (pn != nullptr && pn->enum_values) {
+    absl::flat_hash_set<std::string> named(names.begin(), names.end());
+    for (const Json* v : *pn->enum_values) {
+      if (!v->is_string() || named.contains(v->get<std::string>())) continue;
+      const std::string& key = v->get_ref<const std::string&>();
+      absl::StatusOr<bool> ok = StringSatisfies(key, *pn);
+      if (!ok.ok()) return ok.status();
+      if (!*ok) continue;
+      std::vector<size_t> found;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        absl::StatusOr<bool> finds = PatternFinds(patterns[i].ecma, key);
+        if (!finds.ok()) return finds.status();
+        if (*finds) found.push_back(i);
+      }
+      if (std::optional<Conj> value = value_for(found)) {
+        members.push_back(member_with(Literal(absl::StrCat("\"", JsonStringBody(key), "\"")), *value));
+      }
+    }
+    return members;
+  }
+  // What propertyNames asks of a key, as J-regex operands.
+  std::vector<std::string> key_operands;
+  if (pn != nullptr) {
+    absl::StatusOr<std::optional<std::string>> content = StringContentRegex(*pn);
+    if (!content.ok()) return content.status();
+    if (content->has_value()) {
+      key_operands.push_back(**content);
+    } else if (pn->min_length > 0 || pn->max_length) {
+      key_operands.push_back(LengthRegex(pn->min_length, pn->max_length));
+    }
+  }
+
+  if (patterns.empty()) {
+    // Keys outside the named set, valued by every additionalProperties.
+    std::optional<Conj> value = value_for({});
+    if (!value) return members;
+    ExprId key = key_operands.empty()
+                     ? KeyOtherThan(names)
+                     : g.AddSequence({Literal("\""),
+                                      g.AddRegex(IntersectionRegex(key_operands),
+                                                 grammar::kRegexJsonString),
+                                      Literal("\"")});
+    // (With propertyNames the key regex may spell a named key too, which
+    // only lets that key repeat; KeyOtherThan keeps large name sets cheap.)
+    members.push_back(member_with(key, *value));
+    return members;
+  }
+
+  // With patterns: one member per region of the keys, a region being the
+  // exact set of patterns that find the key (keys no pattern finds form one
+  // more region). Only sets of patterns whose intersection is not empty are
+  // regions, found depth first by adding patterns in order.
+  const std::string where = PointerOf(m.object_nodes[patterns[0].node]);
+  absl::flat_hash_map<std::string, bool> nonempty_cache;
+  auto nonempty = [&](const std::string& regex) -> absl::StatusOr<bool> {
+    auto it = nonempty_cache.find(regex);
+    if (it != nonempty_cache.end()) return it->second;
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::DeterminizeRegex(regex, grammar::kRegexJsonString);
+    if (!dfa.ok()) return dfa.status();
+    return nonempty_cache[regex] = !dfa->empty();
+  };
+  std::vector<std::vector<size_t>> regions = {{}};
+  std::vector<std::vector<size_t>> stack;
+  for (size_t i = patterns.size(); i-- > 0;) stack.push_back({i});
+  absl::Status trouble;
+  while (!stack.empty() && trouble.ok()) {
+    std::vector<size_t> set = std::move(stack.back());
+    stack.pop_back();
+    std::vector<std::string> operands;
+    for (size_t i : set) operands.push_back(patterns[i].regex);
+    absl::StatusOr<bool> some = nonempty(IntersectionRegex(operands));
+    if (!some.ok()) {
+      trouble = some.status();
+      break;
+    }
+    if (!*some) continue;
+    if (regions.size() >= kMaxKeyRegions) {
+      trouble = absl::ResourceExhaustedError(absl::StrFormat(
+          "the patterns overlap in more than %d ways", kMaxKeyRegions));
+      break;
+    }
+    regions.push_back(set);
+    for (size_t j = patterns.size(); j-- > set.back() + 1;) {
+      std::vector<size_t> bigger = set;
+      bigger.push_back(j);
+      stack.push_back(std::move(bigger));
+    }
+  }
+  std::vector<ExprId> region_members;
+  for (size_t r = 0; r < regions.size() && trouble.ok(); ++r) {
+    const std::vector<size_t>& found = regions[r];
+    std::optional<Conj> value = value_for(found);
+    if (!value) continue;
+    std::vector<std::string> operands;
+    std::vector<uint8_t> in(patterns.size(), 0);
+    for (size_t i : found) {
+      operands.push_back(patterns[i].regex);
+      in[i] = 1;
+    }
+    // Not one of the patterns outside the region, nor a named key.
+    std::vector<std::string> outside;
+    for (size_t j = 0; j < patterns.size(); ++j) {
+      if (!in[j]) outside.push_back(absl::StrCat("(?:", patterns[j].regex, ")"));
+    }
+    for (const std::string& name : names) outside.push_back(RegexLiteral(name));
+    if (!outside.empty()) operands.push_back(absl::StrCat("(?~:", absl::StrJoin(outside, "|"), ")"));
+    operands.insert(operands.end(), key_operands.begin(), key_operands.end());
+    const std::string key = IntersectionRegex(operands);
+    absl::StatusOr<bool> some = nonempty(key);
+    if (!some.ok()) {
+      trouble = some.status();
+      break;
+    }
+    if (!*some) continue;
+    region_members.push_back(member_with(
+        g.AddSequence({Literal("\""), g.AddRegex(key, grammar::kRegexJsonString), Literal("\"")}),
+        *value));
+  }
+  if (trouble.ok()) {
+    members.insert(members.end(), region_members.begin(), region_members.end());
+    return members;
+  }
+  absl::Status st = Unsupported("patternProperties", where,
+                                absl::StrCat("the keys each pattern set finds: ",
+                                             std::string(trouble.message())));
+  if (!st.ok()) return st;
+  // Lenient: each pattern's keys with its own schema, the other keys with
+  // every additionalProperties (a named key may take either; more than the
+  // schema, never less).
+  for (const KeyPattern& p : patterns) {
+    if (!IsFalse(p.schema)) members.push_back(member_with(StringMatching(p.ecma), MakeConj({{p.schema, 0}})));
+  }
+  std::vector<ConjItem> rest;
+  bool rest_allowed = true;
+  for (const Json* extra : extra_of) {
+    if (extra == nullptr) continue;
+    rest_allowed = rest_allowed && !IsFalse(extra);
+    rest.push_back({extra, 0});
+  }
+  if (rest_allowed) members.push_back(member_with(AnyString(), MakeConj(std::move(rest))));
+  return members;
+}
 
 absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
   auto& g = grammar_;
@@ -145,98 +355,20 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
   // 2. Additional members: a rule `extra` (or none).
   std::vector<std::string> all_names;
   for (const NamedKey& k : named) all_names.push_back(k.key);
-  std::vector<const Json*> pattern_nodes;
   bool extra_allowed = true;
-  std::vector<ConjItem> extra_value;
   for (const Json* node : m.object_nodes) {
     const Json* patterns = Find(*node, "patternProperties");
-    if (patterns != nullptr && !patterns->empty()) pattern_nodes.push_back(node);
     const Json* extra = Find(*node, "additionalProperties");
-    if (extra == nullptr) continue;
     if (IsFalse(extra) && (patterns == nullptr || patterns->empty())) extra_allowed = false;
-    if (!IsFalse(extra)) extra_value.push_back({extra, 0});
   }
   for (const MergedSchema& pn : name_schemas) extra_allowed = extra_allowed && !pn.is_false;
-  std::vector<ExprId> extra_alternatives;  // built fresh per use below
-  auto key_expr = [&]() -> absl::StatusOr<std::optional<ExprId>> {
-    // The key of an additional member outside every pattern.
-    if (name_schemas.empty()) return std::optional<ExprId>(KeyOtherThan(all_names));
-    const MergedSchema& pn = name_schemas[0];
-    if (name_schemas.size() > 1) {
-      absl::Status st = Unsupported("propertyNames", pn.pointer, "several propertyNames schemas");
-      if (!st.ok()) return st;
-    }
-    if (pn.enum_values) {
-      std::vector<ExprId> keys;
-      for (const Json* v : *pn.enum_values) {
-        if (!v->is_string() || index.contains(v->get<std::string>())) continue;
-        absl::StatusOr<bool> ok = StringSatisfies(v->get<std::string>(), pn);
-        if (!ok.ok()) return ok.status();
-        if (*ok) keys.push_back(Literal(absl::StrCat("\"", JsonStringBody(v->get<std::string>()), "\"")));
-      }
-      if (keys.empty()) return std::optional<ExprId>();
-      return std::optional<ExprId>(g.AddChoice(std::move(keys)));
-    }
-    if (pn.patterns.empty() && pn.formats.empty() && pn.min_length == 0 && !pn.max_length) {
-      return std::optional<ExprId>(KeyOtherThan(all_names));
-    }
-    // The key's own string grammar; it may spell a named key too (no
-    // complement of a regex here), which only lets a named key repeat.
-    absl::StatusOr<ExprId> s = BuildString(pn);
-    if (!s.ok()) return s.status();
-    return std::optional<ExprId>(*s);
-  };
   std::optional<RuleId> extra_rule;
   if (extra_allowed) {
-    std::vector<ExprId> members;
-    if (pattern_nodes.size() > 1) {
-      absl::Status st = Unsupported("patternProperties", PointerOf(pattern_nodes[1]),
-                                    "patternProperties in several conjoined schemas");
-      if (!st.ok()) return st;
-    }
-    bool outside_patterns = true;
-    if (!pattern_nodes.empty()) {
-      const Json* node = pattern_nodes[0];
-      const Json& patterns = *Find(*node, "patternProperties");
-      for (auto it = patterns.begin(); it != patterns.end(); ++it) {
-        if (IsFalse(&*it)) continue;
-        std::vector<ConjItem> value = extra_value;
-        value.push_back({&*it, 0});
-        // A key found by this pattern: other patterns finding it too are not
-        // enforced (their intersection has no grammar here). A pattern the
-        // regex compiler cannot take is unsupported; lenient mode then lets
-        // any key carry this value (more than the schema, never less).
-        ExprId key = 0;
-        if (absl::Status parsed = CheckSearchPattern(it.key()); parsed.ok()) {
-          key = StringMatching(it.key());
-        } else {
-          absl::Status st = Unsupported("patternProperties", PointerOf(&patterns),
-                                        std::string(parsed.message()));
-          if (!st.ok()) return st;
-          key = AnyString();
-        }
-        members.push_back(g.AddSequence({key, Token(":"), RefTo(MakeConj(std::move(value)))}));
-      }
-      const Json* extra = Find(*node, "additionalProperties");
-      if (IsFalse(extra)) {
-        outside_patterns = false;
-      } else {
-        absl::Status st = Unsupported(
-            "patternProperties", PointerOf(&patterns),
-            "keys outside the patterns would need the complement of a regex (additionalProperties "
-            "is not false)");
-        if (!st.ok()) return st;
-      }
-    }
-    if (outside_patterns) {
-      absl::StatusOr<std::optional<ExprId>> key = key_expr();
-      if (!key.ok()) return key.status();
-      if (key->has_value()) {
-        members.push_back(g.AddSequence({**key, Token(":"), RefTo(MakeConj(extra_value))}));
-      }
-    }
-    if (!members.empty()) {
-      extra_rule = NewRule(absl::StrCat(RuleNameFor(m.pointer), "-extra"), g.AddChoice(std::move(members)));
+    absl::StatusOr<std::vector<ExprId>> members = ExtraMembers(m, all_names, name_schemas);
+    if (!members.ok()) return members.status();
+    if (!members->empty()) {
+      extra_rule = NewRule(absl::StrCat(RuleNameFor(m.pointer), "-extra"),
+                           g.AddChoice(*std::move(members)));
     }
   }
 

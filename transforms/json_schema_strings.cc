@@ -16,7 +16,10 @@
 // side of each top-level alternative unless it is anchored there, and reads
 // \d \w \s as ASCII classes ((?a)), as ECMA-262 does for \d and \w.
 // Intersections (two patterns, a pattern and a format, a pattern or format
-// with minLength/maxLength) have no grammar here: unsupported.
+// with minLength/maxLength) are one regex with the dialect's set operation
+// (?&:A|B|[\s\S]{min,max}) (grammar/dfa_set_ops.h): the length operand
+// counts decoded code points without unrolling. Past the automaton budget
+// the intersection is unsupported (lenient: the last constraint is dropped).
 //
 // Whitespace: compact mode puts none between tokens; otherwise at most
 // max_whitespace bytes of [ \t\n\r] around each structural character.
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
@@ -312,8 +316,42 @@ absl::StatusOr<bool> Converter::StringSatisfies(const std::string& s, const Merg
   return true;
 }
 
-absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
-  const bool lengths = m.min_length > 0 || m.max_length.has_value();
+std::string RegexLiteral(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F) {
+      absl::StrAppendFormat(&out, "\\x%02X", c);
+    } else if (c < 0x80 && !absl::ascii_isalnum(c) && c != ' ' && c != '_') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
+std::string IntersectionRegex(const std::vector<std::string>& operands) {
+  if (operands.size() == 1) return operands[0];
+  std::string out = "(?&:";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    absl::StrAppend(&out, i ? "|" : "", "(?:", operands[i], ")");
+  }
+  return out + ")";
+}
+
+std::string LengthRegex(uint64_t min, std::optional<uint64_t> max) {
+  return absl::StrCat("[\\s\\S]{", min, ",",
+                      max && *max < grammar::kUnbounded ? absl::StrCat(*max) : std::string(), "}");
+}
+
+absl::Status Converter::CheckJsonStringRegex(const std::string& regex) {
+  grammar::ByteNfa scratch;
+  return grammar::AddRegex(scratch, 0, regex, grammar::kRegexJsonString).status();
+}
+
+absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const MergedSchema& m) {
   // The regular constraints, each a regex over decoded characters.
   std::vector<std::pair<std::string, std::string>> regexes;  // (regex, keyword)
   for (const std::string& p : m.patterns) {
@@ -334,23 +372,43 @@ absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
     }
     regexes.push_back({*std::move(regex), "format"});
   }
-  if (regexes.size() > 1) {
-    absl::Status st = Unsupported(regexes[1].second, m.pointer,
-                                  "the intersection of several patterns/formats has no grammar here");
+  if (regexes.empty()) return std::optional<std::string>();
+  // Several patterns and formats: their intersection, if its automaton fits.
+  std::vector<std::string> operands;
+  for (const auto& [regex, keyword] : regexes) operands.push_back(regex);
+  while (operands.size() > 1) {
+    absl::Status fits = CheckJsonStringRegex(IntersectionRegex(operands));
+    if (fits.ok()) break;
+    absl::Status st = Unsupported(regexes[operands.size() - 1].second, m.pointer,
+                                  absl::StrCat("the intersection of the patterns and formats: ",
+                                               std::string(fits.message())));
     if (!st.ok()) return st;
-    regexes.resize(1);
+    operands.pop_back();  // lenient: fewer constraints, never more
   }
-  if (!regexes.empty() && lengths) {
-    absl::Status st = Unsupported(m.max_length ? "maxLength" : "minLength", m.pointer,
-                                  absl::StrCat("a length limit together with ", regexes[0].second,
-                                               " has no grammar here"));
-    if (!st.ok()) return st;
+  // A length limit: counted code points, intersected too.
+  if (m.min_length > 0 || m.max_length) {
+    operands.push_back(LengthRegex(m.min_length, m.max_length));
+    absl::Status fits = CheckJsonStringRegex(IntersectionRegex(operands));
+    if (!fits.ok()) {
+      absl::Status st = Unsupported(
+          m.max_length ? "maxLength" : "minLength", m.pointer,
+          absl::StrCat("a length limit together with a pattern or format: ",
+                       std::string(fits.message())));
+      if (!st.ok()) return st;
+      operands.pop_back();
+    }
   }
-  if (!regexes.empty()) {
+  return std::optional<std::string>(IntersectionRegex(operands));
+}
+
+absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
+  absl::StatusOr<std::optional<std::string>> regex = StringContentRegex(m);
+  if (!regex.ok()) return regex.status();
+  if (regex->has_value()) {
     return grammar_.AddSequence(
-        {Literal("\""), grammar_.AddRegex(regexes[0].first, grammar::kRegexJsonString),
-         Literal("\"")});
+        {Literal("\""), grammar_.AddRegex(**regex, grammar::kRegexJsonString), Literal("\"")});
   }
+  const bool lengths = m.min_length > 0 || m.max_length.has_value();
   if (!lengths) return AnyString();
   AnyString();  // defines the character rule
   const uint32_t max = m.max_length ? static_cast<uint32_t>(std::min<uint64_t>(

@@ -26,8 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "grammar/grammar.h"
+#include "grammar/utf8.h"
 #include "parser/flat_grammar.h"
 #include "pruning/compact.h"
 #include "re2/re2.h"
@@ -652,6 +654,138 @@ TEST(RegexDifferential, AgreesWithRe2OnRandomRegexes) {
             << full_matches << " matches), " << live << " live-prefix witnesses, " << dead
             << " dead-prefix bounded searches, " << empty_langs << " empty languages\n";
   EXPECT_GT(full_matches, full / 5);
+}
+
+std::string Hex(const std::string& s) {
+  std::string out;
+  for (char c : s) absl::StrAppendFormat(&out, "%02x", static_cast<uint8_t>(c));
+  return out;
+}
+
+bool ValidUtf8(std::string_view s) {
+  while (!s.empty()) {
+    const DecodedCodepoint d = DecodeUtf8(s);
+    if (d.length == 0) return false;
+    s.remove_prefix(d.length);
+  }
+  return true;
+}
+
+// Code points of valid UTF-8 text.
+size_t Codepoints(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+TEST(RegexSetOperations, IntersectionComplementAndCounts) {
+  Check("(?&:[a-z]+|[\\s\\S]*x[\\s\\S]*)", {"x", "axb", "xx"}, {"", "ab", "aXb", "1x"});
+  Check("(?~:abc)", {"", "ab", "abcd", "\n", "\xc3\xa9"}, {"abc"});
+  Check("(?~:)", {"a", "\n"}, {""});
+  // Nested: strings over {a, b} that are not all a's.
+  Check("(?&:(?~:a*)|[ab]*)", {"b", "ab", "aab", "ba"}, {"", "a", "aa", "c"});
+  // Counted operands count code points, and may exceed max_repeat.
+  Check("(?&:[\\s\\S]*|[\\s\\S]{2,3})", {"ab", "\xc3\xa9\xc3\xa9", "a\nb"},
+        {"a", "abcd", "\xc3\xa9"});
+  Check("(?&:[a-z]+|[\\s\\S]{0,5000})", {std::string(5000, 'q')}, {std::string(5001, 'q'), ""});
+  Check("(?&:[a-z]+|[\\s\\S]{3,})", {"abc", std::string(2000, 'a')}, {"ab", "ab1"});
+  Refused("[a-z]{0,5000}", "max_repeat", 5);
+  Refused("(?&:[a-z]+x{0,5000}|a)", "max_repeat", 11);
+  // A set operation under a quantifier keeps its entry clean: the (ab)
+  // loop of the first operand must not let "ab" count as a finished copy.
+  Check("(?&:(?:ab)*c|[abc]*){0,2}", {"", "c", "abc", "cabc", "ababcc"}, {"ab", "abab", "cab"});
+  Check("x(?~:a)?y", {"xy", "xby", "xaay"}, {"xay"});
+  // Under J the universe and the counts are JSON-string spelled.
+  Check("(?J:(?&:[\\s\\S]*|[\\s\\S]{2}))", {"a\\\"", "\\n\\t", "\xc3\xa9z"}, {"a\"", "\\\"", "abc"});
+  Check("(?J:(?~:a))", {"", "aa", "\\\""}, {"a", "\"", "\\"});
+  // Anchors where nothing can precede or follow stay no-ops inside operands.
+  Check("(?&:^a+$|[\\s\\S]{2})", {"aa"}, {"a", "aaa"});
+}
+
+TEST(RegexSetOperations, BudgetsNameTheLimit) {
+  RegexLimits limits;
+  limits.max_dfa_states = 200;
+  absl::StatusOr<ByteDfa> dfa = CompileRegex("(?&:[ab]*|[\\s\\S]{0,500})", 0, limits);
+  ASSERT_FALSE(dfa.ok());
+  EXPECT_EQ(dfa.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(dfa.status().message().find("max_dfa_states = 200"), std::string::npos) << dfa.status();
+  EXPECT_NE(dfa.status().message().find("at offset 0"), std::string::npos) << dfa.status();
+  limits.max_dfa_states = 1000;
+  EXPECT_TRUE(CompileRegex("(?&:[ab]*|[\\s\\S]{0,500})", 0, limits).ok());
+  Refused("(?&:a|b", "unterminated group", 0);
+}
+
+// (?&:A|B), (?~:A) and (?&:A|[\s\S]{m,n}) on random regexes, against RE2
+// matching A and B separately (and counting code points): full matches on
+// sampled, mutated and random strings, and every live prefix's shortest
+// completion is a match.
+TEST(RegexDifferential, SetOperationsAgreeWithRe2) {
+  std::mt19937_64 rng(0x5e7095);
+  RegexGenerator gen(rng);
+  size_t checks = 0, matches = 0, witnesses = 0;
+  for (int ri = 0; ri < 120 * kScale; ++ri) {
+    Gen ta = gen.Make(1 + gen.Pick(3)), tb = gen.Make(1 + gen.Pick(3));
+    const std::string a = gen.Print(ta), b = gen.Print(tb);
+    const uint32_t lo = static_cast<uint32_t>(gen.Pick(3));
+    const uint32_t hi = lo + static_cast<uint32_t>(gen.Pick(4));
+    const int kind = ri % 3;
+    const std::string pattern =
+        kind == 0   ? "(?&:(?:" + a + ")|(?:" + b + "))"
+        : kind == 1 ? "(?~:" + a + ")"
+                    : "(?&:(?:" + a + ")|[\\s\\S]{" + std::to_string(lo) + "," +
+                          std::to_string(hi) + "})";
+    std::string ta_re2, tb_re2, why;
+    ASSERT_TRUE(testing::TranslateRegexForRe2(a, 0, &ta_re2, &why)) << why;
+    ASSERT_TRUE(testing::TranslateRegexForRe2(b, 0, &tb_re2, &why)) << why;
+    RE2::Options opts;
+    opts.set_log_errors(false);
+    RE2 re_a(ta_re2, opts), re_b(tb_re2, opts);
+    ASSERT_TRUE(re_a.ok() && re_b.ok());
+    auto want = [&](const std::string& s) {
+      switch (kind) {
+        case 0: return Re2Full(re_a, s) && Re2Full(re_b, s);
+        case 1: return ValidUtf8(s) && !Re2Full(re_a, s);  // the universe: all text
+        default: {
+          const size_t n = Codepoints(s);
+          return Re2Full(re_a, s) && n >= lo && n <= hi;
+        }
+      }
+    };
+    absl::StatusOr<ByteDfa> dfa = CompileRegex(pattern, 0);
+    ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
+    const std::vector<std::string> completions = ShortestCompletions(*dfa);
+    for (int si = 0; si < 30; ++si) {
+      std::string s;
+      if (si % 3 != 2) {
+        gen.Sample(si % 2 ? ta : tb, false, &s);
+        if (si % 5 == 0 && !s.empty()) {
+          s.insert(static_cast<size_t>(gen.Pick(static_cast<int>(s.size()) + 1)),
+                   Alphabet()[gen.Pick(static_cast<int>(Alphabet().size()))]);
+        }
+      } else {
+        for (int k = gen.Pick(6); k > 0; --k) {
+          s += Alphabet()[gen.Pick(static_cast<int>(Alphabet().size()))];
+        }
+      }
+      const bool expected = want(s);
+      ASSERT_EQ(dfa->Matches(s), expected) << pattern << " on \"" << Hex(s) << "\"";
+      ++checks;
+      matches += expected;
+      uint32_t state = dfa->empty() ? 0 : 1;
+      for (size_t len = 0; len <= s.size() && state != 0; ++len) {
+        if (len > 0) state = dfa->next[state][static_cast<uint8_t>(s[len - 1])];
+        if (state == 0) break;
+        ASSERT_TRUE(want(s.substr(0, len) + completions[state]))
+            << pattern << " live prefix \"" << s.substr(0, len) << "\" completion \""
+            << completions[state] << "\"";
+        ++witnesses;
+      }
+    }
+  }
+  std::cout << "[ set ops ] " << checks << " full-match checks (" << matches << " matches), "
+            << witnesses << " live-prefix witnesses\n";
+  EXPECT_GT(matches, checks / 8);
+  EXPECT_LT(matches, checks - checks / 8);
 }
 
 // ----------------------------------------------------------------- end to end

@@ -293,6 +293,53 @@ TEST(JsonSchema, MaskBenchShapes) {
                  {R"("Ice")", R"("a Dark horse")", R"("FireWater")"}, {R"("ice")", R"("")"});
 }
 
+// Intersections are one regex with the dialect's set operations: patterns,
+// formats and lengths of one string (lengths count decoded code points, and
+// may pass the dialect's max_repeat), and the keys of patternProperties next
+// to named keys, other patterns and additionalProperties: a key found by
+// several patterns takes all their schemas, additionalProperties only the
+// keys no pattern finds, and named keys only their own member.
+TEST(JsonSchema, IntersectionsOfStringsAndKeys) {
+  ExpectLanguage(R"({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4})",
+                 {R"("ab")", R"("abcd")"}, {R"("a")", R"("abcde")", R"("aB")"});
+  ExpectLanguage(R"({"type": "string", "pattern": "\"", "maxLength": 2})",
+                 {R"("a\"")", R"("\"")"}, {R"("ab\"")", R"("ab")"});
+  ExpectLanguage(R"({"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "b"}]})",
+                 {R"("ab")", R"("xbya")"}, {R"("aa")", R"("")"});
+  ExpectLanguage(R"({"type": "string", "format": "date", "pattern": "^2024"})",
+                 {R"("2024-02-29")"}, {R"("2023-01-01")", R"("2024-02-30")"});
+  ExpectLanguage(R"({"type": "string", "pattern": "^[a-z]*$", "maxLength": 3000})",
+                 {absl::StrCat("\"", std::string(3000, 'q'), "\"")},
+                 {absl::StrCat("\"", std::string(3001, 'q'), "\"")});
+
+  const std::string overlapping = R"({"type": "object", "properties": {"id": {"type": "integer"}},
+      "patternProperties": {"^x-": {"type": "string"}, "n$": {"minLength": 2}},
+      "additionalProperties": {"type": "boolean"}})";
+  ExpectLanguage(overlapping,
+                 {R"({"id": 1, "x-a": "s", "y": true})", R"({"x-n": "ab"})", R"({"an": 5})",
+                  R"({"an": true})", "{}"},
+                 {R"({"x-n": "a"})", R"({"y": 1})", R"({"id": "s"})", R"({"id": true})",
+                  R"({"x-a": 1})", R"({"id": 1, "id": 2})"});
+  ExpectLanguage(R"({"patternProperties": {"^a*$": {"type": "integer"}}})",
+                 {R"({"": 1})", R"({"b": "s"})", R"({"aa": 2})"}, {R"({"": "s"})", R"({"a": null})"});
+  ExpectLanguage(R"({"propertyNames": {"pattern": "^[a-z-]+$"},
+                     "patternProperties": {"^x-": {"type": "integer"}},
+                     "additionalProperties": {"type": "string"}})",
+                 {R"({"x-a": 1, "b": "s"})"}, {R"({"x-a": "s"})", R"({"B": "s"})", R"({"b": 1})"});
+
+  // Past the automaton budget: unsupported, naming the limit; lenient drops
+  // the length and keeps the format.
+  const std::string email = R"({"type": "string", "format": "email", "maxLength": 254})";
+  absl::StatusOr<JsonSchemaGrammar> strict = JsonSchemaToGrammar(email, "s.json");
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("unsupported: maxLength at #"), std::string::npos)
+      << strict.status();
+  EXPECT_NE(strict.status().message().find("max_dfa_states"), std::string::npos) << strict.status();
+  JsonSchemaOptions lenient;
+  lenient.lenient = true;
+  ExpectLanguage(email, {R"("a@b.org")"}, {R"("a@")"}, lenient);
+}
+
 TEST(JsonSchema, GoldenDump) {
   absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(
       R"({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"enum": ["x", "y"]}},
