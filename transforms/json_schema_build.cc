@@ -8,7 +8,10 @@
 //      oneOf is read as anyOf: the grammar accepts an instance matching
 //      several branches (exclusivity is not context-free in general);
 //   3. `not`: a negated schema that only restricts types removes those
-//      types (`not: {}` is false); any other `not` is unsupported;
+//      types (`not: {}` is false); one of string keywords (pattern, format,
+//      lengths) or of a list of strings leaves the strings it does not
+//      admit (MergedSchema::string_exclusions, the regex complement
+//      (?~:...)); any other `not` is unsupported;
 //   4. enum/const -> the listed values that satisfy the other keywords
 //      (checked here on the values), each as its JSON text;
 //   5. otherwise one alternative per remaining type: null, boolean, number
@@ -26,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "transforms/json_schema_formats.h"
 #include "transforms/json_schema_internal.h"
 
@@ -46,6 +50,7 @@ bool HasNumericKeywords(const MergedSchema& m) {
 bool OnlyTypes(const MergedSchema& m) {
   return m.disjunction_node == nullptr && m.negations.empty() && !m.enum_values &&
          m.min_length == 0 && !m.max_length && m.patterns.empty() && m.formats.empty() &&
+         m.string_exclusions.empty() &&
          !HasNumericKeywords(m) && !m.constrains_objects() && !m.constrains_arrays() &&
          m.required.empty();
 }
@@ -88,6 +93,59 @@ bool NumberSatisfies(double x, const MergedSchema& m) {
 
 }  // namespace
 
+absl::StatusOr<std::optional<std::string>> Converter::NegatedStrings(const MergedSchema& n) {
+  if (n.disjunction_node != nullptr || !n.negations.empty() || HasNumericKeywords(n) ||
+      n.constrains_objects() || n.constrains_arrays() || !n.required.empty()) {
+    return absl::UnimplementedError(
+        "only a `not` of types, string keywords or a list of strings has a grammar");
+  }
+  if (n.enum_values) {
+    // not(n) excludes exactly the listed values n admits: strings only here.
+    std::vector<std::string> listed;
+    for (const Json* v : *n.enum_values) {
+      if (!(n.types & TypeOf(*v))) continue;
+      if (!v->is_string()) {
+        return absl::UnimplementedError("a `not` listing values other than strings");
+      }
+      absl::StatusOr<bool> ok = StringSatisfies(v->get<std::string>(), n);
+      if (!ok.ok()) return ok.status();
+      if (*ok) listed.push_back(RegexLiteral(v->get<std::string>()));
+    }
+    if (listed.empty()) return std::optional<std::string>();
+    return std::optional<std::string>(absl::StrJoin(listed, "|"));
+  }
+  if (!(n.types & kString)) return std::optional<std::string>();
+  absl::StatusOr<std::string> regex = ExactStringRegex(n);
+  if (!regex.ok()) return regex.status();
+  return std::optional<std::string>(*std::move(regex));
+}
+
+absl::Status Converter::ApplyNegations(MergedSchema& m) {
+  for (const auto& [negated, pointer] : m.negations) {
+    absl::StatusOr<MergedSchema> n = Merge(Conj{{negated, 0}});
+    if (!n.ok()) return n.status();
+    if (n->is_false) continue;  // not false = true
+    if (OnlyTypes(*n)) {
+      m.types &= static_cast<uint8_t>(~n->types);
+      continue;
+    }
+    absl::StatusOr<std::optional<std::string>> excluded = NegatedStrings(*n);
+    if (!excluded.ok()) {
+      absl::Status st = Unsupported("not", pointer, std::string(excluded.status().message()));
+      if (!st.ok()) return st;
+      continue;  // lenient: the whole `not` goes (more than the schema, never less)
+    }
+    if (!n->enum_values) {
+      // n holds on every value of its other types (string keywords do not
+      // apply to them), so not(n) keeps none of them.
+      m.types &= static_cast<uint8_t>(~(n->types & ~kString));
+    }
+    if (excluded->has_value()) m.string_exclusions.push_back(**excluded);
+  }
+  m.negations.clear();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   if (conj.empty()) return AnyValue();
   absl::StatusOr<MergedSchema> merged = Merge(conj);
@@ -113,18 +171,7 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   }
 
   // 3. not.
-  for (const auto& [negated, pointer] : m.negations) {
-    absl::StatusOr<MergedSchema> n = Merge(Conj{{negated, 0}});
-    if (!n.ok()) return n.status();
-    if (n->is_false) continue;  // not false = true
-    if (!OnlyTypes(*n)) {
-      absl::Status st = Unsupported("not", pointer,
-                                    "only a `not` that restricts types has a grammar");
-      if (!st.ok()) return st;
-      continue;
-    }
-    m.types &= static_cast<uint8_t>(~n->types);
-  }
+  if (absl::Status st = ApplyNegations(m); !st.ok()) return st;
   if (m.types == 0) return Void();
 
   // 4. enum / const.

@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grammar/byte_automaton.h"
@@ -79,6 +80,9 @@ struct MergedSchema {
   std::optional<uint64_t> max_length;
   std::vector<std::string> patterns;
   std::vector<std::string> formats;
+  // Whole-text regexes (of decoded text) a string must not match: what a
+  // `not` of string keywords excludes (json_schema_build.cc).
+  std::vector<std::string> string_exclusions;
   // numbers
   std::optional<Bound> minimum, maximum, exclusive_minimum, exclusive_maximum;
   std::vector<Bound> multiple_of;
@@ -162,6 +166,13 @@ class Converter {
   absl::StatusOr<MergedSchema> Merge(const Conj& conj);
   // json_schema_build.cc
   absl::StatusOr<grammar::ExprId> Build(const Conj& conj);
+  // Folds m.negations into m.types and m.string_exclusions (Unsupported
+  // for the rest) and clears them.
+  absl::Status ApplyNegations(MergedSchema& m);
+  // What not(n) leaves of the strings, when n has only types, string
+  // keywords or a list of strings: the whole-text regex of the strings it
+  // excludes (nullopt: none); Unimplemented otherwise.
+  absl::StatusOr<std::optional<std::string>> NegatedStrings(const MergedSchema& n);
   // json_schema_objects.cc
   absl::StatusOr<grammar::ExprId> BuildObject(const MergedSchema& m);
   absl::StatusOr<grammar::ExprId> BuildArray(const MergedSchema& m);
@@ -200,6 +211,15 @@ class Converter {
   // and (with either) the length limits of `m`; nullopt when there is no
   // pattern or format. What has no grammar is Unsupported.
   absl::StatusOr<std::optional<std::string>> StringContentRegex(const MergedSchema& m);
+  // The same constraints (lengths included) as one regex with nothing
+  // dropped: an error when any part has no grammar or the automaton does not
+  // fit. For negating them.
+  absl::StatusOr<std::string> ExactStringRegex(const MergedSchema& m);
+  // The patterns, formats and exclusions of `m` as (regex, keyword); a part
+  // without a grammar goes to `refuse` (its error stops the walk).
+  absl::Status StringOperands(
+      const MergedSchema& m, std::vector<std::pair<std::string, std::string>>* operands,
+      absl::FunctionRef<absl::Status(std::string_view keyword, std::string why)> refuse);
 
  private:
   void IndexDocument();

@@ -304,6 +304,8 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
   for (const Json* p : m.property_names) {
     absl::StatusOr<MergedSchema> pm = Merge(Conj{{p, 0}});
     if (!pm.ok()) return pm.status();
+    if (absl::Status st = ApplyNegations(*pm); !st.ok()) return st;
+    if (!(pm->types & kString)) pm->is_false = true;  // no key is a string it admits
     name_schemas.push_back(*std::move(pm));
   }
   for (NamedKey& k : named) {

@@ -296,6 +296,17 @@ absl::StatusOr<bool> Converter::StringSatisfies(const std::string& s, const Merg
     }
     if (!*found) return false;
   }
+  // Formats, and the texts a `not` excludes, as whole-text regexes.
+  auto whole_match = [&](const std::string& regex) -> absl::StatusOr<bool> {
+    const std::string key = absl::StrCat("\x01", regex);
+    auto it = pattern_dfas_.find(key);
+    if (it == pattern_dfas_.end()) {
+      absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(regex, 0);
+      if (!dfa.ok()) return dfa.status();
+      it = pattern_dfas_.emplace(key, *std::move(dfa)).first;
+    }
+    return it->second.Matches(s);
+  };
   for (const std::string& f : m.formats) {
     absl::StatusOr<std::string> regex = FormatRegex(f);
     if (!regex.ok()) {
@@ -304,14 +315,14 @@ absl::StatusOr<bool> Converter::StringSatisfies(const std::string& s, const Merg
       if (!st.ok()) return st;
       continue;
     }
-    const std::string key = absl::StrCat("\x01", *regex);
-    auto it = pattern_dfas_.find(key);
-    if (it == pattern_dfas_.end()) {
-      absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(*regex, 0);
-      if (!dfa.ok()) return dfa.status();
-      it = pattern_dfas_.emplace(key, *std::move(dfa)).first;
-    }
-    if (!it->second.Matches(s)) return false;
+    absl::StatusOr<bool> matches = whole_match(*regex);
+    if (!matches.ok()) return matches.status();
+    if (!*matches) return false;
+  }
+  for (const std::string& excluded : m.string_exclusions) {
+    absl::StatusOr<bool> matches = whole_match(excluded);
+    if (!matches.ok()) return matches.status();
+    if (*matches) return false;
   }
   return true;
 }
@@ -351,54 +362,80 @@ absl::Status Converter::CheckJsonStringRegex(const std::string& regex) {
   return grammar::AddRegex(scratch, 0, regex, grammar::kRegexJsonString).status();
 }
 
-absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const MergedSchema& m) {
-  // The regular constraints, each a regex over decoded characters.
-  std::vector<std::pair<std::string, std::string>> regexes;  // (regex, keyword)
+absl::Status Converter::StringOperands(
+    const MergedSchema& m, std::vector<std::pair<std::string, std::string>>* operands,
+    absl::FunctionRef<absl::Status(std::string_view keyword, std::string why)> refuse) {
   for (const std::string& p : m.patterns) {
     if (absl::Status parsed = CheckSearchPattern(p); !parsed.ok()) {
-      absl::Status st = Unsupported("pattern", m.pointer, std::string(parsed.message()));
-      if (!st.ok()) return st;
+      if (absl::Status st = refuse("pattern", std::string(parsed.message())); !st.ok()) return st;
       continue;
     }
-    regexes.push_back({SearchRegex(p), "pattern"});
+    operands->push_back({SearchRegex(p), "pattern"});
   }
   for (const std::string& f : m.formats) {
     absl::StatusOr<std::string> regex = FormatRegex(f);
     if (!regex.ok()) {
-      absl::Status st = Unsupported("format", m.pointer,
-                                    absl::StrFormat("no grammar for format '%s'", f));
+      absl::Status st = refuse("format", absl::StrFormat("no grammar for format '%s'", f));
       if (!st.ok()) return st;
       continue;
     }
-    regexes.push_back({*std::move(regex), "format"});
+    operands->push_back({*std::move(regex), "format"});
   }
-  if (regexes.empty()) return std::optional<std::string>();
-  // Several patterns and formats: their intersection, if its automaton fits.
-  std::vector<std::string> operands;
-  for (const auto& [regex, keyword] : regexes) operands.push_back(regex);
-  while (operands.size() > 1) {
-    absl::Status fits = CheckJsonStringRegex(IntersectionRegex(operands));
-    if (fits.ok()) break;
-    absl::Status st = Unsupported(regexes[operands.size() - 1].second, m.pointer,
-                                  absl::StrCat("the intersection of the patterns and formats: ",
-                                               std::string(fits.message())));
-    if (!st.ok()) return st;
-    operands.pop_back();  // lenient: fewer constraints, never more
+  for (const std::string& excluded : m.string_exclusions) {
+    operands->push_back({absl::StrCat("(?~:", excluded, ")"), "not"});
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const MergedSchema& m) {
+  // The regular constraints, each a regex over decoded characters, with the
+  // keyword it comes from.
+  std::vector<std::pair<std::string, std::string>> operands;
+  absl::Status st = StringOperands(m, &operands, [&](std::string_view keyword, std::string why) {
+    return Unsupported(keyword, m.pointer, why);
+  });
+  if (!st.ok()) return st;
+  if (operands.empty()) return std::optional<std::string>();
   // A length limit: counted code points, intersected too.
   if (m.min_length > 0 || m.max_length) {
-    operands.push_back(LengthRegex(m.min_length, m.max_length));
-    absl::Status fits = CheckJsonStringRegex(IntersectionRegex(operands));
-    if (!fits.ok()) {
-      absl::Status st = Unsupported(
-          m.max_length ? "maxLength" : "minLength", m.pointer,
-          absl::StrCat("a length limit together with a pattern or format: ",
-                       std::string(fits.message())));
-      if (!st.ok()) return st;
-      operands.pop_back();
-    }
+    operands.push_back({LengthRegex(m.min_length, m.max_length),
+                        m.max_length ? "maxLength" : "minLength"});
   }
-  return std::optional<std::string>(IntersectionRegex(operands));
+  // Their intersection, if its automaton fits; else the last constraints go
+  // (lenient: fewer constraints, never more).
+  auto regex_of = [&]() {
+    std::vector<std::string> texts;
+    for (const auto& [regex, keyword] : operands) texts.push_back(regex);
+    return IntersectionRegex(texts);
+  };
+  while (operands.size() > 1) {
+    absl::Status fits = CheckJsonStringRegex(regex_of());
+    if (fits.ok()) break;
+    absl::Status refused = Unsupported(
+        operands.back().second, m.pointer,
+        absl::StrCat("the intersection of a string's pattern, format, length and `not`: ",
+                     std::string(fits.message())));
+    if (!refused.ok()) return refused;
+    operands.pop_back();
+  }
+  return std::optional<std::string>(regex_of());
+}
+
+absl::StatusOr<std::string> Converter::ExactStringRegex(const MergedSchema& m) {
+  std::vector<std::pair<std::string, std::string>> operands;
+  absl::Status st = StringOperands(m, &operands, [&](std::string_view keyword, std::string why) {
+    return absl::UnimplementedError(absl::StrCat(std::string(keyword), ": ", why));
+  });
+  if (!st.ok()) return st;
+  if (m.min_length > 0 || m.max_length) {
+    operands.push_back({LengthRegex(m.min_length, m.max_length), "length"});
+  }
+  if (operands.empty()) return std::string("[\\s\\S]*");
+  std::vector<std::string> texts;
+  for (const auto& [regex, keyword] : operands) texts.push_back(regex);
+  std::string regex = IntersectionRegex(texts);
+  if (absl::Status fits = CheckJsonStringRegex(regex); !fits.ok()) return fits;
+  return regex;
 }
 
 absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {

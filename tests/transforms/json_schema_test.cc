@@ -340,6 +340,29 @@ TEST(JsonSchema, IntersectionsOfStringsAndKeys) {
   ExpectLanguage(email, {R"("a@b.org")"}, {R"("a@")"}, lenient);
 }
 
+// A `not` of string keywords or of a list of strings is the complement of
+// those strings: the other types follow JSON Schema (string keywords do not
+// apply to them, so the negated schema holds there and `not` fails).
+TEST(JsonSchema, NegatedStringKeywords) {
+  ExpectLanguage(R"({"not": {"pattern": "^a"}})", {R"("b")", R"("ba")", R"("")"},
+                 {R"("a")", R"("ab")", "1", "null"});
+  ExpectLanguage(R"({"not": {"type": "string", "maxLength": 2}})", {R"("abc")", "1", "null", "[]"},
+                 {R"("ab")", R"("")"});
+  ExpectLanguage(R"({"type": "string", "not": {"enum": ["x", "y\""]}})", {R"("z")", R"("xy")", R"("y")"},
+                 {R"("x")", R"("y\"")"});
+  ExpectLanguage(R"({"not": {"const": "x"}})", {R"("z")", "1", "{}"}, {R"("x")"});
+  ExpectLanguage(R"({"type": "string", "enum": ["a", "b", "c"], "not": {"pattern": "b"}})",
+                 {R"("a")", R"("c")"}, {R"("b")"});
+  ExpectLanguage(R"({"propertyNames": {"not": {"pattern": "^x"}}})", {R"({"a": 1})", "{}"},
+                 {R"({"xa": 1})"});
+  // Values of other types in the list: unsupported; lenient drops the `not`.
+  absl::StatusOr<JsonSchemaGrammar> strict =
+      JsonSchemaToGrammar(R"({"not": {"enum": ["a", 1]}})", "s.json");
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("unsupported: not at #/not"), std::string::npos)
+      << strict.status();
+}
+
 TEST(JsonSchema, GoldenDump) {
   absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(
       R"({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"enum": ["x", "y"]}},
