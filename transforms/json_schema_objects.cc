@@ -228,6 +228,15 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
       stack.push_back(std::move(bigger));
     }
   }
+  // name_found[k][i]: pattern i finds the k-th named key.
+  std::vector<std::vector<uint8_t>> name_found(names.size(), std::vector<uint8_t>(patterns.size(), 0));
+  for (size_t k = 0; k < names.size(); ++k) {
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      absl::StatusOr<bool> finds = PatternFinds(patterns[i].ecma, names[k]);
+      if (!finds.ok()) return finds.status();
+      name_found[k][i] = *finds;
+    }
+  }
   std::vector<ExprId> region_members;
   for (size_t r = 0; r < regions.size() && trouble.ok(); ++r) {
     const std::vector<size_t>& found = regions[r];
@@ -244,7 +253,14 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
     for (size_t j = 0; j < patterns.size(); ++j) {
       if (!in[j]) outside.push_back(absl::StrCat("(?:", patterns[j].regex, ")"));
     }
-    for (const std::string& name : names) outside.push_back(RegexLiteral(name));
+    // A named key can only fall in this region if its patterns find it:
+    // only those need excluding (all of them for the region no pattern
+    // finds, which is skipped when additionalProperties is false).
+    for (size_t k = 0; k < names.size(); ++k) {
+      bool found_by_all = true;
+      for (size_t i : found) found_by_all = found_by_all && name_found[k][i];
+      if (found_by_all) outside.push_back(RegexLiteral(names[k]));
+    }
     if (!outside.empty()) operands.push_back(absl::StrCat("(?~:", absl::StrJoin(outside, "|"), ")"));
     operands.insert(operands.end(), key_operands.begin(), key_operands.end());
     const std::string key = IntersectionRegex(operands);

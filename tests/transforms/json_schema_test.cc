@@ -431,6 +431,19 @@ TEST(JsonSchema, ScaleTenThousandProperties) {
   EXPECT_LE(big->ir.rules.size(), 5u * 10000);
   EXPECT_TRUE(Accepts(*big, R"({"p0": 1, "p5000": 2, "p9999": 3, "other": 4})"));
   EXPECT_FALSE(Accepts(*big, R"({"p0": 1, "p9999": 3, "p5000": 2})"));
+  // With patternProperties: a pattern region excludes only the named keys
+  // its patterns find, so 10,000 names cost no 10,000-word complement.
+  std::string patterned = make(10000);
+  patterned.insert(patterned.size() - 1,
+                   R"(, "patternProperties": {"^p1": {"type": "string"}, "^x-": {}},
+                      "additionalProperties": false)");
+  absl::StatusOr<Compiled> with_patterns = Compile(patterned);
+  ASSERT_TRUE(with_patterns.ok()) << with_patterns.status();
+  EXPECT_TRUE(Accepts(*with_patterns, R"({"p0": 1, "p1x": "s", "x-y": null})"));
+  EXPECT_FALSE(Accepts(*with_patterns, R"({"p0": 1, "p1": 2})"));  // p1 must be a string too
+  EXPECT_FALSE(Accepts(*with_patterns, R"({"p0": 1, "p1x": 2})"));
+  EXPECT_FALSE(Accepts(*with_patterns, R"({"p0": 1, "p1": "s"})"));  // and an integer
+  EXPECT_FALSE(Accepts(*with_patterns, R"({"p0": 1, "q": 1})"));
 }
 
 TEST(JsonSchema, ScaleDeepRefChainAndRecursion) {
