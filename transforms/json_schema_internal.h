@@ -194,6 +194,8 @@ class Converter {
   // Does a decoded string satisfy the string keywords of `m` (length, patterns,
   // formats)? Used to filter enum values and object keys.
   absl::StatusOr<bool> StringSatisfies(const std::string& s, const MergedSchema& m);
+  // Is the decoded text `s` matched whole by `regex` (DFA cached)?
+  absl::StatusOr<bool> WholeMatch(const std::string& regex, const std::string& s);
   // Is `s` matched by the ECMA-262 search `pattern`?
   absl::StatusOr<bool> PatternFinds(const std::string& pattern, const std::string& s);
   // A JSON string (quotes included) whose decoded text is not one of `names`.
@@ -251,7 +253,8 @@ class Converter {
   grammar::RuleId key_tail_rule_ = 0;
   bool have_key_tail_ = false;
   bool have_ws_ = false, have_any_value_ = false, have_any_string_ = false;
-  // Compiled search patterns and formats, for checking enum values and keys.
+  // Compiled whole-text regexes (searches, formats, exclusions) by text, for
+  // checking enum values and keys.
   absl::flat_hash_map<std::string, grammar::ByteDfa> pattern_dfas_;
 };
 

@@ -274,59 +274,41 @@ ExprId Converter::StringMatching(const std::string& pattern) {
        Literal("\"")});
 }
 
-absl::StatusOr<bool> Converter::PatternFinds(const std::string& pattern, const std::string& s) {
-  auto it = pattern_dfas_.find(pattern);
+absl::StatusOr<bool> Converter::WholeMatch(const std::string& regex, const std::string& s) {
+  auto it = pattern_dfas_.find(regex);
   if (it == pattern_dfas_.end()) {
-    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(SearchRegex(pattern), 0);
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(regex, 0);
     if (!dfa.ok()) return dfa.status();
-    it = pattern_dfas_.emplace(pattern, *std::move(dfa)).first;
+    it = pattern_dfas_.emplace(regex, *std::move(dfa)).first;
   }
   return it->second.Matches(s);
+}
+
+absl::StatusOr<bool> Converter::PatternFinds(const std::string& pattern, const std::string& s) {
+  return WholeMatch(SearchRegex(pattern), s);
 }
 
 absl::StatusOr<bool> Converter::StringSatisfies(const std::string& s, const MergedSchema& m) {
   const uint64_t n = CodepointCount(s);
   if (n < m.min_length || (m.max_length && n > *m.max_length)) return false;
-  for (const std::string& p : m.patterns) {
-    absl::StatusOr<bool> found = PatternFinds(p, s);
-    if (!found.ok()) {
-      absl::Status st = Unsupported("pattern", m.pointer, std::string(found.status().message()));
-      if (!st.ok()) return st;
+  // Patterns, formats and exclusions: the same regexes as the grammar's,
+  // matched on the decoded text (no J flag).
+  std::vector<std::pair<std::string, std::string>> operands;
+  absl::Status st = StringOperands(m, &operands, [&](std::string_view keyword, std::string why) {
+    return Unsupported(keyword, m.pointer, why);
+  });
+  if (!st.ok()) return st;
+  for (const auto& [regex, keyword] : operands) {
+    absl::StatusOr<bool> matches = WholeMatch(regex, s);
+    if (!matches.ok()) {
+      absl::Status refused = Unsupported(keyword, m.pointer, std::string(matches.status().message()));
+      if (!refused.ok()) return refused;
       continue;
     }
-    if (!*found) return false;
-  }
-  // Formats, and the texts a `not` excludes, as whole-text regexes.
-  auto whole_match = [&](const std::string& regex) -> absl::StatusOr<bool> {
-    const std::string key = absl::StrCat("\x01", regex);
-    auto it = pattern_dfas_.find(key);
-    if (it == pattern_dfas_.end()) {
-      absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(regex, 0);
-      if (!dfa.ok()) return dfa.status();
-      it = pattern_dfas_.emplace(key, *std::move(dfa)).first;
-    }
-    return it->second.Matches(s);
-  };
-  for (const std::string& f : m.formats) {
-    absl::StatusOr<std::string> regex = FormatRegex(f);
-    if (!regex.ok()) {
-      absl::Status st = Unsupported("format", m.pointer,
-                                    absl::StrFormat("no grammar for format '%s'", f));
-      if (!st.ok()) return st;
-      continue;
-    }
-    absl::StatusOr<bool> matches = whole_match(*regex);
-    if (!matches.ok()) return matches.status();
     if (!*matches) return false;
-  }
-  for (const std::string& excluded : m.string_exclusions) {
-    absl::StatusOr<bool> matches = whole_match(excluded);
-    if (!matches.ok()) return matches.status();
-    if (*matches) return false;
   }
   return true;
 }
-
 std::string RegexLiteral(std::string_view text) {
   std::string out;
   for (char ch : text) {
