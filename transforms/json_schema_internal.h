@@ -90,6 +90,9 @@ struct MergedSchema {
   // additionalProperties / required, in order (json_schema_objects.cc reads them)
   std::vector<const Json*> object_nodes;
   std::vector<std::string> required;
+  // dependentRequired (and draft-07 `dependencies` with arrays): if the first
+  // key is present, so must the others be.
+  std::vector<std::pair<std::string, std::vector<std::string>>> dependent_required;
   std::vector<const Json*> property_names;  // propertyNames schemas
   uint64_t min_properties = 0;
   std::optional<uint64_t> max_properties;
@@ -107,7 +110,8 @@ struct MergedSchema {
   std::vector<std::pair<const Json*, std::string>> negations;  // `not` schemas, pointer
   Conj items;  // the conjunction itself (for re-expansion)
   bool constrains_objects() const { return !object_nodes.empty() || !property_names.empty() ||
-                                           min_properties > 0 || max_properties.has_value(); }
+                                           min_properties > 0 || max_properties.has_value() ||
+                                           !dependent_required.empty(); }
   bool constrains_arrays() const { return !array_nodes.empty() || min_items > 0 ||
                                           max_items.has_value(); }
 };
@@ -183,6 +187,11 @@ class Converter {
   absl::StatusOr<std::vector<grammar::ExprId>> ExtraMembers(
       const MergedSchema& m, const std::vector<std::string>& names,
       const std::vector<MergedSchema>& name_schemas);
+  // The members of an object whose named keys are `named` (required and
+  // forbidden flags final), in schema order or any order.
+  absl::StatusOr<grammar::ExprId> BuildObjectMembers(const MergedSchema& m,
+                                                     const std::vector<NamedKey>& named,
+                                                     std::optional<grammar::RuleId> extra_rule);
   absl::StatusOr<grammar::ExprId> BuildObjectAnyOrder(const MergedSchema& m,
                                                       const std::vector<NamedKey>& named,
                                                       const std::vector<size_t>& present,

@@ -18,8 +18,10 @@
 //   anyOf, oneOf        the first one not yet expanded is recorded; the
 //                       builder turns it into alternatives (oneOf as a union)
 //   not                 recorded for the builder
+//   dependentRequired   (and `dependencies` arrays) collected for the object
+//                       builder; conditional schemas are unsupported
 // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
-// if/then/else, dependent*, unevaluated*, $dynamicRef) go to
+// if/then/else, dependentSchemas, unevaluated*, $dynamicRef) go to
 // Converter::Unsupported: an error, or a warning in lenient mode.
 // Annotations and unknown keywords are ignored, as JSON Schema says.
 //
@@ -281,7 +283,29 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
         st = Unsupported("if/then/else", ptr, "conditional schemas are not converted");
       } else if (key == "dependentRequired" || key == "dependentSchemas" ||
                  key == "dependencies") {
-        st = Unsupported(key, ptr, "conditional on other properties");
+        // Lists of keys (dependentRequired, `dependencies` arrays) have a
+        // grammar (BuildObject: one case per set of triggers present); a
+        // schema that constrains nothing (true, {}) is no condition at all;
+        // other schemas are conditional schemas.
+        if (!v.is_object()) return NotA("an object", at, v);
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          const Json& dep = *it;
+          const bool no_condition = (dep.is_boolean() && dep.get<bool>()) ||
+                                    (dep.is_object() && dep.empty());
+          if (no_condition && key != "dependentRequired") continue;
+          if (dep.is_array() && key != "dependentSchemas") {
+            std::vector<std::string> needed;
+            for (const Json& k : dep) {
+              if (!k.is_string()) return NotA("an array of strings", at, v);
+              needed.push_back(k.get<std::string>());
+            }
+            m.dependent_required.push_back({it.key(), std::move(needed)});
+            continue;
+          }
+          if (key == "dependentRequired") return NotA("an object of string arrays", at, v);
+          st = Unsupported(key, ptr, "a schema conditional on another property");
+          break;
+        }
       } else if (key == "unevaluatedProperties" || key == "unevaluatedItems") {
         if (!(v.is_boolean() && v.get<bool>())) {
           st = Unsupported(key, ptr, "evaluation tracking across subschemas is not converted");

@@ -11,9 +11,17 @@
 //
 // Members are written in schema order (JsonSchemaOptions::any_order lifts
 // it), each at most once, required ones always, then the additional members
-// (keys outside the named set: KeyOtherThan, valued by additionalProperties,
-// or keys found by a patternProperties pattern when additionalProperties is
-// false). With R(i, c) = "the members from the i-th named key on, after c
+// (ExtraMembers: keys outside the named set). Without patternProperties
+// those are KeyOtherThan, valued by additionalProperties. With them the keys
+// fall into regions, one per set of patterns that find exactly those keys,
+// each a key regex spelled with the regex set operations (intersection of
+// its patterns, complement of the other patterns and of the named keys its
+// patterns find) and valued by its patterns' schemas, or by every
+// additionalProperties for the region no pattern finds.
+//
+// dependentRequired: the object is a choice of one such grammar per set of
+// trigger keys present (triggers required with the keys they need, absent
+// triggers forbidden), so the cases are disjoint. With R(i, c) = "the members from the i-th named key on, after c
 // members were written" the grammar is
 //     R(i, c) -> "," member_i R(i+1, c+1)        (member i present)
 //              | R(i+1, c)                        (member i absent, optional only)
@@ -66,6 +74,8 @@ constexpr uint32_t kAnyOrderExactKeys = 10;
 // Budget of key regions (sets of patternProperties patterns that find the
 // same keys) per object.
 constexpr size_t kMaxKeyRegions = 64;
+// dependentRequired: one object grammar per subset of trigger keys present.
+constexpr size_t kMaxDependencyTriggers = 5;
 // Budget of R(i, c) rules for count constraints on objects.
 constexpr uint64_t kMaxCountedRules = 1u << 18;
 
@@ -315,6 +325,13 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
     }
   }
   for (const std::string& r : m.required) name(r).required = true;
+  // Keys of dependentRequired are named too (each case below decides
+  // whether they are present): outside `properties`, the keys a trigger
+  // needs come before the trigger.
+  for (const auto& [trigger, needed] : m.dependent_required) {
+    for (const std::string& k : needed) name(k);
+    name(trigger);
+  }
   // Property names as a merged string schema.
   std::vector<MergedSchema> name_schemas;
   for (const Json* p : m.property_names) {
@@ -367,7 +384,6 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
       if (!ok.ok()) return ok.status();
       if (!*ok) k.forbidden = true;
     }
-    if (k.forbidden && k.required) return Void();
   }
 
   // 2. Additional members: a rule `extra` (or none).
@@ -390,7 +406,57 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
     }
   }
 
-  // 3. Members in order, counted.
+  // 3. Members in order: one object grammar, or with dependentRequired one
+  // per set of trigger keys present (the cases are disjoint).
+  if (m.dependent_required.empty()) return BuildObjectMembers(m, named, extra_rule);
+  std::vector<std::string> triggers;
+  absl::flat_hash_map<std::string, std::vector<std::string>> needs;
+  for (const auto& [trigger, needed] : m.dependent_required) {
+    if (!needs.contains(trigger)) triggers.push_back(trigger);
+    std::vector<std::string>& all = needs[trigger];
+    all.insert(all.end(), needed.begin(), needed.end());
+  }
+  if (triggers.size() > kMaxDependencyTriggers) {
+    absl::Status st = Unsupported(
+        "dependentRequired", m.pointer,
+        absl::StrFormat("%d trigger keys (one object grammar per subset; at most %d)",
+                        triggers.size(), kMaxDependencyTriggers));
+    if (!st.ok()) return st;
+    return BuildObjectMembers(m, named, extra_rule);  // lenient: dropped
+  }
+  std::vector<ExprId> cases;
+  for (uint32_t present = 0; present < (1u << triggers.size()); ++present) {
+    std::vector<NamedKey> keys = named;
+    for (size_t t = 0; t < triggers.size(); ++t) {
+      const bool on = (present >> t) & 1;
+      for (NamedKey& k : keys) {
+        if (k.key != triggers[t]) continue;
+        if (on) {
+          k.required = true;
+        } else {
+          k.forbidden = true;
+        }
+      }
+      if (!on) continue;
+      for (const std::string& needed : needs[triggers[t]]) {
+        for (NamedKey& k : keys) k.required = k.required || k.key == needed;
+      }
+    }
+    absl::StatusOr<ExprId> shape = BuildObjectMembers(m, keys, extra_rule);
+    if (!shape.ok()) return shape.status();
+    if (!IsVoid(*shape)) cases.push_back(*shape);
+  }
+  if (cases.empty()) return Void();
+  return g.AddChoice(std::move(cases));
+}
+
+absl::StatusOr<ExprId> Converter::BuildObjectMembers(const MergedSchema& m,
+                                                     const std::vector<NamedKey>& named,
+                                                     std::optional<RuleId> extra_rule) {
+  auto& g = grammar_;
+  for (const NamedKey& k : named) {
+    if (k.forbidden && k.required) return Void();
+  }
   uint64_t lo = m.min_properties;
   bool bounded = m.max_properties.has_value();
   uint64_t hi = m.max_properties.value_or(0);

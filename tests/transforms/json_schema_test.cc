@@ -222,7 +222,7 @@ TEST(JsonSchema, UnsupportedIsAnErrorOrAWarning) {
 
   for (const char* s : {R"({"if": {"type": "string"}, "then": {"minLength": 1}})",
                         R"({"contains": {"type": "string"}})",
-                        R"({"dependentRequired": {"a": ["b"]}})",
+                        R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
                         R"({"not": {"minimum": 3}})",
                         R"({"unevaluatedProperties": false})"}) {
     absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(s, "s.json");
@@ -361,6 +361,37 @@ TEST(JsonSchema, NegatedStringKeywords) {
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.status().message().find("unsupported: not at #/not"), std::string::npos)
       << strict.status();
+}
+
+// dependentRequired (and draft-07 `dependencies` with arrays): one object
+// grammar per set of trigger keys present; `dependencies` schemas that
+// constrain nothing are no condition; other schemas stay unsupported.
+TEST(JsonSchema, DependentRequired) {
+  ExpectLanguage(R"({"properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["b"]}})",
+                 {R"({"a": 1, "b": 2})", R"({"b": 1})", "{}", R"({"c": 1})", R"({"a": 1, "b": 1, "c": 1})", "3"},
+                 {R"({"a": 1})", R"({"a": 1, "c": 1})"});
+  ExpectLanguage(R"({"$schema": "http://json-schema.org/draft-07/schema#",
+                     "properties": {"a": {}, "b": {}}, "dependencies": {"a": ["b"], "b": {}}})",
+                 {R"({"a": 1, "b": 2})", R"({"b": 1})"}, {R"({"a": 1})"});
+  // Mutual dependencies: both or neither.
+  ExpectLanguage(R"({"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"], "b": ["a"]}})",
+                 {R"({"a": 1, "b": 1})", "{}"}, {R"({"a": 1})", R"({"b": 1})"});
+  // Keys outside `properties` are named keys after the properties, the keys
+  // a trigger needs first.
+  ExpectLanguage(R"({"dependentRequired": {"x": ["y"]}})", {R"({"y": 2, "x": 1})", R"({"y": 1, "z": 2})"},
+                 {R"({"x": 1})", R"({"x": 1, "y": 2})"});
+  absl::StatusOr<JsonSchemaGrammar> conditional = JsonSchemaToGrammar(
+      R"({"dependencies": {"a": {"required": ["b"]}}})", "s.json");
+  ASSERT_FALSE(conditional.ok());
+  EXPECT_NE(conditional.status().message().find("unsupported: dependencies at #"), std::string::npos)
+      << conditional.status();
+  std::string many = R"({"dependentRequired": {)";
+  for (int i = 0; i < 6; ++i) absl::StrAppend(&many, i ? ", " : "", "\"k", i, "\": [\"z\"]");
+  many += "}}";
+  absl::StatusOr<JsonSchemaGrammar> too_many = JsonSchemaToGrammar(many, "s.json");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("unsupported: dependentRequired at #"), std::string::npos)
+      << too_many.status();
 }
 
 TEST(JsonSchema, GoldenDump) {
