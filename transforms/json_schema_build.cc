@@ -7,6 +7,10 @@
 //      marked as expanded (so siblings of anyOf constrain every branch).
 //      oneOf is read as anyOf: the grammar accepts an instance matching
 //      several branches (exclusivity is not context-free in general);
+//   2b. if/then/else  -> (if and then) | (not-if and else), for an `if`
+//      testing one property, whose negation is a schema node written here
+//      (NegatedIf: the key there and failing the test, or absent when `if`
+//      required it); other `if`s are unsupported;
 //   3. `not`: a negated schema that only restricts types removes those
 //      types (`not: {}` is false); one of string keywords (pattern, format,
 //      lengths) or of a list of strings leaves the strings it does not
@@ -22,6 +26,7 @@
 // Tests: tests/transforms/json_schema_test.cc, the suite's type, enum,
 // const, anyOf, oneOf, not and numeric groups.
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +55,7 @@ bool HasNumericKeywords(const MergedSchema& m) {
 bool OnlyTypes(const MergedSchema& m) {
   return m.disjunction_node == nullptr && m.negations.empty() && !m.enum_values &&
          m.min_length == 0 && !m.max_length && m.patterns.empty() && m.formats.empty() &&
-         m.string_exclusions.empty() &&
+         m.string_exclusions.empty() && !m.no_true && !m.no_false &&
          !HasNumericKeywords(m) && !m.constrains_objects() && !m.constrains_arrays() &&
          m.required.empty();
 }
@@ -93,7 +98,8 @@ bool NumberSatisfies(double x, const MergedSchema& m) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<std::string>> Converter::NegatedStrings(const MergedSchema& n) {
+absl::StatusOr<std::optional<std::string>> Converter::NegatedStrings(const MergedSchema& n,
+                                                                       MergedSchema& m) {
   if (n.disjunction_node != nullptr || !n.negations.empty() || HasNumericKeywords(n) ||
       n.constrains_objects() || n.constrains_arrays() || !n.required.empty()) {
     return absl::UnimplementedError(
@@ -104,12 +110,18 @@ absl::StatusOr<std::optional<std::string>> Converter::NegatedStrings(const Merge
     std::vector<std::string> listed;
     for (const Json* v : *n.enum_values) {
       if (!(n.types & TypeOf(*v))) continue;
+      if (v->is_null() || v->is_boolean()) continue;  // below, once the list is checked
       if (!v->is_string()) {
-        return absl::UnimplementedError("a `not` listing values other than strings");
+        return absl::UnimplementedError("a `not` listing numbers, objects or arrays");
       }
       absl::StatusOr<bool> ok = StringSatisfies(v->get<std::string>(), n);
       if (!ok.ok()) return ok.status();
       if (*ok) listed.push_back(RegexLiteral(v->get<std::string>()));
+    }
+    for (const Json* v : *n.enum_values) {
+      if (!(n.types & TypeOf(*v))) continue;
+      if (v->is_null()) m.types &= static_cast<uint8_t>(~kNull);
+      if (v->is_boolean()) (v->get<bool>() ? m.no_true : m.no_false) = true;
     }
     if (listed.empty()) return std::optional<std::string>();
     return std::optional<std::string>(absl::StrJoin(listed, "|"));
@@ -129,7 +141,7 @@ absl::Status Converter::ApplyNegations(MergedSchema& m) {
       m.types &= static_cast<uint8_t>(~n->types);
       continue;
     }
-    absl::StatusOr<std::optional<std::string>> excluded = NegatedStrings(*n);
+    absl::StatusOr<std::optional<std::string>> excluded = NegatedStrings(*n, m);
     if (!excluded.ok()) {
       absl::Status st = Unsupported("not", pointer, std::string(excluded.status().message()));
       if (!st.ok()) return st;
@@ -144,6 +156,90 @@ absl::Status Converter::ApplyNegations(MergedSchema& m) {
   }
   m.negations.clear();
   return absl::OkStatus();
+}
+
+absl::StatusOr<ExprId> Converter::BuildConditional(const Conj& conj, const MergedSchema& m) {
+  const Json& holder = *m.conditional_node;
+  const Json* if_node = &holder["if"];
+  auto branch = [&](const char* key) -> const Json* {
+    auto it = holder.find(key);
+    return it == holder.end() ? nullptr : &*it;
+  };
+  // The conjunction with this if/then/else expanded.
+  std::vector<ConjItem> base = conj;
+  base.push_back({&holder, kSkipIf});
+  for (ConjItem& item : base) {
+    if (item.node == &holder) item.skip |= kSkipIf;
+  }
+  auto with = [&](std::initializer_list<const Json*> nodes) {
+    std::vector<ConjItem> items = base;
+    for (const Json* n : nodes) {
+      if (n != nullptr) items.push_back({n, 0});
+    }
+    return RefTo(MakeConj(std::move(items)));
+  };
+  if (if_node->is_boolean()) return with({if_node->get<bool>() ? branch("then") : branch("else")});
+  if (branch("then") == nullptr && branch("else") == nullptr) return with({});
+  absl::StatusOr<const Json*> not_if = NegatedIf(if_node);
+  if (!not_if.ok()) {
+    absl::Status st = Unsupported("if/then/else", PointerOf(if_node), std::string(not_if.status().message()));
+    if (!st.ok()) return st;
+    return with({});  // lenient: dropped (more than the schema, never less)
+  }
+  return g().AddChoice({with({if_node, branch("then")}), with({*not_if, branch("else")})});
+}
+
+absl::StatusOr<const Json*> Converter::NegatedIf(const Json* if_node) {
+  if (auto done = negated_if_.find(if_node); done != negated_if_.end()) return done->second;
+  const absl::Status other_shape = absl::UnimplementedError(
+      "only an `if` that tests one property ({properties: {k: ...}}, maybe required [k]) is "
+      "negated");
+  if (!if_node->is_object()) return other_shape;
+  const Json* properties = nullptr;
+  const Json* required = nullptr;
+  for (auto it = if_node->begin(); it != if_node->end(); ++it) {
+    if (it.key() == "properties") {
+      properties = &*it;
+    } else if (it.key() == "required") {
+      required = &*it;
+    } else if (it.key() != "title" && it.key() != "description" && it.key() != "$comment") {
+      return other_shape;
+    }
+  }
+  if (properties == nullptr || !properties->is_object() || properties->size() != 1) return other_shape;
+  const std::string key = properties->begin().key();
+  const Json& tested = properties->begin().value();
+  bool requires_key = false;
+  if (required != nullptr) {
+    if (!required->is_array() || required->size() > 1) return other_shape;
+    if (required->size() == 1) {
+      if (!(*required)[0].is_string() || (*required)[0].get<std::string>() != key) return other_shape;
+      requires_key = true;
+    }
+  }
+  // The tested schema is copied: it must not refer elsewhere.
+  std::vector<const Json*> scan = {&tested};
+  while (!scan.empty()) {
+    const Json* n = scan.back();
+    scan.pop_back();
+    if (n->is_object() && n->contains("$ref")) return other_shape;
+    if (n->is_structured()) {
+      for (const Json& child : *n) scan.push_back(&child);
+    }
+  }
+  // not(if): an object (`properties` holds on anything else) whose key is
+  // there and fails the test, or is absent when `if` required it.
+  Json negated = Json::object();
+  negated["type"] = "object";
+  negated["properties"][key]["not"] = tested;
+  if (!requires_key) negated["required"] = Json::array({key});
+  synthetic_.push_back(std::move(negated));
+  const Json* node = &synthetic_.back();
+  const std::string at = PointerOf(if_node);
+  pointer_of_[node] = absl::StrCat(at, " (negated)");
+  pointer_of_[&(*node)["properties"][key]] = absl::StrCat(at, " (negated)/properties/", key);
+  negated_if_[if_node] = node;
+  return node;
 }
 
 absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
@@ -170,6 +266,9 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
     return g().AddChoice(std::move(alternatives));
   }
 
+  // 2b. if/then/else.
+  if (m.conditional_node != nullptr) return BuildConditional(conj, m);
+
   // 3. not.
   if (absl::Status st = ApplyNegations(m); !st.ok()) return st;
   if (m.types == 0) return Void();
@@ -180,6 +279,7 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
     for (const Json* value : *m.enum_values) {
       const uint8_t type = TypeOf(*value);
       if (!(m.types & type)) continue;
+      if (value->is_boolean() && (value->get<bool>() ? m.no_true : m.no_false)) continue;
       if (type == kString) {
         absl::StatusOr<bool> ok = StringSatisfies(value->get<std::string>(), m);
         if (!ok.ok()) return ok.status();
@@ -206,8 +306,8 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   std::vector<ExprId> alternatives;
   if (m.types & kNull) alternatives.push_back(Literal("null"));
   if (m.types & kBoolean) {
-    alternatives.push_back(Literal("true"));
-    alternatives.push_back(Literal("false"));
+    if (!m.no_true) alternatives.push_back(Literal("true"));
+    if (!m.no_false) alternatives.push_back(Literal("false"));
   }
   if (m.types & (kInteger | kFraction)) {
     const bool integer = !(m.types & kFraction);

@@ -43,6 +43,7 @@ using Json = nlohmann::ordered_json;
 // Combinators of a node already expanded into alternatives (mask bits).
 inline constexpr uint8_t kSkipAnyOf = 1;
 inline constexpr uint8_t kSkipOneOf = 2;
+inline constexpr uint8_t kSkipIf = 4;  // if/then/else
 
 struct ConjItem {
   const Json* node = nullptr;
@@ -107,6 +108,9 @@ struct MergedSchema {
   // combinators
   const Json* disjunction_node = nullptr;  // first anyOf/oneOf not yet expanded
   uint8_t disjunction_bit = 0;              // kSkipAnyOf or kSkipOneOf
+  const Json* conditional_node = nullptr;   // first node whose if/then/else is not yet expanded
+  // Booleans a `not` excludes (null is removed from `types`).
+  bool no_true = false, no_false = false;
   std::vector<std::pair<const Json*, std::string>> negations;  // `not` schemas, pointer
   Conj items;  // the conjunction itself (for re-expansion)
   bool constrains_objects() const { return !object_nodes.empty() || !property_names.empty() ||
@@ -170,13 +174,22 @@ class Converter {
   absl::StatusOr<MergedSchema> Merge(const Conj& conj);
   // json_schema_build.cc
   absl::StatusOr<grammar::ExprId> Build(const Conj& conj);
+  // if/then/else of m.conditional_node as (if and then) or (not-if and
+  // else), for an `if` whose negation has a grammar (NegatedIf).
+  absl::StatusOr<grammar::ExprId> BuildConditional(const Conj& conj, const MergedSchema& m);
+  // A schema node (owned here) for the negation of `if_node`: an `if` that
+  // tests one property ({properties: {k: S}}, maybe required [k]) is negated
+  // as an object whose k is there and fails S (or, if `if` required k, is
+  // absent). Unimplemented for other shapes.
+  absl::StatusOr<const Json*> NegatedIf(const Json* if_node);
   // Folds m.negations into m.types and m.string_exclusions (Unsupported
   // for the rest) and clears them.
   absl::Status ApplyNegations(MergedSchema& m);
   // What not(n) leaves of the strings, when n has only types, string
-  // keywords or a list of strings: the whole-text regex of the strings it
-  // excludes (nullopt: none); Unimplemented otherwise.
-  absl::StatusOr<std::optional<std::string>> NegatedStrings(const MergedSchema& n);
+  // keywords or a list of strings, booleans and null: the whole-text regex
+  // of the strings it excludes (nullopt: none), and in `m` the listed
+  // booleans and null; Unimplemented otherwise.
+  absl::StatusOr<std::optional<std::string>> NegatedStrings(const MergedSchema& n, MergedSchema& m);
   // json_schema_objects.cc
   absl::StatusOr<grammar::ExprId> BuildObject(const MergedSchema& m);
   absl::StatusOr<grammar::ExprId> BuildArray(const MergedSchema& m);
@@ -245,6 +258,9 @@ class Converter {
   const char* id_keyword_ = "$id";  // "id" in draft-04 and earlier
 
   absl::flat_hash_map<const Json*, std::string> pointer_of_;
+  // Schema nodes the converter writes itself (negated `if`s); never move.
+  std::deque<Json> synthetic_;
+  absl::flat_hash_map<const Json*, const Json*> negated_if_;  // `if` node -> its negation
   // Document order of the nodes (IndexDocument numbers the subschemas in the
   // order they are found; a node reached otherwise gets the next number when
   // first sorted): MakeConj's sort key.

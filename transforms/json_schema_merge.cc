@@ -20,8 +20,10 @@
 //   not                 recorded for the builder
 //   dependentRequired   (and `dependencies` arrays) collected for the object
 //                       builder; conditional schemas are unsupported
+//   if/then/else        the first one not yet expanded is recorded for the
+//                       builder (like anyOf)
 // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
-// if/then/else, dependentSchemas, unevaluated*, $dynamicRef) go to
+// dependentSchemas, unevaluated*, $dynamicRef) go to
 // Converter::Unsupported: an error, or a warning in lenient mode.
 // Annotations and unknown keywords are ignored, as JSON Schema says.
 //
@@ -280,7 +282,7 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
       } else if (key == "contains") {
         st = Unsupported(key, ptr, "a context-free grammar cannot count matching items");
       } else if (key == "if") {
-        st = Unsupported("if/then/else", ptr, "conditional schemas are not converted");
+        if (!(skip & kSkipIf) && m.conditional_node == nullptr) m.conditional_node = node;
       } else if (key == "dependentRequired" || key == "dependentSchemas" ||
                  key == "dependencies") {
         // Lists of keys (dependentRequired, `dependencies` arrays) have a

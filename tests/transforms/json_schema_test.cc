@@ -220,7 +220,7 @@ TEST(JsonSchema, UnsupportedIsAnErrorOrAWarning) {
   EXPECT_TRUE(Accepts(*c, R"({"tags": ["a", "a"]})"));
   EXPECT_FALSE(Accepts(*c, R"({"tags": [1]})"));
 
-  for (const char* s : {R"({"if": {"type": "string"}, "then": {"minLength": 1}})",
+  for (const char* s : {R"({"if": {"type": "string"}, "then": {"minLength": 1}})",  // not one property
                         R"({"contains": {"type": "string"}})",
                         R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
                         R"({"not": {"minimum": 3}})",
@@ -355,7 +355,8 @@ TEST(JsonSchema, NegatedStringKeywords) {
                  {R"("a")", R"("c")"}, {R"("b")"});
   ExpectLanguage(R"({"propertyNames": {"not": {"pattern": "^x"}}})", {R"({"a": 1})", "{}"},
                  {R"({"xa": 1})"});
-  // Values of other types in the list: unsupported; lenient drops the `not`.
+  ExpectLanguage(R"({"not": {"enum": [true, null]}})", {"false", "1", R"("true")"}, {"true", "null"});
+  // Numbers in the list: unsupported; lenient drops the `not`.
   absl::StatusOr<JsonSchemaGrammar> strict =
       JsonSchemaToGrammar(R"({"not": {"enum": ["a", 1]}})", "s.json");
   ASSERT_FALSE(strict.ok());
@@ -392,6 +393,33 @@ TEST(JsonSchema, DependentRequired) {
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.status().message().find("unsupported: dependentRequired at #"), std::string::npos)
       << too_many.status();
+}
+
+// if/then/else whose `if` tests one property: (if and then) or (not-if and
+// else), with not-if written by the converter. Non-objects satisfy such an
+// `if` (properties and required constrain objects only).
+TEST(JsonSchema, IfThenElse) {
+  const std::string discriminated = R"({"properties": {"type": {"enum": ["a", "b"]}, "x": {}},
+      "if": {"properties": {"type": {"const": "a"}}},
+      "then": {"required": ["x"]}, "else": {"properties": {"x": {"type": "integer"}}}})";
+  ExpectLanguage(discriminated,
+                 {R"({"type": "a", "x": "s"})", R"({"type": "b", "x": 1})", R"({"x": "s"})", "3"},
+                 {R"({"type": "a"})", R"({"type": "b", "x": "s"})"});
+  ExpectLanguage(R"({"if": {"properties": {"m": {"const": true}}, "required": ["m"]},
+                     "then": {"required": ["n"]}})",
+                 {R"({"m": true, "n": 1})", R"({"m": false})", "{}", "1"}, {R"({"m": true})"});
+  ExpectLanguage(R"({"if": false, "then": {"type": "string"}, "else": {"type": "integer"}})", {"1"},
+                 {R"("s")"});
+  // Another `if`: unsupported; lenient drops the whole condition.
+  const std::string two = R"({"if": {"properties": {"a": {"const": 1}, "b": {"const": 2}}},
+                              "then": {"required": ["c"]}})";
+  absl::StatusOr<JsonSchemaGrammar> strict = JsonSchemaToGrammar(two, "s.json");
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("unsupported: if/then/else at #/if"), std::string::npos)
+      << strict.status();
+  JsonSchemaOptions lenient;
+  lenient.lenient = true;
+  ExpectLanguage(two, {R"({"a": 1, "b": 2})", "{}"}, {}, lenient);
 }
 
 TEST(JsonSchema, GoldenDump) {
