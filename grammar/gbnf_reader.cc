@@ -182,6 +182,8 @@ class GbnfReader {
   absl::StatusOr<uint32_t> ReadCodepoint();
   absl::StatusOr<ExprId> ReadLiteral();
   absl::StatusOr<ExprId> ReadCharClass();
+  // A regex terminal /pattern/flags, as Dump prints one (zapgram's own).
+  absl::StatusOr<ExprId> ReadRegex();
   absl::StatusOr<uint32_t> ReadRepeatBound();
   absl::Status ReadQuantifier(GroupFrame& frame, size_t open_groups);
   // Reads a rule name used as a reference; sets *line_leading_name to the
@@ -426,6 +428,42 @@ absl::StatusOr<ExprId> GbnfReader::ReadLiteral() {
   return grammar_.AddLiteral(std::move(bytes), LocationOf(open_offset));
 }
 
+absl::StatusOr<ExprId> GbnfReader::ReadRegex() {
+  const size_t open_offset = pos_++;
+  std::string pattern;
+  while (true) {
+    if (AtEnd()) return ErrorAt(open_offset, "unterminated regex (expected a closing '/')");
+    const char c = text_[pos_++];
+    if (c == '/') break;
+    if (c == '\\' && !AtEnd()) {
+      const char next = text_[pos_++];
+      if (next != '/') pattern += c;  // \/ is the delimiter escaped: a plain /
+      pattern += next;
+      continue;
+    }
+    pattern += c;
+  }
+  uint32_t flags = 0;
+  for (;; ++pos_) {
+    const char f = CharAt(pos_);
+    const uint32_t bit = f == 'i'   ? uint32_t{kRegexIgnoreCase}
+                         : f == 'm' ? uint32_t{kRegexMultiline}
+                         : f == 's' ? uint32_t{kRegexDotAll}
+                         : f == 'x' ? uint32_t{kRegexVerbose}
+                         : f == 'J' ? uint32_t{kRegexJsonString}
+                                    : 0u;
+    if (bit == 0) break;
+    flags |= bit;
+  }
+  if (IsNameChar(CharAt(pos_))) {
+    return ErrorAt(pos_, absl::StrCat("unknown regex flag '", AsAbsl(text_.substr(pos_, 1)),
+                                      "' (flags: i m s x J)"));
+  }
+  // The pattern itself is checked where it is compiled (the lowering names
+  // this location).
+  return grammar_.AddRegex(std::move(pattern), flags, LocationOf(open_offset));
+}
+
 absl::StatusOr<ExprId> GbnfReader::ReadCharClass() {
   const size_t open_offset = pos_++;
   const bool negated = CharAt(pos_) == '^';
@@ -646,6 +684,9 @@ absl::StatusOr<ExprId> GbnfReader::ReadRuleBody() {
         break;
       case '[':
         item = ReadCharClass();
+        break;
+      case '/':
+        item = ReadRegex();
         break;
       case '.':
         ++pos_;

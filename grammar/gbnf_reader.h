@@ -5,6 +5,8 @@
 //   alternatives: sequence ("|" sequence)*
 //   sequence  : item*     item: primary ("*" | "+" | "?" | "{m}" | "{m,}" | "{m,n}" | "{,n}")*
 //   primary   : "literal" | 'literal' (XGrammar) | [class] | [^class] | . | NAME | "(" alternatives ")"
+//               | /regex/flags (zapgram's own, as grammar::Dump prints regex terminals: the
+//               dialect of grammar/regex_compiler.h, \/ for a slash, flags i m s x J)
 //   comments  : `#` to end of line.  Names: [A-Za-z_][A-Za-z0-9_.-]* (also leading digits/`-`, as llama.cpp).
 //   escapes   : \n \r \t \\ \" \' \[ \] \- \^ \/ \? \e \xNN \uNNNN \UNNNNNNNN — every escape denotes a
 //               code point, stored UTF-8 encoded (so "\xff" is U+00FF, two bytes).

@@ -320,7 +320,7 @@ void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
         AppendLiteral(e.literal, out);
         break;
       case ExprKind::kRegex:
-        // Not GBNF: regexes come from the Lark reader; the dump shows them Lark-style.
+        // zapgram's GBNF extension, Lark-style /pattern/flags (the GBNF reader reads it back).
         *out += RegexDisplayName(e.literal, e.flags);
         break;
       case ExprKind::kCharClass:

@@ -1252,7 +1252,12 @@ const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, 
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {
   std::string out = "/";
-  out += pattern;
+  bool escaped = false;  // the previous character is an unescaped backslash
+  for (char c : pattern) {
+    if (c == '/' && !escaped) out += '\\';  // \/ is / in the dialect
+    out += c;
+    escaped = c == '\\' && !escaped;
+  }
   out += "/";
   if (flags & kRegexIgnoreCase) out += "i";
   if (flags & kRegexMultiline) out += "m";

@@ -127,7 +127,9 @@ class RegexDfaCache {
 // Tests: RegexDifferential.MinimizationAgreesWithTextbookMoore.
 ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
-// "/pattern/flags" as Lark writes it (flags in the order imsx).
+// "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
+// the pattern is written \/, which means / in the dialect). The GBNF reader
+// reads it back (grammar/gbnf_reader.h).
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags);
 
 }  // namespace zapgram::grammar

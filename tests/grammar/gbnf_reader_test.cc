@@ -239,6 +239,22 @@ struct RepeatCase {
   uint32_t max;
 };
 
+// Regex terminals as Dump prints them (zapgram's own): the pattern is kept
+// as written but for \/ (a slash), flags i m s x J.
+TEST(GbnfReaderTest, RegexTerminalsAsDumpPrintsThem) {
+  const Expr e = RootBody(R"(/a\/b[\/]c+\\/iJ)");
+  EXPECT_EQ(e.kind, ExprKind::kRegex);
+  EXPECT_EQ(e.literal, R"(a/b[/]c+\\)");
+  EXPECT_EQ(e.flags, kRegexIgnoreCase | kRegexJsonString);
+  EXPECT_EQ(RootBody(R"("x" /(?&:a|[\s\S]{0,2})/ "y")").kind, ExprKind::kSequence);
+  ExpectDumpRoundTrips(ReadOk(R"(root ::= "x" /a\/b(?~:c\/)/sJ ("y" | /\d+/)*)"), "regexes");
+  EXPECT_EQ(DumpOf(R"(root ::= /a\/b/)"), "root ::= /a\\/b/\n");
+  EXPECT_NE(ErrorOf("root ::= /ab").find("1:10: unterminated regex"), std::string::npos)
+      << ErrorOf("root ::= /ab");
+  EXPECT_NE(ErrorOf("root ::= /ab/q").find("unknown regex flag 'q'"), std::string::npos)
+      << ErrorOf("root ::= /ab/q");
+}
+
 TEST(GbnfReaderTest, EveryRepetitionForm) {
   const RepeatCase cases[] = {
       {"\"a\"*", 0, kUnbounded},
