@@ -13,7 +13,8 @@
 // a pattern.
 //
 // `pattern` is an ECMA-262 *search*: SearchRegex adds `[\s\S]*` on each
-// side of each top-level alternative unless it is anchored there, and reads
+// side of each top-level alternative unless it is anchored there (also
+// through groups that span it: `(^a$)`), and reads
 // \d \w \s as ASCII classes ((?a)), as ECMA-262 does for \d and \w.
 // Intersections (two patterns, a pattern and a format, a pattern or format
 // with minLength/maxLength) are one regex with the dialect's set operation
@@ -86,6 +87,57 @@ bool EndsWithDollar(std::string_view alt) {
   size_t backslashes = 0;
   for (size_t i = alt.size() - 1; i-- > 0 && alt[i] == '\\';) ++backslashes;
   return backslashes % 2 == 0;
+}
+
+// The length of the group that opens `alt` ("(", "(?:" or a named group)
+// when that group spans all of `alt`, and where its content starts; 0 if not.
+size_t WholeGroupContent(std::string_view alt) {
+  if (alt.size() < 2 || alt[0] != '(' || alt.back() != ')') return 0;
+  int depth = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < alt.size(); ++i) {
+    const char c = alt[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      if (c == ']') in_class = false;
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0 && i + 1 < alt.size()) {
+      return 0;  // the first group closes before the end
+    }
+  }
+  if (alt.substr(0, 3) == "(?:") return 3;
+  if (alt.substr(0, 3) == "(?<" && alt.substr(0, 4) != "(?<=" && alt.substr(0, 4) != "(?<!") {
+    const size_t close = alt.find('>');
+    return close == std::string_view::npos ? 0 : close + 1;
+  }
+  return alt.substr(0, 2) == "(?" ? 0 : 1;
+}
+
+// Whether an alternative of a search is anchored at its start (^) and at
+// its end ($), looking into groups that span it whole: `(^a$)` is anchored
+// as `^a$` is, `((^a)|(^b))` at its start (every alternative inside must be).
+// A worklist, not recursion: patterns are user input.
+std::pair<bool, bool> Anchoring(std::string_view alt) {
+  auto all_anchored = [&](auto anchored_here) {
+    std::vector<std::string_view> work = {alt};
+    while (!work.empty()) {
+      const std::string_view a = work.back();
+      work.pop_back();
+      if (anchored_here(a)) continue;
+      const size_t open = WholeGroupContent(a);
+      if (open == 0) return false;
+      for (std::string_view inner : TopLevelAlternatives(a.substr(open, a.size() - open - 1))) {
+        work.push_back(inner);
+      }
+    }
+    return true;
+  };
+  return {all_anchored([](std::string_view a) { return !a.empty() && a[0] == '^'; }),
+          all_anchored([](std::string_view a) { return EndsWithDollar(a); })};
 }
 
 // Key tries up to this many nodes are kept regular (see KeyOtherThan).
@@ -168,7 +220,8 @@ std::string SearchRegex(std::string_view ecma_pattern) {
   // Aho-Corasick-sized automaton instead of tracking every search at once.
   std::string grouped[2][2];  // [anchored start][anchored end]: "A|B|..."
   for (std::string_view alt : TopLevelAlternatives(translated)) {
-    std::string& group = grouped[!alt.empty() && alt[0] == '^'][EndsWithDollar(alt)];
+    const auto [start, end] = Anchoring(alt);
+    std::string& group = grouped[start][end];
     absl::StrAppend(&group, group.empty() ? "" : "|", "(?:", std::string(alt), ")");
   }
   std::string out = "(?:";

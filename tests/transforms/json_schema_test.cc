@@ -290,6 +290,13 @@ TEST(JsonSchema, MaskBenchShapes) {
                         "Dark", "Fairy"}) {
     absl::StrAppend(&words, words.empty() ? "" : "|", w);
   }
+  // Anchors inside a group that spans the alternative anchor it.
+  ExpectLanguage(R"js({"type": "string", "pattern": "(^(a|b)+$)"})js", {R"("ab")", R"("b")"},
+                 {R"("xab")", R"("abx")", R"("")"});
+  ExpectLanguage(R"js({"type": "string", "pattern": "(?:^a)|(b$)"})js", {R"("ax")", R"("xb")"},
+                 {R"("xa")", R"("bx")"});
+  ExpectLanguage(R"js({"type": "string", "pattern": "((^a)|(^b))"})js", {R"("ax")", R"("bx")"},
+                 {R"("xa")"});
   ExpectLanguage(absl::StrCat(R"({"type": "string", "pattern": ")", words, R"("})"),
                  {R"("Ice")", R"("a Dark horse")", R"("FireWater")"}, {R"("ice")", R"("")"});
 }
