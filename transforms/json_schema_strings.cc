@@ -55,12 +55,13 @@ constexpr std::string_view kStringCharRegex =
     "|\\\\u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})"
     "|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2}";
 
-// Splits an ECMA pattern at its top-level `|`.
-std::vector<std::string_view> TopLevelAlternatives(std::string_view p) {
-  std::vector<std::string_view> out;
+// Calls visit(i, depth) for each `(`, `)` and `|` of an ECMA pattern that
+// is neither escaped nor inside a class; depth counts the groups open
+// before it (after it, for `)`). Stops early when visit returns false.
+template <typename Visit>
+void ForEachStructuralChar(std::string_view p, Visit visit) {
   int depth = 0;
   bool in_class = false;
-  size_t start = 0;
   for (size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
     if (c == '\\') {
@@ -69,15 +70,25 @@ std::vector<std::string_view> TopLevelAlternatives(std::string_view p) {
       if (c == ']') in_class = false;
     } else if (c == '[') {
       in_class = true;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')') {
-      --depth;
-    } else if (c == '|' && depth == 0) {
+    } else if (c == '(' || c == ')' || c == '|') {
+      if (c == '(') ++depth;
+      if (c == ')') --depth;
+      if (!visit(i, depth)) return;
+    }
+  }
+}
+
+// Splits an ECMA pattern at its top-level `|`.
+std::vector<std::string_view> TopLevelAlternatives(std::string_view p) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  ForEachStructuralChar(p, [&](size_t i, int depth) {
+    if (p[i] == '|' && depth == 0) {
       out.push_back(p.substr(start, i - start));
       start = i + 1;
     }
-  }
+    return true;
+  });
   out.push_back(p.substr(start));
   return out;
 }
@@ -93,22 +104,12 @@ bool EndsWithDollar(std::string_view alt) {
 // when that group spans all of `alt`, and where its content starts; 0 if not.
 size_t WholeGroupContent(std::string_view alt) {
   if (alt.size() < 2 || alt[0] != '(' || alt.back() != ')') return 0;
-  int depth = 0;
-  bool in_class = false;
-  for (size_t i = 0; i < alt.size(); ++i) {
-    const char c = alt[i];
-    if (c == '\\') {
-      ++i;
-    } else if (in_class) {
-      if (c == ']') in_class = false;
-    } else if (c == '[') {
-      in_class = true;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')' && --depth == 0 && i + 1 < alt.size()) {
-      return 0;  // the first group closes before the end
-    }
-  }
+  bool spans = true;
+  ForEachStructuralChar(alt, [&](size_t i, int depth) {
+    if (alt[i] == ')' && depth == 0 && i + 1 < alt.size()) spans = false;  // closes early
+    return spans;
+  });
+  if (!spans) return 0;
   if (alt.substr(0, 3) == "(?:") return 3;
   if (alt.substr(0, 3) == "(?<" && alt.substr(0, 4) != "(?<=" && alt.substr(0, 4) != "(?<!") {
     const size_t close = alt.find('>');
