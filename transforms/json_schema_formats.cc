@@ -224,6 +224,9 @@ constexpr FormatEntry kFormats[] = {
     {"uuid", UuidRegex},
     {"json-pointer", JsonPointerRegex},
     {"relative-json-pointer", RelativeJsonPointerRegex},
+    // draft-03 names of the same formats
+    {"host-name", HostnameRegex},
+    {"ip-address", Ipv4Regex},
 };
 
 }  // namespace

@@ -259,6 +259,9 @@ TEST(JsonSchema, UnknownFormatIsAnAnnotationWithAWarning) {
   EXPECT_TRUE(Accepts(*c, R"({"id": "not a number", "at": "2024-02-29"})"));
   EXPECT_FALSE(Accepts(*c, R"({"id": "7", "at": "2023-02-29"})"));
   EXPECT_FALSE(Accepts(*c, R"({"id": 7, "at": "2024-02-29"})"));
+  // draft-03 names of formats that have a grammar.
+  ExpectLanguage(R"({"type": "string", "format": "ip-address"})", {R"("1.2.3.4")"}, {R"("1.2.3")"});
+  ExpectLanguage(R"({"type": "string", "format": "host-name"})", {R"("a.example")"}, {R"("a..b")"});
   absl::StatusOr<JsonSchemaGrammar> idn =
       JsonSchemaToGrammar(R"({"type": "string", "format": "idn-hostname"})", "s.json");
   ASSERT_FALSE(idn.ok());
