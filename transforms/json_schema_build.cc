@@ -133,7 +133,7 @@ absl::StatusOr<std::optional<std::string>> Converter::NegatedStrings(const Merge
 }
 
 absl::Status Converter::ApplyNegations(MergedSchema& m) {
-  for (const auto& [negated, pointer] : m.negations) {
+  for (const auto& [negated, pointer, holder] : m.negations) {
     absl::StatusOr<MergedSchema> n = Merge(Conj{{negated, 0}});
     if (!n.ok()) return n.status();
     if (n->is_false) continue;  // not false = true
@@ -187,6 +187,45 @@ absl::StatusOr<ExprId> Converter::BuildConditional(const Conj& conj, const Merge
     return with({});  // lenient: dropped (more than the schema, never less)
   }
   return g().AddChoice({with({if_node, branch("then")}), with({*not_if, branch("else")})});
+}
+
+const Json* Converter::NegatedRequired(const MergedSchema& n, const std::string& pointer) {
+  if (n.required.empty() || n.disjunction_node != nullptr || !n.negations.empty() ||
+      n.conditional_node != nullptr || n.enum_values || !n.property_names.empty() || n.min_properties > 0 || n.max_properties ||
+      !n.dependent_required.empty() || !(n.types & kObject)) {
+    return nullptr;
+  }
+  for (const Json* node : n.object_nodes) {  // there for `required` only
+    for (const char* key : {"properties", "patternProperties", "additionalProperties"}) {
+      if (node->contains(key)) return nullptr;
+    }
+  }
+  // Keywords of other types only matter when n admits those types.
+  const bool objects_only = n.types == kObject;
+  if (!objects_only && (n.types != kAllTypes || n.min_length > 0 || n.max_length ||
+                        !n.patterns.empty() || !n.formats.empty() || HasNumericKeywords(n) ||
+                        n.constrains_arrays())) {
+    return nullptr;
+  }
+  Json missing = Json::array();
+  for (const std::string& key : n.required) {
+    Json one = Json::object();
+    one["properties"][key] = false;
+    missing.push_back(std::move(one));
+  }
+  Json negated = Json::object();
+  if (objects_only) {
+    Json other_types = Json::object();
+    other_types["not"]["type"] = "object";
+    missing.push_back(std::move(other_types));
+  } else {
+    negated["type"] = "object";
+  }
+  negated["anyOf"] = std::move(missing);
+  synthetic_.push_back(std::move(negated));
+  const Json* node = &synthetic_.back();
+  pointer_of_[node] = absl::StrCat(pointer, " (negated)");
+  return node;
 }
 
 absl::StatusOr<const Json*> Converter::NegatedIf(const Json* if_node) {
@@ -269,7 +308,20 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   // 2b. if/then/else.
   if (m.conditional_node != nullptr) return BuildConditional(conj, m);
 
-  // 3. not.
+  // 3. not. One of required keys is rewritten as a schema node first.
+  for (const MergedSchema::Negation& negation : m.negations) {
+    absl::StatusOr<MergedSchema> n = Merge(Conj{{negation.schema, 0}});
+    if (!n.ok()) return n.status();
+    const Json* rewritten = NegatedRequired(*n, negation.pointer);
+    if (rewritten == nullptr) continue;
+    std::vector<ConjItem> items = conj;
+    items.push_back({negation.holder, kSkipNot});
+    for (ConjItem& item : items) {
+      if (item.node == negation.holder) item.skip |= kSkipNot;
+    }
+    items.push_back({rewritten, 0});
+    return RefTo(MakeConj(std::move(items)));
+  }
   if (absl::Status st = ApplyNegations(m); !st.ok()) return st;
   if (m.types == 0) return Void();
 

@@ -43,7 +43,8 @@ using Json = nlohmann::ordered_json;
 // Combinators of a node already expanded into alternatives (mask bits).
 inline constexpr uint8_t kSkipAnyOf = 1;
 inline constexpr uint8_t kSkipOneOf = 2;
-inline constexpr uint8_t kSkipIf = 4;  // if/then/else
+inline constexpr uint8_t kSkipIf = 4;   // if/then/else
+inline constexpr uint8_t kSkipNot = 8;  // a `not` rewritten as a schema node (NegatedRequired)
 
 struct ConjItem {
   const Json* node = nullptr;
@@ -111,7 +112,12 @@ struct MergedSchema {
   const Json* conditional_node = nullptr;   // first node whose if/then/else is not yet expanded
   // Booleans a `not` excludes (null is removed from `types`).
   bool no_true = false, no_false = false;
-  std::vector<std::pair<const Json*, std::string>> negations;  // `not` schemas, pointer
+  struct Negation {
+    const Json* schema;  // the value of `not`
+    std::string pointer;
+    const Json* holder;  // the node whose `not` it is
+  };
+  std::vector<Negation> negations;
   Conj items;  // the conjunction itself (for re-expansion)
   bool constrains_objects() const { return !object_nodes.empty() || !property_names.empty() ||
                                            min_properties > 0 || max_properties.has_value() ||
@@ -182,6 +188,10 @@ class Converter {
   // as an object whose k is there and fails S (or, if `if` required k, is
   // absent). Unimplemented for other shapes.
   absl::StatusOr<const Json*> NegatedIf(const Json* if_node);
+  // A schema node (owned here) for not(n) when n only requires keys (maybe
+  // of objects only): an object missing one of them (or, when n is about
+  // objects only, anything else too). nullptr for other shapes.
+  const Json* NegatedRequired(const MergedSchema& n, const std::string& pointer);
   // Folds m.negations into m.types and m.string_exclusions (Unsupported
   // for the rest) and clears them.
   absl::Status ApplyNegations(MergedSchema& m);

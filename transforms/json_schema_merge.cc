@@ -150,7 +150,7 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
           m.disjunction_bit = bit;
         }
       } else if (key == "not") {
-        m.negations.push_back({&v, at});
+        if (!(skip & kSkipNot)) m.negations.push_back({&v, at, node});
       } else if (key == "type") {
         absl::StatusOr<uint8_t> bits = TypeBits(v, at);
         if (!bits.ok()) return bits.status();

@@ -367,6 +367,13 @@ TEST(JsonSchema, NegatedStringKeywords) {
   ExpectLanguage(R"({"propertyNames": {"not": {"pattern": "^x"}}})", {R"({"a": 1})", "{}"},
                  {R"({"xa": 1})"});
   ExpectLanguage(R"({"not": {"enum": [true, null]}})", {"false", "1", R"("true")"}, {"true", "null"});
+  // not(required): an object missing one of the keys (non-objects satisfy
+  // `required`, so `not` refuses them unless the schema is about objects).
+  ExpectLanguage(R"({"not": {"required": ["a"]}})", {"{}", R"({"b": 1})"}, {R"({"a": 1})", "1"});
+  ExpectLanguage(R"({"properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}})",
+                 {R"({"a": 1})", R"({"b": 1})", "{}"}, {R"({"a": 1, "b": 2})", "[]"});
+  ExpectLanguage(R"({"not": {"type": "object", "required": ["a"]}})", {"1", "{}", R"("a")"},
+                 {R"({"a": 1})"});
   // Numbers in the list: unsupported; lenient drops the `not`.
   absl::StatusOr<JsonSchemaGrammar> strict =
       JsonSchemaToGrammar(R"({"not": {"enum": ["a", 1]}})", "s.json");
