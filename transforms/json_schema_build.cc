@@ -44,6 +44,8 @@ namespace {
 using grammar::ExprId;
 
 constexpr std::string_view kIntegerRegex = "-?(?:0|[1-9][0-9]*)";
+// if/then/else of one conjunction expanded at most (2^n cases).
+constexpr uint32_t kMaxConditionals = 4;
 constexpr std::string_view kNumberRegex = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
 
 bool HasNumericKeywords(const MergedSchema& m) {
@@ -180,7 +182,13 @@ absl::StatusOr<ExprId> Converter::BuildConditional(const Conj& conj, const Merge
   };
   if (if_node->is_boolean()) return with({if_node->get<bool>() ? branch("then") : branch("else")});
   if (branch("then") == nullptr && branch("else") == nullptr) return with({});
-  absl::StatusOr<const Json*> not_if = NegatedIf(if_node);
+  // Each condition doubles the cases of the conjunction: a budget.
+  absl::StatusOr<const Json*> not_if =
+      m.pending_conditionals > kMaxConditionals
+          ? absl::ResourceExhaustedError(absl::StrFormat(
+                "%d if/then/else in one schema (one case per combination; at most %d)",
+                m.pending_conditionals, kMaxConditionals))
+          : NegatedIf(if_node);
   if (!not_if.ok()) {
     absl::Status st = Unsupported("if/then/else", PointerOf(if_node), std::string(not_if.status().message()));
     if (!st.ok()) return st;

@@ -110,6 +110,7 @@ struct MergedSchema {
   const Json* disjunction_node = nullptr;  // first anyOf/oneOf not yet expanded
   uint8_t disjunction_bit = 0;              // kSkipAnyOf or kSkipOneOf
   const Json* conditional_node = nullptr;   // first node whose if/then/else is not yet expanded
+  uint32_t pending_conditionals = 0;        // how many such nodes
   // Booleans a `not` excludes (null is removed from `types`).
   bool no_true = false, no_false = false;
   struct Negation {

@@ -282,7 +282,10 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
       } else if (key == "contains") {
         st = Unsupported(key, ptr, "a context-free grammar cannot count matching items");
       } else if (key == "if") {
-        if (!(skip & kSkipIf) && m.conditional_node == nullptr) m.conditional_node = node;
+        if (!(skip & kSkipIf)) {
+          if (m.conditional_node == nullptr) m.conditional_node = node;
+          ++m.pending_conditionals;
+        }
       } else if (key == "dependentRequired" || key == "dependentSchemas" ||
                  key == "dependencies") {
         // Lists of keys (dependentRequired, `dependencies` arrays) have a

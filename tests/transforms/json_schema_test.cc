@@ -438,6 +438,19 @@ TEST(JsonSchema, IfThenElse) {
   JsonSchemaOptions lenient;
   lenient.lenient = true;
   ExpectLanguage(two, {R"({"a": 1, "b": 2})", "{}"}, {}, lenient);
+  // Each condition doubles the cases: more than 4 in one schema are refused.
+  std::string chain = R"({"allOf": [)";
+  for (int i = 0; i < 5; ++i) {
+    absl::StrAppend(&chain, i ? ", " : "", R"({"if": {"properties": {"t": {"const": ")", i,
+                    R"("}}}, "then": {"required": ["x)", i, R"("]}})");
+  }
+  chain += "]}";
+  absl::StatusOr<JsonSchemaGrammar> five = JsonSchemaToGrammar(chain, "s.json");
+  ASSERT_FALSE(five.ok());
+  EXPECT_NE(five.status().message().find("5 if/then/else in one schema"), std::string::npos)
+      << five.status();
+  chain.replace(chain.rfind(", {\"if\""), std::string::npos, "]}");
+  ExpectLanguage(chain, {R"({"t": "1", "x1": 0})", R"({"t": "7"})"}, {R"({"t": "1"})"});
 }
 
 // schema2gbnf's text is a grammar: read back, it takes the same instances
