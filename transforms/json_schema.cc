@@ -350,13 +350,26 @@ absl::Status Converter::Unsupported(std::string_view keyword, std::string_view p
   return absl::OkStatus();
 }
 
+bool Converter::KeywordExists(std::string_view key) const {
+  // Keywords a draft did not have yet are unknown words there, which
+  // validators of that draft ignore.
+  if (draft_ < 6 && (key == "const" || key == "contains" || key == "propertyNames")) return false;
+  if (draft_ < 7 && (key == "if" || key == "then" || key == "else")) return false;
+  return true;
+}
+
 absl::StatusOr<JsonSchemaGrammar> Converter::Run() {
   legacy_ref_ = options_.draft == JsonSchemaDraft::kDraft7;
+  if (legacy_ref_) draft_ = 7;
   if (document_.is_object()) {
     auto schema = document_.find("$schema");
     if (schema != document_.end() && schema->is_string()) {
       const std::string& uri = schema->get_ref<const std::string&>();
       legacy_ref_ = uri.find("draft-0") != std::string::npos;
+      for (const auto& [name, number] : {std::pair<const char*, int>{"draft-03", 3},
+                                         {"draft-04", 4}, {"draft-06", 6}, {"draft-07", 7}}) {
+        if (uri.find(name) != std::string::npos) draft_ = number;
+      }
       // Draft-04 and earlier spell $id as `id` (plain-name fragments too).
       id_keyword_ = uri.find("draft-04") != std::string::npos ||
                             uri.find("draft-03") != std::string::npos

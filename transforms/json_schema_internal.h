@@ -149,6 +149,9 @@ class Converter {
   // The node a $ref names, resolved against the base URI of `from`.
   absl::StatusOr<const Json*> ResolveRef(const Json* from, const std::string& ref) const;
   bool legacy_ref() const { return legacy_ref_; }  // draft <= 7: $ref siblings ignored
+  // False for keywords the document's draft did not have (draft-04 has no
+  // const, contains, propertyNames; draft-06 no if/then/else).
+  bool KeywordExists(std::string_view key) const;
 
   // A rule deriving the instances of the conjunction; built later.
   grammar::RuleId RuleFor(const Conj& conj);
@@ -266,6 +269,7 @@ class Converter {
   std::vector<JsonSchemaWarning> warnings_;
   absl::flat_hash_set<std::string> warned_;
   bool legacy_ref_ = false;
+  int draft_ = 2020;  // 3, 4, 6, 7 from $schema (or the options), else 2020 (2019-09 alike)
   const char* id_keyword_ = "$id";  // "id" in draft-04 and earlier
 
   absl::flat_hash_map<const Json*, std::string> pointer_of_;

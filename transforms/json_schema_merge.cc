@@ -138,6 +138,7 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
       const std::string& key = it.key();
       const Json& v = *it;
       const std::string at = absl::StrCat(ptr, "/", key);
+      if (!KeywordExists(key)) continue;
       absl::Status st;
       if (key == "allOf") {
         if (!v.is_array() || v.empty()) return NotA("a non-empty array", at, v);

@@ -438,6 +438,15 @@ TEST(JsonSchema, IfThenElse) {
   JsonSchemaOptions lenient;
   lenient.lenient = true;
   ExpectLanguage(two, {R"({"a": 1, "b": 2})", "{}"}, {}, lenient);
+  // Before draft-07 `if` is an unknown word (ignored), and before draft-06
+  // so are const, contains and propertyNames.
+  ExpectLanguage(R"({"$schema": "http://json-schema.org/draft-06/schema#",
+                     "if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["b"]},
+                     "properties": {"a": {"const": 1}}})",
+                 {R"({"a": 1})"}, {R"({"a": 2})"});
+  ExpectLanguage(R"({"$schema": "http://json-schema.org/draft-04/schema#",
+                     "properties": {"a": {"const": 1}}, "propertyNames": {"maxLength": 1}})",
+                 {R"({"a": 2, "bb": 0})"}, {});
   // Each condition doubles the cases: more than 4 in one schema are refused.
   std::string chain = R"({"allOf": [)";
   for (int i = 0; i < 5; ++i) {
