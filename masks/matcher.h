@@ -98,7 +98,7 @@ class CompiledGrammar {
   const Vocabulary& vocabulary() const { return *vocabulary_; }
   const TokenTrie& trie() const { return *trie_; }
   // Per trie node: its parent (the root's is itself).
-  uint32_t trie_parent(uint32_t node) const { return trie_parent_[node]; }
+  uint32_t trie_parent(uint32_t node) const { return trie_->parent(node); }
   // The bytes from the trie root to `node` (its token string).
   std::string NodeString(uint32_t node) const;
   // uint32 words of a mask: ceil(padded_size / 32).
@@ -106,6 +106,11 @@ class CompiledGrammar {
 
   // The token sets of terminal-table state `state` (byte-level grammars).
   const StateTokenSets& TokenSets(uint32_t state) const;
+  // The sets of `state` built afresh, not cached (TokenSets builds through
+  // it). `use_subtrees` false turns off the whole-subtree shortcut and steps
+  // every trie node: the same sets, slower (the differential tests'
+  // reference). Thread-safe.
+  StateTokenSets BuildTokenSets(uint32_t state, bool use_subtrees = true) const;
   // Per eager terminal state, the representative of the states that no
   // token can tell apart (BoundedEquivalence); keys the cache and the sets.
   absl::Span<const uint32_t> mask_classes() const { return mask_class_; }
@@ -134,7 +139,6 @@ class CompiledGrammar {
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
                   std::shared_ptr<const Vocabulary> vocabulary, std::shared_ptr<const TokenTrie> trie);
-  StateTokenSets BuildTokenSets(uint32_t state) const;
   StateTokenSets BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const;
   std::vector<uint32_t> BuildGuardFailures(uint32_t guard_state, uint32_t rank) const;
   StateTokenSets BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
@@ -154,7 +158,6 @@ class CompiledGrammar {
   std::shared_ptr<const parser::FlatGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::shared_ptr<const TokenTrie> trie_;  // shared through Vocabulary::SharedTrie
-  std::vector<uint32_t> trie_parent_;
   std::vector<uint32_t> mask_class_;
   // Per terminal state, built once on first use.
   std::unique_ptr<std::once_flag[]> sets_once_;
