@@ -23,7 +23,13 @@
 //    passes an accepting state and then dies. The trie nodes where it dies
 //    after such a point are the state's *uncertain roots*; only their
 //    subtrees are walked with the parser. Every other token is rejected.
-//    Built on first use per state (thread-safe, std::call_once).
+//    Built on first use per state (thread-safe, std::call_once) by one
+//    depth-first walk of the trie that steps the terminal's DFA (matcher.cc,
+//    ClassifyTerminalTokens): accepted ids go straight into a bitset, and a
+//    subtree whose every byte the state loops on is accepted whole, its ids
+//    one slice of the trie (TokenTrie::SubtreeBytes / SubtreeTokens), so a
+//    state inside a JSON string settles most of Llama 3's 275k nodes in
+//    ~15k jumps (cold build ~16 ms before, ~0.5 ms now).
 //    Lexed grammars (Lark) get the same per (lane lexer state, awaited
 //    token): certain while the lane's open token can still become that token
 //    (or an ignored one), uncertain past a possible token end; a lane's
@@ -42,7 +48,9 @@
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
 //
-// Tests: tests/masks/matcher_test.cc (against a per-token brute force).
+// Tests: tests/masks/matcher_test.cc (masks against a per-token brute force;
+// TokenSets.*: each state's sets against a node-by-node oracle and the
+// shortcut against the plain walk, on random and JSON grammars).
 #ifndef ZAPGRAM_MASKS_MATCHER_H_
 #define ZAPGRAM_MASKS_MATCHER_H_
 

@@ -15,6 +15,9 @@
 // open JSON string (k = 0: builtin:json after `["abc`; k = 1: a MaskBench
 // schema inside a string value), so the string state's token sets are built
 // in the timed region: what every new JSON Schema document pays on first use.
+// BM_BuildStringTokenSets/<k>/<shortcut>: CompiledGrammar::BuildTokenSets
+// alone for the open-string state of case k (the largest set after the
+// prefix), with the whole-subtree shortcut (1) or node by node (0).
 // BM_CompileForVocabulary: CompiledGrammar::Compile alone (builtin:json).
 // BM_LoadVocabulary: tokenizer.json to Vocabulary (Llama 3, Qwen 2.5, Gemma 3).
 //
@@ -26,9 +29,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "masks/matcher.h"
 #include "nlohmann/json.hpp"
+#include "pruning/compact.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -156,6 +162,38 @@ void BM_ColdStringMask(benchmark::State& state) {
   state.SetLabel(c.spec);
 }
 BENCHMARK(BM_ColdStringMask)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+
+void BM_BuildStringTokenSets(benchmark::State& state) {
+  const ColdCase& c = kColdCases[state.range(0)];
+  const zapgram::Grammar& grammar = ColdGrammar(static_cast<int>(state.range(0)));
+  auto compiled = zapgram::CompiledGrammar::Compile(grammar, Llama3());
+  if (!compiled.ok()) std::abort();
+  const zapgram::masks::CompiledGrammar& g = *compiled->impl();
+  zapgram::parser::Recognizer recognizer = zapgram::pruning::MakeRecognizer(&g.grammar(), {});
+  const std::string_view prefix = c.prefix;
+  if (recognizer.FeedBytes(prefix) != prefix.size()) {
+    state.SkipWithError("prefix refused");
+    return;
+  }
+  std::vector<uint32_t> scan_states;
+  recognizer.CollectScanStates(&scan_states);
+  uint32_t string_state = 0;
+  size_t most = 0;
+  for (uint32_t s : scan_states) {
+    const size_t accepted = g.BuildTokenSets(s).bytes();
+    if (accepted > most) most = accepted, string_state = s;
+  }
+  const bool shortcut = state.range(1) != 0;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    zapgram::masks::StateTokenSets sets = g.BuildTokenSets(string_state, shortcut);
+    bytes = sets.bytes();
+    benchmark::DoNotOptimize(sets);
+  }
+  state.counters["set_bytes"] = static_cast<double>(bytes);
+  state.SetLabel(c.spec);
+}
+BENCHMARK(BM_BuildStringTokenSets)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 void BM_CompileForVocabulary(benchmark::State& state) {
   const zapgram::Grammar& grammar = ColdGrammar(0);
