@@ -126,32 +126,43 @@ std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_
 
 namespace {
 
-// Accepted ids stored adaptively: a sorted list, or a bitset when smaller.
-// (Only the list needs sorting.)
-void StoreAccepted(std::vector<TokenId> accepted, size_t mask_words, StateTokenSets* out) {
-  if (accepted.size() < mask_words) {
-    std::sort(accepted.begin(), accepted.end());
-    out->accepted_ids = std::move(accepted);
-  } else {
-    out->accepted_words.assign(mask_words, 0);
-    for (TokenId id : accepted) SetBit(out->accepted_words.data(), id);
-  }
-}
+// The accepted ids of a walk, stored adaptively: a sorted list, or a bitset
+// when the list would not be smaller. They are gathered the same way: in a
+// list while it is short, switching to the bitset once the list reaches the
+// bitset's size, so a sparse state pays nothing for the vocabulary's size
+// and a dense one never sorts. Each id is added at most once (an id sits on
+// one trie node).
+class AcceptedTokens {
+ public:
+  explicit AcceptedTokens(size_t mask_words) : mask_words_(mask_words) {}
 
-// The same from a bitset holding `count` ids: kept as is, or listed in
-// increasing order when the list is smaller.
-void StoreAcceptedWords(std::vector<uint32_t> words, size_t count, StateTokenSets* out) {
-  if (count >= words.size()) {
-    out->accepted_words = std::move(words);
-    return;
+  void Add(absl::Span<const TokenId> ids) {
+    if (words_.empty()) {
+      if (list_.size() + ids.size() < mask_words_) {
+        list_.insert(list_.end(), ids.begin(), ids.end());
+        return;
+      }
+      words_.assign(mask_words_, 0u);
+      for (TokenId id : list_) SetBit(words_.data(), id);
+      list_.clear();
+    }
+    for (TokenId id : ids) SetBit(words_.data(), id);
   }
-  out->accepted_ids.reserve(count);
-  for (size_t w = 0; w < words.size(); ++w) {
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+
+  void Store(StateTokenSets* out) && {
+    if (words_.empty()) {
+      std::sort(list_.begin(), list_.end());
+      out->accepted_ids = std::move(list_);
+    } else {
+      out->accepted_words = std::move(words_);
     }
   }
-}
+
+ private:
+  size_t mask_words_;
+  std::vector<TokenId> list_;
+  std::vector<uint32_t> words_;  // empty while the list is used
+};
 
 // The terminal table seen by the walk below. Eager states only step to
 // eager states, so a walk started at one reads the dense table directly
@@ -231,7 +242,7 @@ class LoopCache {
 // path's first d bytes and ended_before[d] says whether an accepting state
 // came at depth 1..d (so a child at depth d+1 could end the terminal before
 // its own byte). Fixed arrays of the trie's height: no per-node allocation.
-// Accepted ids go straight into a bitset (`words`, `count` of them).
+// Accepted ids go to `accepted`.
 //
 // Subtree shortcut (eager tables): when the parent state p steps to itself
 // on every byte of node i's subtree (TokenTrie::SubtreeBytes), every node
@@ -242,14 +253,12 @@ class LoopCache {
 // false walks every node (the differential tests' reference).
 template <typename Table>
 void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t start,
-                            bool use_subtrees, uint32_t* words, size_t* count,
+                            bool use_subtrees, AcceptedTokens* accepted,
                             std::vector<uint32_t>* uncertain_roots) {
   constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
-  *count = 0;
   if (start == 0) return;  // dead: every token is rejected
   const TokenTrieNode* nodes = trie.nodes().data();
   const uint32_t num_nodes = static_cast<uint32_t>(trie.nodes().size());
-  const TokenId* ids = trie.token_ids().data();
   const size_t height = trie.max_depth() + 1u;
   std::vector<uint32_t> state(height);
   std::vector<uint8_t> ended_before(height);
@@ -258,7 +267,6 @@ void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t 
   LoopCache<Table> loops(table);
   state[0] = start;
   ended_before[0] = 0;
-  size_t accepted = 0;
   for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes;) {
     const TokenTrieNode& node = nodes[i];
     const uint32_t depth = node.depth;
@@ -273,22 +281,18 @@ void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t 
       if (next == parent && node.subtree_end > i + 1 && use_subtrees) {
         if (loop[depth - 1] == nullptr) loop[depth - 1] = &loops.Get(parent);
         if (IsSubset(trie.SubtreeBytes(i), *loop[depth - 1])) {
-          const absl::Span<const TokenId> below = trie.SubtreeTokens(i);
-          for (TokenId id : below) SetBit(words, id);
-          accepted += below.size();
+          accepted->Add(trie.SubtreeTokens(i));
           i = node.subtree_end;
           continue;
         }
       }
       loop[depth] = next == parent ? loop[depth - 1] : nullptr;
     }
-    for (uint32_t k = node.first_token, e = k + node.token_count; k < e; ++k) SetBit(words, ids[k]);
-    accepted += node.token_count;
+    if (node.token_count != 0) accepted->Add(trie.TokensAt(i));
     state[depth] = next;
     ended_before[depth] = ended_before[depth - 1] | static_cast<uint8_t>(table.Accepting(next));
     ++i;
   }
-  *count = accepted;
 }
 
 }  // namespace
@@ -296,16 +300,13 @@ void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t 
 StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state, bool use_subtrees) const {
   const parser::TerminalTable& t = grammar_->terminals;
   StateTokenSets out;
-  std::vector<uint32_t> words(mask_words(), 0u);
-  size_t count = 0;
+  AcceptedTokens accepted(mask_words());
   if (state < t.eager_states()) {
-    ClassifyTerminalTokens(*trie_, EagerTable(t), state, use_subtrees, words.data(), &count,
-                           &out.uncertain_roots);
+    ClassifyTerminalTokens(*trie_, EagerTable(t), state, use_subtrees, &accepted, &out.uncertain_roots);
   } else {
-    ClassifyTerminalTokens(*trie_, AnyTable{t}, state, use_subtrees, words.data(), &count,
-                           &out.uncertain_roots);
+    ClassifyTerminalTokens(*trie_, AnyTable{t}, state, use_subtrees, &accepted, &out.uncertain_roots);
   }
-  StoreAcceptedWords(std::move(words), count, &out);
+  std::move(accepted).Store(&out);
   return out;
 }
 
@@ -389,7 +390,7 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
     return false;
   };
   StateTokenSets out;
-  std::vector<TokenId> accepted;
+  AcceptedTokens accepted(mask_words());
   // Per level below the root: lexer state, whether the lexer could have
   // emitted a token on the path so far, and the guards still pending (pairs
   // guard state, rank) in guard_stack. (Rooting the uncertain subtree at the
@@ -430,13 +431,13 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
       i = node.subtree_end;
       continue;
     }
-    for (TokenId id : trie_->TokensAt(i)) accepted.push_back(id);
+    accepted.Add(trie_->TokensAt(i));
     states.push_back(u);
     ended.push_back(ended_here);
     guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
     ++i;
   }
-  StoreAccepted(std::move(accepted), mask_words(), &out);
+  std::move(accepted).Store(&out);
   return out;
 }
 
