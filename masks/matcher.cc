@@ -56,10 +56,14 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
 }
 
 std::string CompiledGrammar::NodeString(uint32_t node) const {
-  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
+  // Raw pointers: the char stores below may alias anything, so members
+  // read through in the loop would be reloaded at every level.
+  const TokenTrieNode* nodes = trie_->nodes().data();
+  const uint32_t* parents = trie_->parents().data();
   std::string bytes(nodes[node].depth, '\0');
-  for (uint32_t i = node; i != TokenTrie::kRoot; i = trie_->parent(i)) {
-    bytes[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
+  char* out = bytes.data();
+  for (uint32_t i = node; i != TokenTrie::kRoot; i = parents[i]) {
+    out[nodes[i].depth - 1] = static_cast<char>(nodes[i].byte);
   }
   return bytes;
 }
@@ -127,18 +131,19 @@ std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_
 namespace {
 
 // The accepted ids of a walk, stored adaptively: a sorted list, or a bitset
-// when the list would not be smaller. They are gathered the same way: in a
-// list while it is short, switching to the bitset once the list reaches the
-// bitset's size, so a sparse state pays nothing for the vocabulary's size
-// and a dense one never sorts. Each id is added at most once (an id sits on
-// one trie node).
+// when the list would not be smaller. Gathered in a short list first (a
+// sparse state pays nothing for the vocabulary's size), then in a bitset,
+// from which a list is read off in order (a dense state never sorts). Each
+// id is added at most once (an id sits on one trie node).
 class AcceptedTokens {
  public:
-  explicit AcceptedTokens(size_t mask_words) : mask_words_(mask_words) {}
+  explicit AcceptedTokens(size_t mask_words)
+      : mask_words_(mask_words), list_limit_(std::min<size_t>(mask_words, kListLimit)) {}
 
   void Add(absl::Span<const TokenId> ids) {
+    count_ += ids.size();
     if (words_.empty()) {
-      if (list_.size() + ids.size() < mask_words_) {
+      if (count_ < list_limit_) {
         list_.insert(list_.end(), ids.begin(), ids.end());
         return;
       }
@@ -150,16 +155,28 @@ class AcceptedTokens {
   }
 
   void Store(StateTokenSets* out) && {
-    if (words_.empty()) {
+    if (words_.empty()) {  // fewer than list_limit_ <= mask_words_ ids
       std::sort(list_.begin(), list_.end());
       out->accepted_ids = std::move(list_);
-    } else {
+    } else if (count_ >= mask_words_) {
       out->accepted_words = std::move(words_);
+    } else {  // listed in increasing order straight from the bitset
+      out->accepted_ids.reserve(count_);
+      for (size_t w = 0; w < words_.size(); ++w) {
+        for (uint32_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+          out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+        }
+      }
     }
   }
 
  private:
+  // Up to this many ids a list is cheaper to gather and sort than a bitset
+  // of the whole vocabulary is to clear and scan.
+  static constexpr size_t kListLimit = 512;
   size_t mask_words_;
+  size_t list_limit_;
+  size_t count_ = 0;
   std::vector<TokenId> list_;
   std::vector<uint32_t> words_;  // empty while the list is used
 };

@@ -97,6 +97,7 @@ class TokenTrie {
   // root's set is every byte of the trie).
   const TrieByteSet& SubtreeBytes(uint32_t node) const { return byte_sets_[subtree_byte_set_[node]]; }
   uint32_t parent(uint32_t node) const { return parents_[node]; }
+  absl::Span<const uint32_t> parents() const { return parents_; }
   // The ids whose bytes are exactly node `node`'s string.
   absl::Span<const TokenId> TokensAt(uint32_t node) const {
     const TokenTrieNode& n = nodes_[node];

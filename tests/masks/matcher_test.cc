@@ -516,7 +516,7 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
 TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
   auto vocab = LoadVocabulary("llama3");
   size_t largest = 0;
-  int checked = 0;
+  int checked = 0, mid_sized = 0;
   for (const char* spec : {"builtin:json", "schema:jsonschema/maskbench/BFCL_java_10.schema.json",
                            "schema:jsonschema/maskbench/Github_easy---o10008.schema.json"}) {
     if (std::string(spec).starts_with("schema:") &&
@@ -534,12 +534,17 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
     for (uint32_t s = 1; s < eager; s += std::max<uint32_t>(1, eager / 12)) states.push_back(s);
     for (uint32_t state : states) {
       if (state >= eager) continue;
-      largest = std::max(largest, CheckStateSets(*g, state, spec));
+      const size_t accepted = CheckStateSets(*g, state, spec);
+      largest = std::max(largest, accepted);
+      // Gathered in a bitset, stored as a list (matcher.cc, AcceptedTokens).
+      mid_sized += accepted >= 512 && accepted < g->mask_words();
       ++checked;
     }
   }
-  std::printf("token sets: %d JSON states checked, largest accepts %zu tokens\n", checked, largest);
+  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids), largest accepts %zu tokens\n",
+              checked, mid_sized, largest);
   EXPECT_GT(largest, 100000u) << "no open-string state was checked";
+  EXPECT_GT(mid_sized, 0) << "no state stored as a list from the bitset was checked";
 }
 
 // Lazily determinized terminals (no shortcut there): states met while
