@@ -23,7 +23,13 @@
 //    passes an accepting state and then dies. The trie nodes where it dies
 //    after such a point are the state's *uncertain roots*; only their
 //    subtrees are walked with the parser. Every other token is rejected.
-//    Built on first use per state (thread-safe, std::call_once).
+//    Built on first use per state (thread-safe, std::call_once) by one
+//    depth-first walk of the trie that steps the terminal's DFA (matcher.cc,
+//    ClassifyTerminalTokens): accepted ids go straight into a bitset, and a
+//    subtree whose every byte the state loops on is accepted whole, its ids
+//    one slice of the trie (TokenTrie::SubtreeBytes / SubtreeTokens), so a
+//    state inside a JSON string settles most of Llama 3's 275k nodes in
+//    ~15k jumps (cold build ~16 ms before, ~0.5 ms now).
 //    Lexed grammars (Lark) get the same per (lane lexer state, awaited
 //    token): certain while the lane's open token can still become that token
 //    (or an ignored one), uncertain past a possible token end; a lane's
@@ -42,7 +48,9 @@
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
 //
-// Tests: tests/masks/matcher_test.cc (against a per-token brute force).
+// Tests: tests/masks/matcher_test.cc (masks against a per-token brute force;
+// TokenSets.*: each state's sets against a node-by-node oracle and the
+// shortcut against the plain walk, on random and JSON grammars).
 #ifndef ZAPGRAM_MASKS_MATCHER_H_
 #define ZAPGRAM_MASKS_MATCHER_H_
 
@@ -98,7 +106,7 @@ class CompiledGrammar {
   const Vocabulary& vocabulary() const { return *vocabulary_; }
   const TokenTrie& trie() const { return *trie_; }
   // Per trie node: its parent (the root's is itself).
-  uint32_t trie_parent(uint32_t node) const { return trie_parent_[node]; }
+  uint32_t trie_parent(uint32_t node) const { return trie_->parent(node); }
   // The bytes from the trie root to `node` (its token string).
   std::string NodeString(uint32_t node) const;
   // uint32 words of a mask: ceil(padded_size / 32).
@@ -106,6 +114,11 @@ class CompiledGrammar {
 
   // The token sets of terminal-table state `state` (byte-level grammars).
   const StateTokenSets& TokenSets(uint32_t state) const;
+  // The sets of `state` built afresh, not cached (TokenSets builds through
+  // it). `use_subtrees` false turns off the whole-subtree shortcut and steps
+  // every trie node: the same sets, slower (the differential tests'
+  // reference). Thread-safe.
+  StateTokenSets BuildTokenSets(uint32_t state, bool use_subtrees = true) const;
   // Per eager terminal state, the representative of the states that no
   // token can tell apart (BoundedEquivalence); keys the cache and the sets.
   absl::Span<const uint32_t> mask_classes() const { return mask_class_; }
@@ -134,7 +147,6 @@ class CompiledGrammar {
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
                   std::shared_ptr<const Vocabulary> vocabulary, std::shared_ptr<const TokenTrie> trie);
-  StateTokenSets BuildTokenSets(uint32_t state) const;
   StateTokenSets BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const;
   std::vector<uint32_t> BuildGuardFailures(uint32_t guard_state, uint32_t rank) const;
   StateTokenSets BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
@@ -154,7 +166,6 @@ class CompiledGrammar {
   std::shared_ptr<const parser::FlatGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::shared_ptr<const TokenTrie> trie_;  // shared through Vocabulary::SharedTrie
-  std::vector<uint32_t> trie_parent_;
   std::vector<uint32_t> mask_class_;
   // Per terminal state, built once on first use.
   std::unique_ptr<std::once_flag[]> sets_once_;

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -99,9 +100,38 @@ absl::StatusOr<TokenTrie> TokenTrie::Build(const Vocabulary& vocabulary) {
   for (TokenTrieNode& node : trie.nodes_) {
     if (node.token_count == 0) node.first_token = next_token;
     next_token = node.first_token + node.token_count;
+    trie.max_depth_ = std::max<uint32_t>(trie.max_depth_, node.depth);
   }
   trie.nodes_.shrink_to_fit();
+  trie.BuildSummaries();
   return trie;
+}
+
+void TokenTrie::BuildSummaries() {
+  // Parents from the pre-order: the nearest earlier node one level up.
+  const uint32_t n = static_cast<uint32_t>(nodes_.size());
+  parents_.assign(n, kRoot);
+  std::vector<uint32_t> at_depth(max_depth_ + 1u, kRoot);
+  for (uint32_t i = kRoot + 1; i < n; ++i) {
+    parents_[i] = at_depth[nodes_[i].depth - 1u];
+    at_depth[nodes_[i].depth] = i;
+  }
+  // Subtree byte sets bottom up: in reverse pre-order every child comes
+  // before its parent, so one backward pass folds each set into its parent's.
+  std::vector<TrieByteSet> sets(n, TrieByteSet{});
+  for (uint32_t i = n; i-- > kRoot + 1;) {
+    sets[i][nodes_[i].byte / 64] |= uint64_t{1} << (nodes_[i].byte % 64);
+    TrieByteSet& up = sets[parents_[i]];
+    for (size_t w = 0; w < up.size(); ++w) up[w] |= sets[i][w];
+  }
+  absl::flat_hash_map<TrieByteSet, uint32_t> ids;
+  subtree_byte_set_.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    auto [it, inserted] = ids.try_emplace(sets[i], static_cast<uint32_t>(byte_sets_.size()));
+    if (inserted) byte_sets_.push_back(sets[i]);
+    subtree_byte_set_[i] = it->second;
+  }
+  byte_sets_.shrink_to_fit();
 }
 
 std::optional<uint32_t> TokenTrie::FindNode(std::string_view bytes) const {
@@ -136,7 +166,9 @@ std::vector<TokenId> TokenTrie::TokensPrefixOf(std::string_view bytes) const {
 }
 
 size_t TokenTrie::memory_bytes() const {
-  return nodes_.capacity() * sizeof(TokenTrieNode) + token_ids_.capacity() * sizeof(TokenId);
+  return nodes_.capacity() * sizeof(TokenTrieNode) + token_ids_.capacity() * sizeof(TokenId) +
+         (parents_.capacity() + subtree_byte_set_.capacity()) * sizeof(uint32_t) +
+         byte_sets_.capacity() * sizeof(TrieByteSet);
 }
 
 std::string TokenTrie::Dump(uint32_t max_nodes) const {

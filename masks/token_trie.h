@@ -26,6 +26,16 @@
 //   }
 // (depth tells how many bytes to pop when the walk moves up.)
 //
+// Per-subtree summaries, for walkers that can settle a whole subtree at once
+// (masks/matcher.cc: a terminal state that loops on every byte below a node
+// accepts all of the subtree's tokens without stepping through it):
+//   - SubtreeTokens(i): the ids of every node in [i, subtree_end), one
+//     contiguous slice of token_ids() (token_ids() is in DFS order);
+//   - SubtreeBytes(i): the set of bytes on the edges of i's subtree (i's own
+//     byte and all below). Stored deduplicated: per node a 32-bit index into
+//     a table of distinct 256-bit sets (Llama 3: ~275k nodes, ~43k sets).
+//   - parent(i): the node one level up (the root's parent is itself).
+//
 // Building sorts the normal ids by their bytes and emits nodes while scanning
 // the sorted list, keeping an explicit stack of open nodes (no recursion).
 //
@@ -34,6 +44,7 @@
 #ifndef ZAPGRAM_MASKS_TOKEN_TRIE_H_
 #define ZAPGRAM_MASKS_TOKEN_TRIE_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +57,9 @@
 #include "masks/vocabulary.h"
 
 namespace zapgram::masks {
+
+// A set of bytes as four 64-bit words: byte b is bit b % 64 of word b / 64.
+using TrieByteSet = std::array<uint64_t, 4>;
 
 // 12 bytes, trivially copyable.
 struct TokenTrieNode {
@@ -69,6 +83,21 @@ class TokenTrie {
 
   absl::Span<const TokenTrieNode> nodes() const { return nodes_; }
   absl::Span<const TokenId> token_ids() const { return token_ids_; }
+  // The greatest node depth (the longest token's byte length).
+  uint32_t max_depth() const { return max_depth_; }
+  // The ids of every node of `node`'s subtree, in DFS order.
+  absl::Span<const TokenId> SubtreeTokens(uint32_t node) const {
+    const uint32_t end = nodes_[node].subtree_end;
+    const uint32_t last = end < nodes_.size() ? nodes_[end].first_token
+                                              : static_cast<uint32_t>(token_ids_.size());
+    return absl::Span<const TokenId>(token_ids_).subspan(nodes_[node].first_token,
+                                                        last - nodes_[node].first_token);
+  }
+  // The bytes on the edges of `node`'s subtree (its own byte included; the
+  // root's set is every byte of the trie).
+  const TrieByteSet& SubtreeBytes(uint32_t node) const { return byte_sets_[subtree_byte_set_[node]]; }
+  uint32_t parent(uint32_t node) const { return parents_[node]; }
+  absl::Span<const uint32_t> parents() const { return parents_; }
   // The ids whose bytes are exactly node `node`'s string.
   absl::Span<const TokenId> TokensAt(uint32_t node) const {
     const TokenTrieNode& n = nodes_[node];
@@ -89,9 +118,15 @@ class TokenTrie {
 
  private:
   TokenTrie() = default;
+  // Fills parents_, subtree_byte_set_ and byte_sets_ from nodes_.
+  void BuildSummaries();
 
   std::vector<TokenTrieNode> nodes_;
   std::vector<TokenId> token_ids_;
+  uint32_t max_depth_ = 0;
+  std::vector<uint32_t> parents_;           // per node
+  std::vector<uint32_t> subtree_byte_set_;  // per node: index into byte_sets_
+  std::vector<TrieByteSet> byte_sets_;      // distinct subtree byte sets
 };
 
 }  // namespace zapgram::masks

@@ -11,6 +11,14 @@
 //   BM_MaskNoSets/<set>/<k>   the cache and the context-independent token
 //                             sets are off: the full trie walk (ablation).
 // The token sets are built before timing (they are built once per grammar).
+// BM_ColdStringMask/<k>: the first mask of a fresh CompiledGrammar inside an
+// open JSON string (k = 0: builtin:json after `["abc`; k = 1: a MaskBench
+// schema inside a string value), so the string state's token sets are built
+// in the timed region: what every new JSON Schema document pays on first use.
+// BM_BuildStringTokenSets/<k>/<shortcut>: CompiledGrammar::BuildTokenSets
+// alone for the open-string state of case k (the largest set after the
+// prefix), with the whole-subtree shortcut (1) or node by node (0).
+// BM_CompileForVocabulary: CompiledGrammar::Compile alone (builtin:json).
 // BM_LoadVocabulary: tokenizer.json to Vocabulary (Llama 3, Qwen 2.5, Gemma 3).
 //
 // Run e.g. build/zapgram_bench --benchmark_filter=Mask
@@ -21,9 +29,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "masks/matcher.h"
 #include "nlohmann/json.hpp"
+#include "pruning/compact.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -106,6 +117,94 @@ void MaskArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MaskHit)->Apply(MaskArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskMiss)->Apply(MaskArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskNoSets)->Apply(MaskArgs)->Unit(benchmark::kMicrosecond)->Iterations(3);
+
+struct ColdCase {
+  const char* spec;
+  const char* prefix;
+};
+const ColdCase kColdCases[] = {
+    {"builtin:json", "[\"abc"},
+    {"schema:jsonschema/maskbench/BFCL_java_10.schema.json",
+     "{\"JNIBridge.setLauncherInfo\": {\"launcher\": \"/usr"},
+};
+
+const zapgram::Grammar& ColdGrammar(int which) {
+  static std::map<int, zapgram::Grammar>* cache = new std::map<int, zapgram::Grammar>;
+  auto it = cache->find(which);
+  if (it != cache->end()) return it->second;
+  auto grammar = zapgram::Grammar::Load(kColdCases[which].spec, ZAPGRAM_DATA_DIR);
+  if (!grammar.ok()) std::abort();
+  return cache->emplace(which, *std::move(grammar)).first->second;
+}
+
+void BM_ColdStringMask(benchmark::State& state) {
+  const ColdCase& c = kColdCases[state.range(0)];
+  const zapgram::Grammar& grammar = ColdGrammar(static_cast<int>(state.range(0)));
+  std::vector<uint32_t> words;
+  size_t allowed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto compiled = zapgram::CompiledGrammar::Compile(grammar, Llama3());
+    if (!compiled.ok()) std::abort();
+    zapgram::MatcherOptions options;
+    options.use_cache = false;
+    zapgram::Matcher matcher(*compiled, options);
+    if (!matcher.AcceptBytes(c.prefix)) {
+      state.SkipWithError("prefix refused");
+      return;
+    }
+    words.assign(compiled->mask_words(), 0);
+    state.ResumeTiming();
+    allowed = matcher.ComputeMask(words.data());
+    benchmark::DoNotOptimize(words.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed);
+  state.SetLabel(c.spec);
+}
+BENCHMARK(BM_ColdStringMask)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+
+void BM_BuildStringTokenSets(benchmark::State& state) {
+  const ColdCase& c = kColdCases[state.range(0)];
+  const zapgram::Grammar& grammar = ColdGrammar(static_cast<int>(state.range(0)));
+  auto compiled = zapgram::CompiledGrammar::Compile(grammar, Llama3());
+  if (!compiled.ok()) std::abort();
+  const zapgram::masks::CompiledGrammar& g = *compiled->impl();
+  zapgram::parser::Recognizer recognizer = zapgram::pruning::MakeRecognizer(&g.grammar(), {});
+  const std::string_view prefix = c.prefix;
+  if (recognizer.FeedBytes(prefix) != prefix.size()) {
+    state.SkipWithError("prefix refused");
+    return;
+  }
+  std::vector<uint32_t> scan_states;
+  recognizer.CollectScanStates(&scan_states);
+  uint32_t string_state = 0;
+  size_t most = 0;
+  for (uint32_t s : scan_states) {
+    const size_t accepted = g.BuildTokenSets(s).bytes();
+    if (accepted > most) most = accepted, string_state = s;
+  }
+  const bool shortcut = state.range(1) != 0;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    zapgram::masks::StateTokenSets sets = g.BuildTokenSets(string_state, shortcut);
+    bytes = sets.bytes();
+    benchmark::DoNotOptimize(sets);
+  }
+  state.counters["set_bytes"] = static_cast<double>(bytes);
+  state.SetLabel(c.spec);
+}
+BENCHMARK(BM_BuildStringTokenSets)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+void BM_CompileForVocabulary(benchmark::State& state) {
+  const zapgram::Grammar& grammar = ColdGrammar(0);
+  Llama3();
+  for (auto _ : state) {
+    auto compiled = zapgram::CompiledGrammar::Compile(grammar, Llama3());
+    if (!compiled.ok()) std::abort();
+    benchmark::DoNotOptimize(compiled);
+  }
+}
+BENCHMARK(BM_CompileForVocabulary)->Unit(benchmark::kMillisecond);
 
 void BM_LoadVocabulary(benchmark::State& state) {
   static const char* const kNames[] = {"llama3", "qwen2_5", "gemma3"};

@@ -1,7 +1,8 @@
 // The Matcher's masks against a brute force: for every normal token, a
 // separate recognizer fed the same text pushes the token's bytes and sees
 // whether they survive (no trie, no shared walk). Run on real tokenizers and
-// real trace documents, on random walks, and around rollback.
+// real trace documents, on random walks, and around rollback. The token sets
+// of single terminal states against a node-by-node oracle (TokenSets.*).
 #include "masks/matcher.h"
 
 #include <cstdio>
@@ -19,6 +20,8 @@
 #include "zapgram/matcher.h"
 #include "pruning/compact.h"
 #include "transforms/regular_terminals.h"
+#include "tests/support/ir_compile.h"
+#include "tests/support/random_grammar.h"
 #include "tests/support/test_paths.h"
 
 namespace zapgram::masks {
@@ -391,6 +394,179 @@ TEST(MatcherCountedRepetition, CountsBeyondTheLongestTokenShareMasks) {
   const MaskCacheStats stats = g->cache_stats();
   EXPECT_LE(stats.entries, 12u) << "one cache entry per count would be 501";
   EXPECT_GT(stats.hits, 480u);
+}
+
+// ---------------------------------------------------------------------------
+// Token sets of one terminal state (CompiledGrammar::BuildTokenSets) against
+// an oracle that classifies every trie node on its own: the node's whole byte
+// string is stepped through the terminal table from the state, with no
+// shared walk, no subtree shortcut and no bitset. A token is accepted when
+// the DFA stays live through all its bytes; a node is an uncertain root when
+// the DFA dies (or the lazy DFA overflows) exactly on its last byte after
+// passing an accepting state strictly before it (at depth 1 or more).
+// The fast build (whole subtrees settled at once where the state loops on
+// their bytes) must also equal the node-by-node build exactly, storage form
+// included.
+
+struct OracleSets {
+  std::vector<TokenId> accepted;  // sorted
+  std::vector<uint32_t> roots;    // DFS order
+};
+
+OracleSets ClassifyNodesOneByOne(const CompiledGrammar& g, uint32_t state) {
+  const parser::TerminalTable& t = g.grammar().terminals;
+  constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
+  const TokenTrie& trie = g.trie();
+  OracleSets out;
+  for (uint32_t i = TokenTrie::kRoot + 1; i < trie.nodes().size(); ++i) {
+    const std::string path = g.NodeString(i);
+    uint32_t s = state;
+    bool ended = false, live = true;
+    for (size_t k = 0; k < path.size() && live; ++k) {
+      if (k >= 1 && t.accepting(s)) ended = true;
+      const uint32_t next = s == 0 ? 0 : t.Step(s, static_cast<uint8_t>(path[k]));
+      if (next == 0 || next == kOverflow) {
+        live = false;
+        if (k + 1 == path.size() && (ended || next == kOverflow)) out.roots.push_back(i);
+      }
+      s = next;
+    }
+    if (live) {
+      for (TokenId id : trie.TokensAt(i)) out.accepted.push_back(id);
+    }
+  }
+  std::sort(out.accepted.begin(), out.accepted.end());
+  return out;
+}
+
+std::vector<TokenId> AcceptedIds(const StateTokenSets& sets) {
+  std::vector<TokenId> ids = sets.accepted_ids;
+  for (size_t w = 0; w < sets.accepted_words.size(); ++w) {
+    for (uint32_t b = 0; b < 32; ++b) {
+      if ((sets.accepted_words[w] >> b) & 1u) ids.push_back(static_cast<TokenId>(32 * w + b));
+    }
+  }
+  return ids;  // sorted: the list is sorted and a grammar's sets use one form
+}
+
+// Checks `state` of `g` three ways; returns how many tokens the state accepts.
+size_t CheckStateSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
+  const StateTokenSets fast = g.BuildTokenSets(state, /*use_subtrees=*/true);
+  const StateTokenSets slow = g.BuildTokenSets(state, /*use_subtrees=*/false);
+  EXPECT_EQ(fast.accepted_words, slow.accepted_words) << where << " state " << state;
+  EXPECT_EQ(fast.accepted_ids, slow.accepted_ids) << where << " state " << state;
+  EXPECT_EQ(fast.uncertain_roots, slow.uncertain_roots) << where << " state " << state;
+  EXPECT_TRUE(fast.accepted_words.empty() || fast.accepted_ids.empty()) << where;
+  const OracleSets oracle = ClassifyNodesOneByOne(g, state);
+  const std::vector<TokenId> accepted = AcceptedIds(fast);
+  EXPECT_EQ(accepted, oracle.accepted) << where << " state " << state;
+  EXPECT_EQ(fast.uncertain_roots, oracle.roots) << where << " state " << state;
+  // Stored as a list exactly when the list is smaller than the bitset.
+  EXPECT_EQ(fast.accepted_words.empty(), accepted.size() < g.mask_words()) << where << " state " << state;
+  return accepted.size();
+}
+
+// A vocabulary over the random grammars' alphabet (a, b, c, d, é, stray
+// halves of é): every single byte of it plus random strings up to 8 bytes,
+// so subtrees are deep and some share bytes a state loops on.
+std::shared_ptr<const Vocabulary> AlphabetVocabulary(std::mt19937_64& rng) {
+  std::vector<std::string> tokens;
+  for (uint8_t b : zapgram::testing::AlphabetBytes()) tokens.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* t : {"aaaaaa", "abababab", "aaaab", "abcabc", "cccc"}) tokens.push_back(t);
+  while (tokens.size() < 400) {
+    std::string t = zapgram::testing::RandomString(rng, 8);
+    if (!t.empty()) tokens.push_back(std::move(t));
+  }
+  tokens.push_back("");  // EOS
+  absl::StatusOr<Vocabulary> v = Vocabulary::FromTokenBytes(tokens, {static_cast<TokenId>(tokens.size() - 1)});
+  EXPECT_TRUE(v.ok()) << v.status();
+  return std::make_shared<const Vocabulary>(*std::move(v));
+}
+
+TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
+  std::mt19937_64 rng(0x70CE'5E75ull);
+  int grammars = 0, states = 0, loaded_states = 0;
+  for (int round = 0; round < 120; ++round) {
+    auto vocab = AlphabetVocabulary(rng);
+    const grammar::Grammar ir = zapgram::testing::RandomGrammar(rng);
+    // Plain lowering and the merged form (whole regular rules as one DFA,
+    // whose states loop more).
+    absl::StatusOr<parser::FlatGrammar> flat =
+        round % 2 == 0 ? parser::BuildFlatGrammar(ir) : zapgram::testing::CompileIr(ir);
+    if (!flat.ok()) continue;  // a language with no string
+    auto shared_flat = std::make_shared<const parser::FlatGrammar>(*std::move(flat));
+    absl::StatusOr<std::shared_ptr<const CompiledGrammar>> g = CompiledGrammar::Build(shared_flat, vocab);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ++grammars;
+    for (uint32_t state = 0; state < shared_flat->terminals.eager_states(); ++state) {
+      const size_t accepted = CheckStateSets(**g, state, "round " + std::to_string(round));
+      ++states;
+      loaded_states += accepted >= 20;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens)\n", grammars, states,
+              loaded_states);
+  EXPECT_GT(grammars, 60);
+  EXPECT_GT(loaded_states, 50);
+}
+
+// Real grammars with Llama 3: builtin:json and MaskBench schemas, a spread of
+// their states (those of an open JSON string among them: the large sets).
+TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
+  auto vocab = LoadVocabulary("llama3");
+  size_t largest = 0;
+  int checked = 0, mid_sized = 0;
+  for (const char* spec : {"builtin:json", "schema:jsonschema/maskbench/BFCL_java_10.schema.json",
+                           "schema:jsonschema/maskbench/Github_easy---o10008.schema.json"}) {
+    if (std::string(spec).starts_with("schema:") &&
+        !std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) {
+      continue;  // not in this data snapshot
+    }
+    auto g = CompileFor(spec, vocab);
+    // The states of an open string, then an even spread of the others.
+    std::vector<uint32_t> states;
+    RecognizerOptions options;
+    parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+    r.FeedBytes(std::string(spec) == "builtin:json" ? "[\"ab" : "{\"");
+    r.CollectScanStates(&states);
+    const uint32_t eager = g->grammar().terminals.eager_states();
+    for (uint32_t s = 1; s < eager; s += std::max<uint32_t>(1, eager / 12)) states.push_back(s);
+    for (uint32_t state : states) {
+      if (state >= eager) continue;
+      const size_t accepted = CheckStateSets(*g, state, spec);
+      largest = std::max(largest, accepted);
+      // Gathered in a bitset, stored as a list (matcher.cc, AcceptedTokens).
+      mid_sized += accepted >= 512 && accepted < g->mask_words();
+      ++checked;
+    }
+  }
+  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids), largest accepts %zu tokens\n",
+              checked, mid_sized, largest);
+  EXPECT_GT(largest, 100000u) << "no open-string state was checked";
+  EXPECT_GT(mid_sized, 0) << "no state stored as a list from the bitset was checked";
+}
+
+// Lazily determinized terminals (no shortcut there): states met while
+// feeding text, against the oracle.
+TEST(TokenSets, LazyTerminalStatesMatchOracle) {
+  std::mt19937_64 rng(17);
+  auto vocab = AlphabetVocabulary(rng);
+  auto g = CompileFor("regex:(?:a|b)*a(?:a|b){16}c?d", vocab);
+  ASSERT_NE(g->grammar().terminals.lazy, nullptr) << "the regex was determinized eagerly";
+  RecognizerOptions options;
+  parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+  int checked = 0;
+  std::vector<uint32_t> states;
+  for (int k = 0; k < 40; ++k) {
+    r.CollectScanStates(&states);
+    for (uint32_t state : states) {
+      CheckStateSets(*g, state, "after " + std::to_string(k) + " bytes");
+      ++checked;
+    }
+    ASSERT_TRUE(r.Feed("ab"[rng() % 2])) << k;
+  }
+  EXPECT_GT(checked, 30);
 }
 
 }  // namespace

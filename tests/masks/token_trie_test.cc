@@ -12,6 +12,8 @@
 //   - a walker that refuses some (depth, byte) steps and skips refused
 //     subtrees with subtree_end allows exactly the tokens a per-token check
 //     allows (the O(1) skip is a true prefix test).
+//   - the per-subtree summaries (parent, SubtreeTokens, SubtreeBytes,
+//     max_depth) against their definitions, recomputed from the nodes.
 // On a small hand-written vocabulary: a golden Dump.
 #include "masks/token_trie.h"
 
@@ -234,6 +236,46 @@ TEST_P(TokenTrieRealTest, SubtreeSkippingWalkMatchesPerTokenCheck) {
   EXPECT_LT(visited, nodes.size());
   std::printf("[ trie     ] %s: toy walk visited %llu of %zu nodes, allowed %zu tokens\n", GetParam().c_str(),
               static_cast<unsigned long long>(visited), nodes.size(), walked.size());
+}
+
+// The per-subtree summaries against their definitions, computed the slow
+// way from the nodes: parent(i) is the deepest earlier node one level up
+// whose subtree holds i; SubtreeTokens(i) lists the ids of every node of the
+// subtree in DFS order; SubtreeBytes(i) is the set of their edge bytes.
+TEST_P(TokenTrieRealTest, SubtreeSummariesMatchTheirDefinitions) {
+  const TokenTrie& trie = *Fixture(GetParam()).trie;
+  const absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  uint32_t deepest = 0;
+  size_t distinct_sets = 0;
+  std::map<TrieByteSet, int> sets_seen;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    deepest = std::max<uint32_t>(deepest, nodes[i].depth);
+    if (i == TokenTrie::kRoot) {
+      ASSERT_EQ(trie.parent(i), TokenTrie::kRoot);
+    } else {
+      uint32_t parent = i - 1;
+      while (nodes[parent].depth != nodes[i].depth - 1u) --parent;
+      ASSERT_EQ(trie.parent(i), parent) << i;
+      ASSERT_LT(i, nodes[parent].subtree_end) << i;
+    }
+    // Every 7th node in full (sum of subtree sizes would be large), plus all
+    // nodes of depth <= 1 (the largest subtrees).
+    if (i % 7 != 0 && nodes[i].depth > 1) continue;
+    std::vector<TokenId> tokens;
+    TrieByteSet bytes{};
+    for (uint32_t k = i; k < nodes[i].subtree_end; ++k) {
+      for (TokenId id : trie.TokensAt(k)) tokens.push_back(id);
+      if (k != TokenTrie::kRoot) bytes[nodes[k].byte / 64] |= uint64_t{1} << (nodes[k].byte % 64);
+    }
+    const absl::Span<const TokenId> got = trie.SubtreeTokens(i);
+    ASSERT_EQ(std::vector<TokenId>(got.begin(), got.end()), tokens) << i;
+    ASSERT_EQ(trie.SubtreeBytes(i), bytes) << i;
+    if (sets_seen[bytes]++ == 0) ++distinct_sets;
+  }
+  EXPECT_EQ(trie.max_depth(), deepest);
+  EXPECT_EQ(trie.SubtreeTokens(TokenTrie::kRoot).size(), trie.token_ids().size());
+  std::printf("[ trie     ] %s: %zu distinct subtree byte sets among the checked nodes\n",
+              GetParam().c_str(), distinct_sets);
 }
 
 INSTANTIATE_TEST_SUITE_P(TokenTrieOnRealTokenizers, TokenTrieRealTest,
