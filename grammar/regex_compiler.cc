@@ -988,14 +988,18 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     auto fail = [&](const absl::Status& st) {
       return absl::Status(st.code(), parser.Error(n.offset, std::string(st.message())).message());
     };
-    absl::StatusOr<ByteDfa> universe =
-        CompileRegex("[\\s\\S]*", n.json_string ? uint32_t{kRegexJsonString} : 0u, limits);
-    if (!universe.ok()) return fail(universe.status());
+    // All text in the node's spelling: what (?~:) complements within, and
+    // what counted operands start from when no plain operand comes first.
+    auto universe = [&]() {
+      return CompileRegex("[\\s\\S]*", n.json_string ? uint32_t{kRegexJsonString} : 0u, limits);
+    };
     absl::StatusOr<ByteDfa> result;
     if (n.kind == NodeKind::kNot) {
       absl::StatusOr<ByteDfa> removed = OperandDfa(parser, n.children[0], limits, ctx);
       if (!removed.ok()) return fail(removed.status());
-      result = SubtractDfa(*universe, *removed, limits.max_dfa_states);
+      absl::StatusOr<ByteDfa> all = universe();
+      if (!all.ok()) return fail(all.status());
+      result = SubtractDfa(*all, *removed, limits.max_dfa_states);
     } else {
       // Plain operands first (their product is usually small), counted
       // classes last.
@@ -1006,7 +1010,8 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
       for (uint32_t c : n.children) {
         if (nodes[c].counted) order.push_back(c);
       }
-      result = std::move(*universe);
+      // The first plain operand replaces this placeholder.
+      result = nodes[order[0]].counted ? universe() : absl::StatusOr<ByteDfa>(ByteDfa{});
       for (size_t k = 0; k < order.size() && result.ok(); ++k) {
         const Node& operand = nodes[order[k]];
         if (operand.counted) {

@@ -98,7 +98,25 @@ bool NumberSatisfies(double x, const MergedSchema& m) {
   return true;
 }
 
+// `conj` with `node`'s combinator `bit` marked as expanded (the node is
+// added if it came in through a $ref or an allOf).
+std::vector<ConjItem> Expanded(const Conj& conj, const Json* node, uint8_t bit) {
+  std::vector<ConjItem> items = conj;
+  items.push_back({node, bit});
+  for (ConjItem& item : items) {
+    if (item.node == node) item.skip |= bit;
+  }
+  return items;
+}
+
 }  // namespace
+
+const Json* Converter::AddSynthetic(Json node, std::string pointer) {
+  synthetic_.push_back(std::move(node));
+  const Json* added = &synthetic_.back();
+  pointer_of_[added] = std::move(pointer);
+  return added;
+}
 
 absl::StatusOr<std::optional<std::string>> Converter::NegatedStrings(const MergedSchema& n,
                                                                        MergedSchema& m) {
@@ -168,11 +186,7 @@ absl::StatusOr<ExprId> Converter::BuildConditional(const Conj& conj, const Merge
     return it == holder.end() ? nullptr : &*it;
   };
   // The conjunction with this if/then/else expanded.
-  std::vector<ConjItem> base = conj;
-  base.push_back({&holder, kSkipIf});
-  for (ConjItem& item : base) {
-    if (item.node == &holder) item.skip |= kSkipIf;
-  }
+  const std::vector<ConjItem> base = Expanded(conj, &holder, kSkipIf);
   auto with = [&](std::initializer_list<const Json*> nodes) {
     std::vector<ConjItem> items = base;
     for (const Json* n : nodes) {
@@ -230,10 +244,7 @@ const Json* Converter::NegatedRequired(const MergedSchema& n, const std::string&
     negated["type"] = "object";
   }
   negated["anyOf"] = std::move(missing);
-  synthetic_.push_back(std::move(negated));
-  const Json* node = &synthetic_.back();
-  pointer_of_[node] = absl::StrCat(pointer, " (negated)");
-  return node;
+  return AddSynthetic(std::move(negated), absl::StrCat(pointer, " (negated)"));
 }
 
 absl::StatusOr<const Json*> Converter::NegatedIf(const Json* if_node) {
@@ -280,10 +291,8 @@ absl::StatusOr<const Json*> Converter::NegatedIf(const Json* if_node) {
   negated["type"] = "object";
   negated["properties"][key]["not"] = tested;
   if (!requires_key) negated["required"] = Json::array({key});
-  synthetic_.push_back(std::move(negated));
-  const Json* node = &synthetic_.back();
   const std::string at = PointerOf(if_node);
-  pointer_of_[node] = absl::StrCat(at, " (negated)");
+  const Json* node = AddSynthetic(std::move(negated), absl::StrCat(at, " (negated)"));
   pointer_of_[&(*node)["properties"][key]] = absl::StrCat(at, " (negated)/properties/", key);
   negated_if_[if_node] = node;
   return node;
@@ -299,11 +308,7 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   // 2. anyOf / oneOf.
   if (m.disjunction_node != nullptr) {
     const char* key = m.disjunction_bit == kSkipAnyOf ? "anyOf" : "oneOf";
-    std::vector<ConjItem> base = conj;
-    base.push_back({m.disjunction_node, m.disjunction_bit});
-    for (ConjItem& item : base) {
-      if (item.node == m.disjunction_node) item.skip |= m.disjunction_bit;
-    }
+    const std::vector<ConjItem> base = Expanded(conj, m.disjunction_node, m.disjunction_bit);
     std::vector<ExprId> alternatives;
     for (const Json& branch : (*m.disjunction_node)[key]) {
       std::vector<ConjItem> items = base;
@@ -322,11 +327,7 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
     if (!n.ok()) return n.status();
     const Json* rewritten = NegatedRequired(*n, negation.pointer);
     if (rewritten == nullptr) continue;
-    std::vector<ConjItem> items = conj;
-    items.push_back({negation.holder, kSkipNot});
-    for (ConjItem& item : items) {
-      if (item.node == negation.holder) item.skip |= kSkipNot;
-    }
+    std::vector<ConjItem> items = Expanded(conj, negation.holder, kSkipNot);
     items.push_back({rewritten, 0});
     return RefTo(MakeConj(std::move(items)));
   }

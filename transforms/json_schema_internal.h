@@ -184,6 +184,9 @@ class Converter {
   absl::StatusOr<MergedSchema> Merge(const Conj& conj);
   // json_schema_build.cc
   absl::StatusOr<grammar::ExprId> Build(const Conj& conj);
+  // Takes ownership of a schema node the converter wrote (its address stays
+  // valid) and names it `pointer` in messages.
+  const Json* AddSynthetic(Json node, std::string pointer);
   // if/then/else of m.conditional_node as (if and then) or (not-if and
   // else), for an `if` whose negation has a grammar (NegatedIf).
   absl::StatusOr<grammar::ExprId> BuildConditional(const Conj& conj, const MergedSchema& m);
@@ -237,6 +240,9 @@ class Converter {
   // A JSON string (quotes included) whose decoded text is not one of `names`.
   grammar::ExprId KeyOtherThan(const std::vector<std::string>& names);
   grammar::RuleId KeyTail();
+  // A JSON string (quotes included) whose decoded text the J-flag `regex`
+  // matches whole.
+  grammar::ExprId JsonStringMatching(const std::string& regex);
   // A JSON string whose decoded text the search `pattern` finds (J flag regex).
   grammar::ExprId StringMatching(const std::string& pattern);
   // Does the regex compiler take the search `pattern` (syntax, anchors)? Its

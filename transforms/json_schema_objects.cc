@@ -186,12 +186,8 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
     // Keys outside the named set, valued by every additionalProperties.
     std::optional<Conj> value = value_for({});
     if (!value) return members;
-    ExprId key = key_operands.empty()
-                     ? KeyOtherThan(names)
-                     : g.AddSequence({Literal("\""),
-                                      g.AddRegex(IntersectionRegex(key_operands),
-                                                 grammar::kRegexJsonString),
-                                      Literal("\"")});
+    ExprId key = key_operands.empty() ? KeyOtherThan(names)
+                                      : JsonStringMatching(IntersectionRegex(key_operands));
     // (With propertyNames the key regex may spell a named key too, which
     // only lets that key repeat; KeyOtherThan keeps large name sets cheap.)
     members.push_back(member_with(key, *value));
@@ -280,9 +276,7 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
       break;
     }
     if (!*some) continue;
-    region_members.push_back(member_with(
-        g.AddSequence({Literal("\""), g.AddRegex(key, grammar::kRegexJsonString), Literal("\"")}),
-        *value));
+    region_members.push_back(member_with(JsonStringMatching(key), *value));
   }
   if (trouble.ok()) {
     members.insert(members.end(), region_members.begin(), region_members.end());
@@ -298,14 +292,7 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
   for (const KeyPattern& p : patterns) {
     if (!IsFalse(p.schema)) members.push_back(member_with(StringMatching(p.ecma), MakeConj({{p.schema, 0}})));
   }
-  std::vector<ConjItem> rest;
-  bool rest_allowed = true;
-  for (const Json* extra : extra_of) {
-    if (extra == nullptr) continue;
-    rest_allowed = rest_allowed && !IsFalse(extra);
-    rest.push_back({extra, 0});
-  }
-  if (rest_allowed) members.push_back(member_with(AnyString(), MakeConj(std::move(rest))));
+  if (std::optional<Conj> rest = value_for({})) members.push_back(member_with(AnyString(), *rest));
   return members;
 }
 

@@ -318,14 +318,16 @@ ExprId Converter::AnyValue() {
 }
 
 absl::Status Converter::CheckSearchPattern(const std::string& pattern) {
-  grammar::ByteNfa scratch;
-  return grammar::AddRegex(scratch, 0, SearchRegex(pattern), grammar::kRegexJsonString).status();
+  return CheckJsonStringRegex(SearchRegex(pattern));
+}
+
+ExprId Converter::JsonStringMatching(const std::string& regex) {
+  return grammar_.AddSequence(
+      {Literal("\""), grammar_.AddRegex(regex, grammar::kRegexJsonString), Literal("\"")});
 }
 
 ExprId Converter::StringMatching(const std::string& pattern) {
-  return grammar_.AddSequence(
-      {Literal("\""), grammar_.AddRegex(SearchRegex(pattern), grammar::kRegexJsonString),
-       Literal("\"")});
+  return JsonStringMatching(SearchRegex(pattern));
 }
 
 absl::StatusOr<bool> Converter::WholeMatch(const std::string& regex, const std::string& s) {
@@ -363,6 +365,7 @@ absl::StatusOr<bool> Converter::StringSatisfies(const std::string& s, const Merg
   }
   return true;
 }
+
 std::string RegexLiteral(std::string_view text) {
   std::string out;
   for (char ch : text) {
@@ -386,6 +389,13 @@ std::string IntersectionRegex(const std::vector<std::string>& operands) {
     absl::StrAppend(&out, i ? "|" : "", "(?:", operands[i], ")");
   }
   return out + ")";
+}
+
+// IntersectionRegex of the regexes of (regex, keyword) operands.
+std::string IntersectionOfOperands(const std::vector<std::pair<std::string, std::string>>& operands) {
+  std::vector<std::string> texts;
+  for (const auto& [regex, keyword] : operands) texts.push_back(regex);
+  return IntersectionRegex(texts);
 }
 
 std::string LengthRegex(uint64_t min, std::optional<uint64_t> max) {
@@ -439,13 +449,8 @@ absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const M
   }
   // Their intersection, if its automaton fits; else the last constraints go
   // (lenient: fewer constraints, never more).
-  auto regex_of = [&]() {
-    std::vector<std::string> texts;
-    for (const auto& [regex, keyword] : operands) texts.push_back(regex);
-    return IntersectionRegex(texts);
-  };
   while (operands.size() > 1) {
-    absl::Status fits = CheckJsonStringRegex(regex_of());
+    absl::Status fits = CheckJsonStringRegex(IntersectionOfOperands(operands));
     if (fits.ok()) break;
     absl::Status refused = Unsupported(
         operands.back().second, m.pointer,
@@ -454,7 +459,7 @@ absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const M
     if (!refused.ok()) return refused;
     operands.pop_back();
   }
-  return std::optional<std::string>(regex_of());
+  return std::optional<std::string>(IntersectionOfOperands(operands));
 }
 
 absl::StatusOr<std::string> Converter::ExactStringRegex(const MergedSchema& m) {
@@ -467,9 +472,7 @@ absl::StatusOr<std::string> Converter::ExactStringRegex(const MergedSchema& m) {
     operands.push_back({LengthRegex(m.min_length, m.max_length), "length"});
   }
   if (operands.empty()) return std::string("[\\s\\S]*");
-  std::vector<std::string> texts;
-  for (const auto& [regex, keyword] : operands) texts.push_back(regex);
-  std::string regex = IntersectionRegex(texts);
+  std::string regex = IntersectionOfOperands(operands);
   if (absl::Status fits = CheckJsonStringRegex(regex); !fits.ok()) return fits;
   return regex;
 }
@@ -477,10 +480,7 @@ absl::StatusOr<std::string> Converter::ExactStringRegex(const MergedSchema& m) {
 absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
   absl::StatusOr<std::optional<std::string>> regex = StringContentRegex(m);
   if (!regex.ok()) return regex.status();
-  if (regex->has_value()) {
-    return grammar_.AddSequence(
-        {Literal("\""), grammar_.AddRegex(**regex, grammar::kRegexJsonString), Literal("\"")});
-  }
+  if (regex->has_value()) return JsonStringMatching(**regex);
   const bool lengths = m.min_length > 0 || m.max_length.has_value();
   if (!lengths) return AnyString();
   AnyString();  // defines the character rule

@@ -689,6 +689,8 @@ TEST(RegexSetOperations, IntersectionComplementAndCounts) {
         {"a", "abcd", "\xc3\xa9"});
   Check("(?&:[a-z]+|[\\s\\S]{0,5000})", {std::string(5000, 'q')}, {std::string(5001, 'q'), ""});
   Check("(?&:[a-z]+|[\\s\\S]{3,})", {"abc", std::string(2000, 'a')}, {"ab", "ab1"});
+  // Only counted operands: they start from all text.
+  Check("(?&:[ab]{1,3}|[\\s\\S]{2})", {"ab", "ba", "aa"}, {"a", "abb", "ac"});
   Refused("[a-z]{0,5000}", "max_repeat", 5);
   Refused("(?&:[a-z]+x{0,5000}|a)", "max_repeat", 11);
   // A set operation under a quantifier keeps its entry clean: the (ab)
