@@ -239,7 +239,6 @@ class Converter {
   absl::StatusOr<bool> PatternFinds(const std::string& pattern, const std::string& s);
   // A JSON string (quotes included) whose decoded text is not one of `names`.
   grammar::ExprId KeyOtherThan(const std::vector<std::string>& names);
-  grammar::RuleId KeyTail();
   // A JSON string (quotes included) whose decoded text the J-flag `regex`
   // matches whole.
   grammar::ExprId JsonStringMatching(const std::string& regex);
@@ -296,8 +295,6 @@ class Converter {
   std::vector<std::pair<Conj, grammar::RuleId>> pending_;
 
   grammar::RuleId ws_rule_ = 0, string_char_rule_ = 0, any_string_rule_ = 0, any_value_rule_ = 0;
-  grammar::RuleId key_tail_rule_ = 0;
-  bool have_key_tail_ = false;
   bool have_ws_ = false, have_any_value_ = false, have_any_string_ = false;
   // Compiled whole-text regexes (searches, formats, exclusions) by text, for
   // checking enum values and keys.

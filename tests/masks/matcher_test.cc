@@ -165,6 +165,57 @@ TEST(MatcherTrace, SqlQwen) { CheckTrace("qwen2_5", "sql", 3, 12); }
 // JSON Schema grammars (schema:PATH): the first maskbench records.
 TEST(MatcherTrace, MaskbenchLlama3) { CheckTrace("llama3", "maskbench", 4, 16); }
 
+// Fresh JSON Schema grammars as `zapgram bench --lenient` compiles them
+// (Grammar::Load, every transform): every 64th MaskBench record (182
+// records, 180 schemas), masks at `per_doc` steps spread over each document
+// (the first, then evenly to its end: keys, strings with maxLength, extra
+// keys, numbers), each against the brute force.
+TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t stride = 512, per_doc = 4;
+#else
+  const size_t stride = 64, per_doc = 6;
+#endif
+  absl::StatusOr<zapgram::Vocabulary> vocab =
+      zapgram::Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  LoadOptions options;
+  options.schema.lenient = true;
+  std::string line;
+  int records = 0, checked = 0, mismatches = 0;
+  for (size_t n = 0; std::getline(in, line); ++n) {
+    if (n % stride != 0) continue;
+    nlohmann::json j = nlohmann::json::parse(line);
+    absl::StatusOr<Grammar> grammar = Grammar::Load(j.at("grammar").get<std::string>(),
+                                                    testing::DataPath(""), options);
+    if (!grammar.ok()) continue;  // the one remote $ref (MaskBench test counts it)
+    absl::StatusOr<zapgram::CompiledGrammar> compiled = zapgram::CompiledGrammar::Compile(*grammar, *vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const std::shared_ptr<const CompiledGrammar>& g = compiled->impl();
+    const std::vector<TokenId> tokens = j.at("tokens").get<std::vector<TokenId>>();
+    ++records;
+    Matcher m(g);
+    std::vector<uint32_t> words(g->mask_words());
+    std::string text;
+    const size_t gap = std::max<size_t>(1, tokens.size() / per_doc);
+    for (size_t k = 0; k < tokens.size(); ++k) {
+      m.ComputeMask(words.data());
+      if (k % gap == 0) {
+        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
+                                   j.at("id").get<std::string>() + " step " + std::to_string(k));
+        ++checked;
+      }
+      if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
+      text += g->vocabulary().token_bytes(tokens[k]);
+    }
+  }
+  std::printf("maskbench sample: %d records, %d masks checked against the brute force, %d mismatches\n",
+              records, checked, mismatches);
+  EXPECT_GE(records, 20);
+  EXPECT_EQ(mismatches, 0);
+}
+
 // Whole valid documents are accepted token by token, and end accepting.
 TEST(MatcherTrace, ValidDocumentsAccepted) {
   auto vocab = LoadVocabulary("llama3");
