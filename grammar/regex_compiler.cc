@@ -1224,6 +1224,55 @@ absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
   return MinimizeDfa(*dfa);
 }
 
+absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
+                                                              uint32_t flags,
+                                                              const RegexLimits& limits) {
+  if ((flags & kRegexJsonString) != 0) return std::nullopt;  // literals spelled otherwise
+  // The counted group's bound is not unrolled, so max_repeat does not apply
+  // to it; the unit's own counts are held to it below.
+  RegexLimits outer = limits;
+  outer.max_repeat = kUnbounded - 1;
+  Parser parser(pattern, flags, outer);
+  absl::StatusOr<uint32_t> root = parser.Parse();
+  if (!root.ok()) return root.status();
+  if (absl::Status st = parser.CheckAnchors(*root); !st.ok()) return st;
+  const std::vector<Node>& nodes = parser.nodes();
+  const Node& top = nodes[*root];
+  if (top.kind != NodeKind::kConcat) return std::nullopt;
+  CountedParts parts;
+  bool have_repeat = false;
+  uint32_t repeat = 0, unit = 0;  // the counted node and its operand
+  for (uint32_t child : top.children) {
+    const Node& n = nodes[child];
+    if (n.kind == NodeKind::kClass && n.ranges.size() == 1 && n.ranges[0].lo == n.ranges[0].hi) {
+      AppendUtf8(n.ranges[0].lo, have_repeat ? &parts.suffix : &parts.prefix);
+    } else if (n.kind == NodeKind::kRepeat && !have_repeat && n.max != kUnbounded) {
+      have_repeat = true;
+      repeat = child;
+      unit = n.children[0];
+      parts.min = n.min;
+      parts.max = n.max;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_repeat || parts.suffix.empty()) return std::nullopt;
+  for (uint32_t id = 0; id < nodes.size(); ++id) {
+    const Node& n = nodes[id];
+    if (id != repeat && n.kind == NodeKind::kRepeat &&
+        (n.min > limits.max_repeat || (n.max != kUnbounded && n.max > limits.max_repeat))) {
+      return parser.Error(n.offset, absl::StrFormat("repetition count above max_repeat = %d",
+                                                    limits.max_repeat));
+    }
+  }
+  EmitContext ctx;
+  if (absl::Status st = BuildSetOperations(parser, limits, ctx); !st.ok()) return st;
+  absl::StatusOr<ByteDfa> dfa = OperandDfa(parser, unit, limits, ctx);
+  if (!dfa.ok()) return dfa.status();
+  parts.unit = *std::move(dfa);
+  return parts;
+}
+
 RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
                                           const RegexLimits& limits) {
   std::string key = absl::StrFormat("%d/%d/%d/%d/%d/", flags, limits.max_nesting,

@@ -61,7 +61,10 @@
 
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
+#include <optional>
+
 #include "grammar/byte_automaton.h"
+#include "grammar/counted_automaton.h"
 
 namespace zapgram::grammar {
 
@@ -126,6 +129,15 @@ class RegexDfaCache {
 // it gives up and returns `dfa` unchanged (still correct, just not minimal).
 // Tests: RegexDifferential.MinimizationAgreesWithTextbookMoore.
 ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
+
+// The parts of a pattern of the form P(?:U){m,n}S, with P and S literal
+// characters (S not empty), one counted group with a finite bound, no J
+// flag: what grammar/counted_automaton.h needs to match it without
+// unrolling. nullopt for any other form (the caller compiles it as usual);
+// an error for a pattern the dialect refuses.
+absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
+                                                              uint32_t flags,
+                                                              const RegexLimits& limits = {});
 
 // "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
 // the pattern is written \/, which means / in the dialect). The GBNF reader

@@ -68,8 +68,23 @@ std::string CompiledGrammar::NodeString(uint32_t node) const {
   return bytes;
 }
 
+uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
+  const parser::TerminalTable& t = grammar_->terminals;
+  if (t.is_counted(state)) {
+    // A counted terminal's class: a state of its unbounded twin once the
+    // count cannot matter within a token, else a canonical counted state.
+    const parser::TerminalTable::CountedSegment& seg = t.SegmentOf(state);
+    const uint32_t cls = seg.automaton->MaskClass(state - seg.base, trie_->max_depth());
+    if ((cls & grammar::CountedAutomaton::kLocalClass) != 0) {
+      return seg.base + (cls & ~grammar::CountedAutomaton::kLocalClass);
+    }
+    state = seg.twin_offset + cls;
+  }
+  return state < mask_class_.size() ? mask_class_[state] : state;
+}
+
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
-  if (state < mask_class_.size()) state = mask_class_[state];
+  state = MaskClass(state);
   if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildTokenSets(state); });
   std::call_once(sets_once_[state], [&] { sets_[state] = BuildTokenSets(state); });
   return sets_[state];
@@ -552,7 +567,9 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     rejected_nodes_known_ = true;
     return 0;
   }
-  const bool cached = options_.use_cache && recognizer_.CanonicalState(&key_, g.mask_classes());
+  const bool cached =
+      options_.use_cache &&
+      recognizer_.CanonicalState(&key_, {g.mask_classes(), [&g](uint32_t s) { return g.MaskClass(s); }});
   if (cached) {
     const int64_t allowed = g.CacheLookup(key_, words);
     if (allowed >= 0) return static_cast<size_t>(allowed);

@@ -122,6 +122,9 @@ class CompiledGrammar {
   // Per eager terminal state, the representative of the states that no
   // token can tell apart (BoundedEquivalence); keys the cache and the sets.
   absl::Span<const uint32_t> mask_classes() const { return mask_class_; }
+  // The class of any terminal state (eager ones through mask_classes(),
+  // counted ones through grammar/counted_automaton.h, lazy ones themselves).
+  uint32_t MaskClass(uint32_t state) const;
   // Lexed grammars: the token sets of items waiting for `token` in a lane
   // whose lexer state is `lexer_state` (token = kIgnoredOnly: the lane's
   // accepting flag carried through ignored tokens), and the tokens whose

@@ -151,6 +151,15 @@ class Lowering {
   };
   grammar::ByteNfa lazy_nfa_;
   std::vector<LazyTerminal> lazy_terminals_;
+  // Counted terminals (grammar/counted_automaton.h) and their twins' ids.
+  struct CountedTerminal {
+    uint32_t terminal;
+    uint32_t twin;
+    std::shared_ptr<const grammar::CountedAutomaton> automaton;
+  };
+  std::vector<CountedTerminal> counted_terminals_;
+  // Counted repetitions up to this bound stay ordinary (eager) DFAs.
+  static constexpr uint32_t kCountedMinBound = 32;
   std::vector<std::string> terminal_names_;
   uint64_t rhs_symbols_ = 0;
   uint32_t never_nt_ = kNone;
@@ -203,6 +212,25 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
                                                    e.loc.col, std::string(st.message())));
   };
   const std::string name = grammar::RegexDisplayName(e.literal, e.flags);
+  // P(?:U){m,n}S with a large bound: a counted terminal, never unrolled.
+  absl::StatusOr<std::optional<grammar::CountedParts>> split =
+      grammar::SplitCountedRegex(e.literal, e.flags);
+  if (split.ok() && split->has_value() && (*split)->max >= kCountedMinBound) {
+    absl::StatusOr<grammar::CountedAutomaton> counted =
+        grammar::CountedAutomaton::Build(**std::move(split));
+    if (counted.ok()) {
+      auto automaton = std::make_shared<const grammar::CountedAutomaton>(*std::move(counted));
+      const uint32_t id = static_cast<uint32_t>(dfas_.size());
+      dfas_.emplace_back();  // no eager automaton: BuildTerminalTable places it
+      terminal_names_.push_back(name);
+      dfas_.push_back(automaton->TwinDfa());
+      terminal_names_.push_back(name + "#unbounded");
+      counted_terminals_.push_back({id, id + 1, std::move(automaton)});
+      const Symbol sym = kTerminalTag | id;
+      regex_symbols_.emplace(std::move(key), sym);
+      return sym;
+    }
+  }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
   absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Compile(e.literal, e.flags, regex_limits);
@@ -588,17 +616,31 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
     }
     t.eager_has_next[s] = t.eager_live_bytes[s].any();
   }
+  // Counted terminals: numbered after the eager states, stepped by their
+  // automata (nothing stored per state).
+  uint64_t numbered = total;
+  for (const CountedTerminal& c : counted_terminals_) {
+    t.counted.push_back({static_cast<uint32_t>(numbered), t.start[c.twin] - 1, c.automaton});
+    t.start[c.terminal] = static_cast<uint32_t>(numbered) + c.automaton->start();
+    numbered += c.automaton->num_states();
+    if (numbered >= TerminalTable::kOverflow / 2) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(g_.source_name, ": counted terminals need more than 2^31 state numbers"));
+    }
+  }
+  if (!counted_terminals_.empty()) t.counted_end = static_cast<uint32_t>(numbered);
+  const uint32_t first_lazy = static_cast<uint32_t>(numbered);
   if (lazy_terminals_.empty()) return absl::OkStatus();
   const uint32_t lazy_budget =
-      std::min(limits_.max_dfa_states - total, TerminalTable::kOverflow - 1 - total);
+      std::min(limits_.max_dfa_states - total, TerminalTable::kOverflow - 1 - first_lazy);
   if (lazy_budget < lazy_terminals_.size()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         g_.source_name, ": terminal automata exceed max_dfa_states = ", limits_.max_dfa_states));
   }
   std::vector<uint32_t> starts;
   for (const LazyTerminal& lazy : lazy_terminals_) starts.push_back(lazy.nfa_start);
-  auto dfa = std::make_shared<const grammar::LazyDfa>(lazy_nfa_, starts, representative, total,
-                                                      lazy_budget);
+  auto dfa = std::make_shared<const grammar::LazyDfa>(lazy_nfa_, starts, representative,
+                                                      first_lazy, lazy_budget);
   for (size_t k = 0; k < lazy_terminals_.size(); ++k) {
     t.start[lazy_terminals_[k].terminal] = dfa->start(k);
   }

@@ -32,6 +32,7 @@
 #ifndef ZAPGRAM_PARSER_FLAT_GRAMMAR_H_
 #define ZAPGRAM_PARSER_FLAT_GRAMMAR_H_
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <bitset>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "grammar/counted_automaton.h"
 #include "grammar/grammar.h"
 #include "grammar/lazy_dfa.h"
 #include "grammar/regex_compiler.h"
@@ -63,11 +65,24 @@ using ByteSet = std::bitset<256>;
 
 // All terminal automata merged into one table. State 0 is the dead state.
 // States below eager_states() were determinized while compiling and live in
-// the dense arrays; the states of huge regexes come after them and are
-// created lazily by `lazy` (grammar/lazy_dfa.h), thread-safely, as inputs
-// reach them. Step returns kOverflow when `lazy` ran out of states.
+// the dense arrays; then come the counted terminals' states
+// (grammar/counted_automaton.h: P U{m,n} S, stepped arithmetically, below
+// counted_end); the states of huge regexes come last and are created
+// lazily by `lazy` (grammar/lazy_dfa.h), thread-safely, as inputs reach
+// them. Step returns kOverflow when `lazy` ran out of states.
 struct TerminalTable {
   static constexpr uint32_t kOverflow = grammar::LazyDfa::kOverflow;
+
+  // A counted terminal: its local state l is global state base + l; its
+  // unbounded twin (an eager terminal) has global states twin_offset + k
+  // for the twin DFA's states k >= 1.
+  struct CountedSegment {
+    uint32_t base = 0;
+    uint32_t twin_offset = 0;
+    std::shared_ptr<const grammar::CountedAutomaton> automaton;
+  };
+  std::vector<CountedSegment> counted;  // by base, increasing
+  uint32_t counted_end = 0;             // 0 when there are none
 
   std::vector<uint32_t> start;         // per terminal: its start state
   std::array<uint8_t, 256> byte_class; // byte -> column
@@ -80,22 +95,46 @@ struct TerminalTable {
   std::vector<std::string> names;      // per terminal, for dumps: "\"true\"", "[0-9]"
 
   uint32_t eager_states() const { return static_cast<uint32_t>(eager_accepting.size()); }
+  bool is_counted(uint32_t state) const { return state >= eager_states() && state < counted_end; }
+  // The segment holding counted state `state`.
+  const CountedSegment& SegmentOf(uint32_t state) const {
+    size_t k = counted.size() - 1;
+    while (counted[k].base > state) --k;
+    return counted[k];
+  }
   uint32_t Step(uint32_t state, uint8_t byte) const {
     if (state < eager_states()) return next[state * num_classes + byte_class[byte]];
+    if (state < counted_end) {
+      const CountedSegment& seg = SegmentOf(state);
+      const uint32_t to = seg.automaton->Step(state - seg.base, byte);
+      return to == grammar::CountedAutomaton::kDead ? 0 : seg.base + to;
+    }
     return lazy->Step(state, byte_class[byte]);
   }
   // Preconditions below: `state` is a state (not kOverflow).
   bool accepting(uint32_t state) const {
-    return state < eager_states() ? eager_accepting[state] != 0 : lazy->accepting(state);
+    if (state < eager_states()) return eager_accepting[state] != 0;
+    if (state < counted_end) {
+      const CountedSegment& seg = SegmentOf(state);
+      return seg.automaton->accepting(state - seg.base);
+    }
+    return lazy->accepting(state);
   }
   bool has_next(uint32_t state) const {
-    return state < eager_states() ? eager_has_next[state] != 0 : lazy->live_bytes(state).any();
+    return state < eager_states() ? eager_has_next[state] != 0 : live_bytes(state).any();
   }
   const ByteSet& live_bytes(uint32_t state) const {
-    return state < eager_states() ? eager_live_bytes[state] : lazy->live_bytes(state);
+    if (state < eager_states()) return eager_live_bytes[state];
+    if (state < counted_end) {
+      const CountedSegment& seg = SegmentOf(state);
+      return seg.automaton->live_bytes(state - seg.base);
+    }
+    return lazy->live_bytes(state);
   }
   // States so far (lazy ones included; grows while parsing).
-  uint32_t num_states() const { return eager_states() + (lazy ? lazy->num_states() : 0); }
+  uint32_t num_states() const {
+    return std::max(eager_states(), counted_end) + (lazy ? lazy->num_states() : 0);
+  }
 };
 
 struct FlatGrammar {

@@ -561,7 +561,7 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
 }
 
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out,
-                                absl::Span<const uint32_t> state_class) const {
+                                const StateClasses& state_class) const {
   out->clear();
   if (compactor_ == nullptr) return false;
   compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {

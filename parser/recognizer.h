@@ -60,6 +60,16 @@ namespace zapgram::parser {
 // Decides which parts of the chart later steps can still use, and drops the
 // rest. One compactor per recognizer (it keeps per-group bookkeeping).
 // "Live" below means: reachable from the newest set's items on terminals.
+// How canonical keys spell terminal states: a state below table.size() as
+// table[s]; past it, as beyond(s) (masks/: counted terminals' classes,
+// grammar/counted_automaton.h; lazy states are themselves).
+inline uint32_t SameState(uint32_t s) { return s; }
+struct StateClasses {
+  absl::Span<const uint32_t> table;
+  absl::FunctionRef<uint32_t(uint32_t)> beyond = &SameState;
+  uint32_t operator()(uint32_t s) const { return s < table.size() ? table[s] : beyond(s); }
+};
+
 class ChartCompactor {
  public:
   virtual ~ChartCompactor() = default;
@@ -79,10 +89,10 @@ class ChartCompactor {
   // set, in order, `set_header(set)` appends the set's own fields, then its
   // live groups and, for the newest sets, its terminal items. Equal
   // spellings mean equal live charts up to renumbering.
-  // A terminal state s below state_class.size() is spelled state_class[s]
-  // (states the caller knows to be interchangeable share a spelling).
+  // A terminal state s is spelled state_class(s) (states the caller knows
+  // to be interchangeable share a spelling).
   virtual void CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
-                            absl::Span<const uint32_t> state_class, std::vector<uint32_t>* out) = 0;
+                            const StateClasses& state_class, std::vector<uint32_t>* out) = 0;
   virtual size_t LiveItems() const = 0;
   virtual size_t LiveSets() const = 0;
 };
@@ -142,7 +152,7 @@ class Recognizer {
   // `state_class` (optional) maps terminal states to a representative of
   // states with the same future as far as the caller looks (masks/: as far
   // as the longest token reaches), so such states share keys.
-  bool CanonicalState(std::vector<uint32_t>* out, absl::Span<const uint32_t> state_class = {}) const;
+  bool CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class = {}) const;
 
   // Speculative steps on top of the current state (no compaction, no snapshot).
   bool Push(uint8_t byte);

@@ -328,7 +328,7 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
 
 void ZapFormatCompactor::CanonicalKey(const Chart& in,
                                       absl::FunctionRef<void(const parser::EarleySet&)> set_header,
-                                      absl::Span<const uint32_t> state_class,
+                                      const parser::StateClasses& state_class,
                                       std::vector<uint32_t>* out) {
   // The naive mark of CopyLive, touching only what it marks: from the newest
   // sets' terminal items, follow parents.
@@ -403,7 +403,7 @@ void ZapFormatCompactor::CanonicalKey(const Chart& in,
     for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
       const uint32_t state = in.scan[i].state;
       key_items_.push_back({in.scan[i].dot, remap(in.scan[i].parent),
-                            state < state_class.size() ? state_class[state] : state});
+                            state_class(state)});
     }
     std::sort(key_items_.begin(), key_items_.end());
     for (const auto& item : key_items_) out->insert(out->end(), item.begin(), item.end());

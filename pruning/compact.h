@@ -64,7 +64,7 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
                 parser::Chart* out) override;
   void CanonicalKey(const parser::Chart& in,
                     absl::FunctionRef<void(const parser::EarleySet&)> set_header,
-                    absl::Span<const uint32_t> state_class, std::vector<uint32_t>* out) override;
+                    const parser::StateClasses& state_class, std::vector<uint32_t>* out) override;
   size_t LiveItems() const override { return live_group_items_ + newest_scan_items_; }
   size_t LiveSets() const override { return live_sets_; }
 

@@ -481,11 +481,21 @@ absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
   if (regex->has_value()) return JsonStringMatching(**regex);
   const bool lengths = m.min_length > 0 || m.max_length.has_value();
   if (!lengths) return AnyString();
-  AnyString();  // defines the character rule
   const uint32_t max = m.max_length ? static_cast<uint32_t>(std::min<uint64_t>(
                                           *m.max_length, grammar::kUnbounded - 1))
                                     : grammar::kUnbounded;
   const uint32_t min = static_cast<uint32_t>(std::min<uint64_t>(m.min_length, grammar::kUnbounded - 1));
+  // One terminal, quotes included: the lowering makes a bounded count a
+  // counted terminal (grammar/counted_automaton.h), so masks inside the
+  // string come from token sets, not from the parser stepping each
+  // character rule; an unbounded one with a small minimum unrolls that
+  // minimum. Only a large minimum without a maximum stays as rules.
+  if (max != grammar::kUnbounded || min <= 16) {
+    const std::string count = max == grammar::kUnbounded ? absl::StrCat("{", min, ",}")
+                                                         : absl::StrCat("{", min, ",", max, "}");
+    return grammar_.AddRegex(absl::StrCat("\"(?:", std::string(kStringCharRegex), ")", count, "\""), 0);
+  }
+  AnyString();  // defines the character rule
   return grammar_.AddSequence(
       {Literal("\""), grammar_.AddRepeat(grammar_.AddRuleRef(string_char_rule_), min, max),
        Literal("\"")});

@@ -285,6 +285,33 @@ TEST(MatcherRandomWalk, MasksMatchBruteForce) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Counted terminals (grammar/counted_automaton.h): strings of at most 40
+// and 300 characters, a minimum, escapes; random walks run into the bounds
+// (near them every count is its own class) and stay far from them (the
+// unbounded twin's sets answer), with and without the cache.
+TEST(MatcherRandomWalk, CountedTerminalsMatchBruteForce) {
+  auto vocab = LoadVocabulary("llama3");
+  const std::string path = ::testing::TempDir() + "/counted_terminals.gbnf";
+  {
+    std::ofstream out(path);
+    out << "root ::= /\"(?:[^\"\\\\]|\\\\[nu\"]){3,40}\"/ \",\" "
+           "/\"(?:[^\"\\\\\\x00-\\x1F]|\\\\u[0-9a-f]{4}){0,300}\"/\n";
+  }
+  auto g = CompileFor(path, vocab);
+  ASSERT_FALSE(g->grammar().terminals.counted.empty()) << "the bounds should make counted terminals";
+  int mismatches = 0, masks = 0;
+  for (bool cache : {true, false}) {
+    MatcherOptions options;
+    options.use_cache = cache;
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      ASSERT_NO_FATAL_FAILURE(RandomWalk(g, options, seed, 40, /*require_progress=*/false,
+                                         "counted", &masks, &mismatches));
+    }
+  }
+  std::printf("counted terminals: %d masks checked, %d mismatches\n", masks, mismatches);
+  EXPECT_EQ(mismatches, 0);
+}
+
 // Lexed (Lark) grammars: random walks with the cache off, so the per-lane
 // token sets and guard sets answer every step.
 TEST(MatcherRandomWalk, LexedGrammarsMatchBruteForce) {
@@ -418,13 +445,18 @@ TEST(MatcherCountedRepetition, CountsBeyondTheLongestTokenShareMasks) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   auto vocab = std::make_shared<const Vocabulary>(*std::move(loaded));
   auto g = CompileFor("regex:\"[a-z]{0,500}\"", vocab);
-  const absl::Span<const uint32_t> classes = g->mask_classes();
-  ASSERT_GT(classes.size(), 500u);
-  std::vector<uint32_t> distinct(classes.begin(), classes.end());
+  // A counted terminal (grammar/counted_automaton.h): its states are numbered
+  // but not stored; each has a class.
+  const parser::TerminalTable& t = g->grammar().terminals;
+  ASSERT_FALSE(t.counted.empty());
+  ASSERT_GT(t.num_states(), 500u);
+  std::vector<uint32_t> distinct;
+  for (uint32_t s = 0; s < t.num_states(); ++s) distinct.push_back(g->MaskClass(s));
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  // dead, start, "far from the end", the last 4 counts, the end: a few, not 500.
-  EXPECT_LE(distinct.size(), 12u);
+  // dead, the quote, the unbounded twin's few states ("far from the end"),
+  // the last 5 counts, the end: a few, not 500.
+  EXPECT_LE(distinct.size(), 20u);
   Matcher m(g);
   std::vector<uint32_t> words(g->mask_words());
   std::string text;
