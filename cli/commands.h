@@ -57,6 +57,8 @@ extern const Command kSampleCommand;
 // `zapgram schema2gbnf SCHEMA [--lenient] [--compact] [--max-ws N] [--any-order] [--draft7]`
 // (schema2gbnf_command.cc).
 extern const Command kSchema2GbnfCommand;
+// `zapgram trace --tokenizer T --grammar G [--invalid] FILE...` (trace_command.cc).
+extern const Command kTraceCommand;
 
 // Prints "zapgram CMD: MESSAGE" and a pointer to the command's help on stderr;
 // returns kExitError so that callers can `return UsageError(...)`.

@@ -29,7 +29,7 @@ namespace {
 
 const Command* const kCommands[] = {&kCheckCommand, &kParseCommand, &kMaskCommand,
                                     &kBenchCommand, &kSchema2GbnfCommand, &kNgramCommand,
-                                    &kSampleCommand};
+                                    &kSampleCommand, &kTraceCommand};
 
 const Command* FindCommand(std::string_view name) {
   for (const Command* command : kCommands) {

@@ -567,16 +567,29 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     rejected_nodes_known_ = true;
     return 0;
   }
+  // The key spells the newest options_.key_sets kept sets (deep nesting
+  // costs no more); the mask is stored under it when the walk consulted
+  // nothing below its cut, else under the whole state's key (full_key_).
+  uint32_t cut = 0;
+  const auto counted_class = [&g](uint32_t s) { return g.MaskClass(s); };
+  const parser::StateClasses classes{g.mask_classes(), counted_class};  // refers to counted_class
   const bool cached =
-      options_.use_cache &&
-      recognizer_.CanonicalState(&key_, {g.mask_classes(), [&g](uint32_t s) { return g.MaskClass(s); }});
+      options_.use_cache && recognizer_.CanonicalState(&key_, classes, options_.key_sets, &cut);
   if (cached) {
-    const int64_t allowed = g.CacheLookup(key_, words);
+    int64_t allowed = g.CacheLookup(key_, words);
+    if (allowed < 0 && cut > 0) {
+      recognizer_.CanonicalState(&full_key_, classes);
+      allowed = g.CacheLookup(full_key_, words);
+    }
     if (allowed >= 0) return static_cast<size_t>(allowed);
   }
+  recognizer_.ResetConsulted();
   const size_t allowed = options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
   // A mask cut short by a budget is not cached.
-  if (cached && recognizer_.status().ok()) g.CacheStore(key_, words, allowed);
+  if (cached && recognizer_.status().ok()) {
+    const uint32_t lowest = recognizer_.LowestConsultedGroup();
+    g.CacheStore(cut == 0 || lowest == parser::kNoParent || lowest >= cut ? key_ : full_key_, words, allowed);
+  }
   return allowed;
 }
 

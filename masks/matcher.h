@@ -44,6 +44,10 @@
 //    (Recognizer::CanonicalState, spelled in place from the live chart by
 //    the compactor: no copy, no allocation), shared by every matcher of the
 //    grammar, bounded in bytes with LRU eviction, with hit/miss counters.
+//    The key is cut below MatcherOptions::key_sets kept sets, so deep
+//    nesting neither slows keys nor multiplies entries; a mask whose walk
+//    reached below the cut is stored under the whole state's key
+//    (MatcherCutKeys tests).
 //
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
@@ -189,6 +193,10 @@ class CompiledGrammar {
 struct MatcherOptions {
   bool use_cache = true;          // the shared state cache (ablation: off)
   bool use_token_sets = true;     // context-independent token sets (ablation: off)
+  // The cache key spells the live chart down to this many kept sets below
+  // the newest position (cost ~ key_sets, not nesting depth); a mask whose
+  // walk consulted groups below that is cached under the whole state's key.
+  uint32_t key_sets = 64;
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
   // unit): Rollback(n tokens) works while their bytes fit.
   RecognizerOptions recognizer{.pruning = true, .max_rollback = 512, .limits = {}};
@@ -254,6 +262,7 @@ class Matcher {
   bool rejected_nodes_known_ = false;  // the last mask came from a full walk
   MatcherOptions options_;
   std::vector<uint32_t> key_;
+  std::vector<uint32_t> full_key_;  // when key_ was cut
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
   absl::flat_hash_set<uint32_t> walked_roots_;

@@ -13,8 +13,13 @@
 //    nonterminal adds its whole closure at once, deduplicated per dot.
 //
 // Item identity: items whose origin is the current set come only from
-// prediction and are deduplicated by dot (a per-dot stamp); every other item
-// is deduplicated by (dot, parent[, state]) in hash sets cleared per step.
+// prediction and are deduplicated by dot (a per-dot stamp); completed items
+// by their parent alone (completing A from one origin has one effect,
+// whichever rule of A ended); every other item by (dot, parent[, state]) in
+// chains per parent group, reset per step by stamps. A chain then holds
+// items of one nonterminal's rules, bounded by the grammar: keyed by dot,
+// `s: s s | "a"` had one node per origin in the chain of `s -> s . s`, and
+// deduplication cost O(n^3) over n bytes.
 // Items store their parent group rather than their origin (chart.h); while a
 // set is being built, the parents of its own predicted items are not known
 // yet and are written as kPendingParent | lhs, resolved when the set is done.
@@ -24,7 +29,8 @@
 // the scan loop of BuildNextSet; "completer" and "predictor" -> CloseSet.
 //
 // Tests: tests/parser/recognizer_test.cc, differential_test.cc (against a
-// textbook oracle), hard_cases_test.cc.
+// textbook oracle), hard_cases_test.cc (AmbiguousDoublingOnLongInput pins the
+// deduplication cost).
 #include "parser/recognizer.h"
 
 #include <algorithm>
@@ -44,8 +50,7 @@ Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& opti
   predicted_stamp_.assign(grammar_->num_nonterminals(), 0);
   group_of_nt_.assign(grammar_->num_nonterminals(), kNoParent);
   dot_stamp_.assign(grammar_->rhs.size(), 0);
-  seen_stamp_.assign(grammar_->rhs.size(), 0);
-  seen_head_.assign(grammar_->rhs.size(), kNoNode);
+  pending_stamp_.assign(grammar_->rhs.size(), 0);
   if (grammar_->lexed()) InternLane(/*lexer_state=*/1, {});  // lane 0: a token boundary
   Reset();
 }
@@ -84,12 +89,22 @@ void Recognizer::NextSerial() {
   if (++serial_ == 0) {
     std::fill(predicted_stamp_.begin(), predicted_stamp_.end(), 0);
     std::fill(dot_stamp_.begin(), dot_stamp_.end(), 0);
+    std::fill(pending_stamp_.begin(), pending_stamp_.end(), 0);
     std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
+    std::fill(completed_stamp_.begin(), completed_stamp_.end(), 0);
     serial_ = 1;
   }
 }
 
 void Recognizer::BeginSet() {
+  // Per-group stamps cover every group an item of the new set can name.
+  const size_t groups = current().groups.size() + 1;
+  if (seen_stamp_.size() < groups) {
+    const size_t size = std::max(groups, 2 * seen_stamp_.size());
+    seen_stamp_.resize(size, 0);
+    seen_head_.resize(size, kNoNode);
+    completed_stamp_.resize(size, 0);
+  }
   NextSerial();
   worklist_.clear();
   new_scan_.clear();
@@ -114,21 +129,26 @@ void Recognizer::CountItem() {
 }
 
 bool Recognizer::MarkSeen(uint32_t dot, uint32_t parent, uint32_t state) {
-  // Items of one dot in one set are few: a chain per dot, reset by stamp.
-  if (seen_stamp_[dot] != serial_) {
-    seen_stamp_[dot] = serial_;
-    seen_head_[dot] = static_cast<uint32_t>(seen_nodes_.size());
-    seen_nodes_.push_back({parent, state, kNoNode});
+  // Keyed by parent: the items of one parent group in one set are items of
+  // the rules of one nonterminal, so a chain is bounded by the grammar (dots
+  // times terminal states), never by the input. (Keyed by dot, the chain of
+  // `s -> s . s` in `s: s s | "a"` held one node per origin: quadratic.)
+  const uint32_t slot = parent == kNoParent ? 0 : parent + 1;
+  if (seen_stamp_[slot] != serial_) {
+    seen_stamp_[slot] = serial_;
+    seen_head_[slot] = static_cast<uint32_t>(seen_nodes_.size());
+    seen_nodes_.push_back({dot, state, kNoNode});
     return true;
   }
-  uint32_t* link = &seen_head_[dot];
+  uint32_t* link = &seen_head_[slot];
   while (*link != kNoNode) {
+    ++dedup_probes_;
     const SeenNode& node = seen_nodes_[*link];
-    if (node.parent == parent && node.state == state) return false;
+    if (node.dot == dot && node.state == state) return false;
     link = &seen_nodes_[*link].next;
   }
   *link = static_cast<uint32_t>(seen_nodes_.size());
-  seen_nodes_.push_back({parent, state, kNoNode});
+  seen_nodes_.push_back({dot, state, kNoNode});
   return true;
 }
 
@@ -149,7 +169,19 @@ void Recognizer::AddItem(uint32_t dot, uint32_t parent) {
     AddScanItem(dot, parent, ScanState(s));
     return;
   }
-  if (!MarkSeen(dot, parent, 0)) return;
+  if (IsPending(parent)) {
+    // Items predicted in this set: the dot implies the parent.
+    if (pending_stamp_[dot] == serial_) return;
+    pending_stamp_[dot] = serial_;
+  } else if (IsEnd(s) && parent != kNoParent) {
+    // A completion's effect depends on its parent group only (CloseSet), so
+    // completions of different rules of one nonterminal from one origin are
+    // one: each origin group is consulted once per set.
+    if (completed_stamp_[parent] == serial_) return;
+    completed_stamp_[parent] = serial_;
+  } else if (!MarkSeen(dot, parent, 0)) {
+    return;
+  }
   CountItem();
   worklist_.push_back({dot, parent});
 }
@@ -185,6 +217,7 @@ void Recognizer::CloseSet() {
       }
       // Aycock–Horspool: empty completions were applied at prediction time.
       if (IsPending(item.parent)) continue;
+      lowest_consulted_ = std::min(lowest_consulted_, item.parent);
       const WaitingGroup& group = chart.groups[item.parent];
       if (group.leo_dot != kNoLeo) {
         AddItem(group.leo_dot, group.leo_parent);
@@ -240,6 +273,7 @@ void Recognizer::FinishSet(Chart& chart, uint64_t position, uint32_t lane,
     const WaitingItem& w = chart.waiting[group.first];
     if (!IsEnd(g.rhs[w.dot + 1])) continue;
     if (w.parent != kNoParent && w.parent >= set.group_begin) continue;
+    if (w.parent != kNoParent) lowest_consulted_ = std::min(lowest_consulted_, w.parent);
     if (w.parent != kNoParent && chart.groups[w.parent].leo_dot != kNoLeo) {
       group.leo_dot = chart.groups[w.parent].leo_dot;
       group.leo_parent = chart.groups[w.parent].leo_parent;
@@ -560,18 +594,19 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
   }
 }
 
-bool Recognizer::CanonicalState(std::vector<uint32_t>* out,
-                                const StateClasses& state_class) const {
+bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class,
+                                uint32_t max_sets, uint32_t* cut) const {
   out->clear();
   if (compactor_ == nullptr) return false;
-  compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {
+  const uint32_t lowest = compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {
     out->push_back(set.accepting);
     if (grammar_->lexed()) {
       const std::vector<uint32_t>& lane = lanes_[set.lane];
       out->push_back(static_cast<uint32_t>(lane.size()));
       out->insert(out->end(), lane.begin(), lane.end());
     }
-  }, state_class, out);
+  }, state_class, max_sets, out);
+  if (cut != nullptr) *cut = lowest;
   return true;
 }
 

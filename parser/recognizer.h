@@ -85,14 +85,21 @@ class ChartCompactor {
   // Copies the live part of `in` into `out`, renumbered densely.
   virtual void CopyLive(const FlatGrammar& grammar, const Chart& in, Chart* out) = 0;
   // Appends to `out` a canonical spelling of the live part of `in` (what
-  // CopyLive keeps; groups renumbered densely, items sorted): for each kept
-  // set, in order, `set_header(set)` appends the set's own fields, then its
-  // live groups and, for the newest sets, its terminal items. Equal
-  // spellings mean equal live charts up to renumbering.
+  // CopyLive keeps; groups renumbered densely, items sorted): a word saying
+  // whether the spelling was cut (below), then for each kept set, newest
+  // first, `set_header(set)` appends the set's own fields, then its live
+  // groups and, for the newest sets, its terminal items. Equal spellings
+  // mean equal live charts up to renumbering.
   // A terminal state s is spelled state_class(s) (states the caller knows
   // to be interchangeable share a spelling).
-  virtual void CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
-                            const StateClasses& state_class, std::vector<uint32_t>* out) = 0;
+  // At most `max_sets` kept sets older than the newest position are spelled;
+  // references to live groups below them are spelled by rank only. Returns
+  // the cut: the chart's groups from that index on are all spelled (0 when
+  // nothing was cut). Equal cut spellings mean live charts equal up to
+  // renumbering from their cuts on, whatever lies below.
+  virtual uint32_t CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
+                                const StateClasses& state_class, uint32_t max_sets,
+                                std::vector<uint32_t>* out) = 0;
   virtual size_t LiveItems() const = 0;
   virtual size_t LiveSets() const = 0;
 };
@@ -152,7 +159,19 @@ class Recognizer {
   // `state_class` (optional) maps terminal states to a representative of
   // states with the same future as far as the caller looks (masks/: as far
   // as the longest token reaches), so such states share keys.
-  bool CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class = {}) const;
+  // With `max_sets` (and `cut` non-null) the spelling stops after that many
+  // kept sets older than the newest position (ChartCompactor::CanonicalKey)
+  // and *cut receives the lowest group index spelled (0: the whole state).
+  // A cut key stands for the state only as far as the steps taken on it
+  // consult no group below the cut (LowestConsultedGroup).
+  bool CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class = {},
+                      uint32_t max_sets = UINT32_MAX, uint32_t* cut = nullptr) const;
+  // The lowest index of a group of the chart that a step (Push or Feed)
+  // consulted since ResetConsulted (completion through it, or its Leo
+  // entry), or kNoParent when none did: what the steps' outcome may depend
+  // on below the newest sets.
+  uint32_t LowestConsultedGroup() const { return lowest_consulted_; }
+  void ResetConsulted() { lowest_consulted_ = kNoParent; }
 
   // Speculative steps on top of the current state (no compaction, no snapshot).
   bool Push(uint8_t byte);
@@ -161,6 +180,9 @@ class Recognizer {
   size_t Position() const;        // bytes consumed
   size_t RetainedItems() const;   // live items (all items without a compactor)
   size_t RetainedSets() const;
+  // Chain nodes compared while deduplicating items, since construction: the
+  // cost of MarkSeen, for tests that pin it to the items created.
+  uint64_t dedup_probes_for_testing() const { return dedup_probes_; }
   const absl::Status& status() const { return status_; }
   const RecognizerOptions& options() const { return options_; }
   bool compacting() const { return compactor_ != nullptr; }
@@ -232,20 +254,27 @@ class Recognizer {
   std::vector<Item> new_scan_;
   std::vector<PendingWaiting> new_waiting_;
   // Items whose parent lies in an earlier set, deduplicated by (dot, parent,
-  // state): per dot a stamp and the head of a chain of seen_nodes_.
+  // state): per parent group (slot 0: kNoParent; group g: g + 1) a stamp and
+  // the head of a chain of seen_nodes_. Completed items by parent alone
+  // (completed_stamp_, per group); items with a pending parent by dot
+  // (pending_stamp_; their scan items by dot_stamp_).
   static constexpr uint32_t kNoNode = 0xFFFFFFFFu;
   struct SeenNode {
-    uint32_t parent, state, next;
+    uint32_t dot, state, next;
   };
   std::vector<uint32_t> seen_stamp_;
   std::vector<uint32_t> seen_head_;
   std::vector<SeenNode> seen_nodes_;
+  std::vector<uint32_t> completed_stamp_;
+  std::vector<uint32_t> pending_stamp_;
   std::vector<uint32_t> predicted_stamp_;  // per nonterminal: serial of the set that predicted it
   std::vector<uint32_t> dot_stamp_;        // per dot: serial of the set holding (dot, this set)
   uint32_t serial_ = 0;
   bool new_accepting_ = false;
   uint64_t items_this_set_ = 0;
   bool budget_hit_ = false;
+  uint32_t lowest_consulted_ = kNoParent;  // see LowestConsultedGroup
+  uint64_t dedup_probes_ = 0;
 
   // Lexed grammars. A lane: the lexer state of the token in progress, then
   // its guards as (lexer state, rank) pairs, sorted. Lane 0 is (start, no

@@ -1,6 +1,7 @@
 #include "pruning/compact.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace zapgram::pruning {
 
@@ -13,6 +14,9 @@ using parser::WaitingGroup;
 using parser::WaitingItem;
 
 namespace {
+
+// CanonicalKey's spelling of a group below the cut (tag | rank).
+constexpr uint32_t kBelowCut = 0x80000000u;
 
 // Calls f(parent) for every reference a group holds: its Leo target's parent,
 // or its items' parents.
@@ -326,12 +330,15 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
   }
 }
 
-void ZapFormatCompactor::CanonicalKey(const Chart& in,
-                                      absl::FunctionRef<void(const parser::EarleySet&)> set_header,
-                                      const parser::StateClasses& state_class,
-                                      std::vector<uint32_t>* out) {
-  // The naive mark of CopyLive, touching only what it marks: from the newest
-  // sets' terminal items, follow parents.
+uint32_t ZapFormatCompactor::CanonicalKey(const Chart& in,
+                                          absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                                          const parser::StateClasses& state_class, uint32_t max_sets,
+                                          std::vector<uint32_t>* out) {
+  // The naive mark of CopyLive, touching only what it marks, newest groups
+  // first: a max-heap of marked groups. Parents lie in older sets or in the
+  // same set, so when the heap's top is below a set, every live group of
+  // that set and above has been marked and expanded: the sets can be cut
+  // there, after `max_sets` sets older than the newest position.
   const uint32_t num_sets = static_cast<uint32_t>(in.sets.size());
   const uint32_t first = in.NewestFirst();
   if (key_stamp_.size() < in.groups.size()) {
@@ -347,37 +354,58 @@ void ZapFormatCompactor::CanonicalKey(const Chart& in,
   auto need = [&](uint32_t parent) {
     if (parent == kNoParent || key_stamp_[parent] == key_epoch_) return;
     key_stamp_[parent] = key_epoch_;
-    key_marked_.push_back(parent);
     stack_.push_back(parent);
+    std::push_heap(stack_.begin(), stack_.end());
   };
   for (uint32_t s = first; s < num_sets; ++s) {
     const EarleySet& newest = in.sets[s];
     for (uint32_t i = newest.scan_begin; i < newest.scan_end; ++i) need(in.scan[i].parent);
   }
+  // Kept sets, newest first: the newest position's, then those of marked groups.
+  key_sets_.clear();
+  for (uint32_t s = num_sets; s-- > first;) key_sets_.push_back(s);
+  uint32_t floor = in.sets[first].group_begin;  // every marked group >= floor is expanded
+  uint32_t older_sets = 0;
+  bool cut = false;
   while (!stack_.empty()) {
-    const uint32_t g = stack_.back();
+    const uint32_t g = stack_.front();
+    if (g < floor) {  // the top is in an older set: its set is kept next
+      if (older_sets == max_sets) {
+        cut = true;
+        break;
+      }
+      const uint32_t lowest = key_sets_.back();
+      auto it = std::upper_bound(in.sets.begin(), in.sets.begin() + lowest, g,
+                                 [](uint32_t group, const EarleySet& set) { return group < set.group_end; });
+      const uint32_t s = static_cast<uint32_t>(it - in.sets.begin());
+      key_sets_.push_back(s);
+      ++older_sets;
+      floor = in.sets[s].group_begin;
+    }
+    std::pop_heap(stack_.begin(), stack_.end());
     stack_.pop_back();
+    key_index_[g] = static_cast<uint32_t>(key_marked_.size());
+    key_marked_.push_back(g);
     ForEachRef(in, in.groups[g], need);
   }
-  std::sort(key_marked_.begin(), key_marked_.end());
-  for (uint32_t i = 0; i < key_marked_.size(); ++i) key_index_[key_marked_[i]] = i;
-  auto remap = [&](uint32_t parent) { return parent == kNoParent ? kNoParent : key_index_[parent]; };
-  // Kept sets: set 0, the sets of marked groups, the newest sets (as CopyLive).
-  key_sets_.assign(1, 0);
-  for (uint32_t g : key_marked_) {
-    if (g < in.sets[key_sets_.back()].group_end) continue;
-    const uint32_t s = in.SetOfGroup(g);
-    if (s >= first) break;  // the newest sets are all kept, below
-    key_sets_.push_back(s);
+  if (cut) {
+    // Groups below the cut are spelled by their rank (newest first), tagged:
+    // equal keys then name equal groups alike, whatever lies below.
+    std::sort(stack_.begin(), stack_.end(), std::greater<uint32_t>());
+    for (uint32_t i = 0; i < stack_.size(); ++i) key_index_[stack_[i]] = kBelowCut | i;
+  } else {
+    floor = 0;
+    if (key_sets_.back() != 0) key_sets_.push_back(0);  // set 0 is always kept (CopyLive)
   }
-  for (uint32_t s = std::max(first, key_sets_.back() + 1); s < num_sets; ++s) key_sets_.push_back(s);
+  auto remap = [&](uint32_t parent) { return parent == kNoParent ? kNoParent : key_index_[parent]; };
+  out->push_back(cut ? 1 : 0);
   size_t next_marked = 0;
   for (uint32_t s : key_sets_) {
     const EarleySet& set = in.sets[s];
     set_header(set);
     const size_t groups_at = out->size();
     out->push_back(0);
-    while (next_marked < key_marked_.size() && key_marked_[next_marked] < set.group_end) {
+    while (next_marked < key_marked_.size() && key_marked_[next_marked] >= set.group_begin) {
       const WaitingGroup& group = in.groups[key_marked_[next_marked++]];
       ++(*out)[groups_at];
       if (group.leo_dot != kNoLeo) {
@@ -408,6 +436,7 @@ void ZapFormatCompactor::CanonicalKey(const Chart& in,
     std::sort(key_items_.begin(), key_items_.end());
     for (const auto& item : key_items_) out->insert(out->end(), item.begin(), item.end());
   }
+  return floor;
 }
 
 parser::Recognizer MakeRecognizer(const parser::FlatGrammar* grammar,

@@ -37,7 +37,18 @@
 // With Leo entries, right recursion keeps O(1) sets; nested brackets keep
 // O(depth); flat sequences (JSON arrays, statements) keep O(1).
 //
-// Tests: tests/pruning/compact_test.cc (golden dumps, incremental = naive),
+// CanonicalKey spells the live chart for the mask cache, newest set first:
+// the same mark, driven by a max-heap of group indices so that sets come out
+// newest first and the spelling can stop after `max_sets` older sets (a cut
+// key; references below the cut are spelled by rank). Its cost is then
+// bounded by max_sets, not by nesting depth, and the states of one shape at
+// any depth share a key. A cut key stands for the state only as far as the
+// mask walk consults nothing below the cut (Recognizer::LowestConsultedGroup;
+// masks/matcher.cc stores other masks under the whole key).
+//
+// Tests: tests/pruning/compact_test.cc (golden dumps, incremental = naive,
+// keys: in-place = dense copy's, cut keys spell the top only),
+// tests/masks/matcher_test.cc (MatcherCutKeys: masks under cut keys = brute force),
 // differential_test.cc (pruning on/off agree with a textbook oracle),
 // hard_cases_test.cc.
 #ifndef ZAPGRAM_PRUNING_COMPACT_H_
@@ -62,9 +73,10 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   void Undo() override;
   void CopyLive(const parser::FlatGrammar& grammar, const parser::Chart& in,
                 parser::Chart* out) override;
-  void CanonicalKey(const parser::Chart& in,
-                    absl::FunctionRef<void(const parser::EarleySet&)> set_header,
-                    const parser::StateClasses& state_class, std::vector<uint32_t>* out) override;
+  uint32_t CanonicalKey(const parser::Chart& in,
+                        absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                        const parser::StateClasses& state_class, uint32_t max_sets,
+                        std::vector<uint32_t>* out) override;
   size_t LiveItems() const override { return live_group_items_ + newest_scan_items_; }
   size_t LiveSets() const override { return live_sets_; }
 

@@ -1,10 +1,13 @@
-// `zapgram mask` and `zapgram bench` end to end on real tokenizers and traces.
+// `zapgram mask`, `zapgram bench` and `zapgram trace` end to end on real
+// tokenizers and traces.
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "sampling/tokenize.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
 
@@ -65,6 +68,47 @@ TEST(BenchCli, JsonSummaryAndPerDocumentLines) {
   EXPECT_EQ(lines, 12);
   EXPECT_EQ(agree, 12);  // sql labels agree (tests/data/lark_data_test.cc)
   EXPECT_EQ(summary["accepted"], summary["valid"]);
+}
+
+// `trace` writes records that `bench` replays: the tokens are the
+// tokenizer's encoding of each file (the BPE encoder's own), valid and
+// invalid documents keep their verdicts, grammar paths resolve against the
+// data root.
+TEST(TraceCli, WritesRecordsThatBenchReplays) {
+  const std::string root = testing::FreshTempPath("trace_root");
+  std::filesystem::create_directories(root + "/traces/llama3");
+  std::filesystem::create_directories(root + "/grammars");
+  {
+    std::ofstream(root + "/grammars/ab.gbnf") << "root ::= s\ns ::= s s | \"a\" | \"b\"\n";
+    std::ofstream(root + "/good.txt") << "abbaaab";
+    std::ofstream(root + "/deep.json") << "{\"a\": [[[{\"b\": [1, 2]}]]]}";
+    std::ofstream(root + "/bad.json") << "[1, 2}";
+  }
+  testing::CliResult good = Zapgram({"trace", "--tokenizer", Llama3(), "--grammar", "grammars/ab.gbnf", root + "/good.txt"});
+  testing::CliResult json = Zapgram({"trace", "--tokenizer", Llama3(), "--grammar", "builtin:json", root + "/deep.json"});
+  testing::CliResult bad =
+      Zapgram({"trace", "--tokenizer", Llama3(), "--grammar", "builtin:json", "--invalid", root + "/bad.json"});
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  const nlohmann::json record = nlohmann::json::parse(json.out);
+  EXPECT_EQ(record["id"], "deep.json");
+  EXPECT_EQ(record["grammar"], "builtin:json");
+  EXPECT_EQ(record["valid"], true);
+  absl::StatusOr<sampling::TextEncoder> encoder = sampling::TextEncoder::Load(Llama3());
+  ASSERT_TRUE(encoder.ok());
+  EXPECT_EQ(record["tokens"].get<std::vector<int32_t>>(), encoder->Encode("{\"a\": [[[{\"b\": [1, 2]}]]]}"));
+  EXPECT_EQ(nlohmann::json::parse(bad.out)["valid"], false);
+  const std::string trace = root + "/traces/llama3/t.jsonl";
+  std::ofstream(trace) << good.out << json.out << bad.out;
+  testing::CliResult r = Zapgram({"bench", "--tokenizer", Llama3(), "--trace", trace, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["docs"], 3);
+  EXPECT_EQ(summary["valid"], 2);
+  EXPECT_EQ(summary["accepted"], 2);
+  EXPECT_EQ(Zapgram({"trace", "--tokenizer", Llama3(), root + "/good.txt"}).exit_code, 2);  // no --grammar
+  EXPECT_EQ(Zapgram({"trace", "--tokenizer", Llama3(), "--grammar", "builtin:json", root + "/missing"}).exit_code, 2);
 }
 
 }  // namespace

@@ -479,6 +479,67 @@ TEST(MatcherCountedRepetition, CountsBeyondTheLongestTokenShareMasks) {
   EXPECT_GT(stats.hits, 480u);
 }
 
+// Cut cache keys (MatcherOptions::key_sets): a key spells only the newest
+// kept sets, so states at any depth with the same top share it; a mask whose
+// walk consulted a group below the cut (here: closing tokens such as "]]",
+// "}}}" that reach under the top levels) must be cached under the whole
+// state's key instead. Deep and shallow states of one shared cache, in an
+// order that stores shallow masks first, must all equal the brute force;
+// and deep states must hit the cut keys. (Storing every mask under its cut
+// key fails this test: "[[" then "[[[[[[[[[[" with key_sets 0 reuses a mask
+// that refuses "]]]".)
+TEST(MatcherCutKeys, DeepStatesShareMasksExactly) {
+  auto vocab = LoadVocabulary("llama3");
+  const std::vector<std::string> prefixes = {
+      "[[", "[[[[[[[[[[", "[[[", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "[[[1", "[[[[[[[[[[[[[[1",
+      "{\"a\": {\"a\": ", "{\"a\": [{\"a\": [{\"a\": [{\"a\": [{\"a\": [", "{\"a\": [1", "{\"a\": [{\"a\": [{\"a\": [{\"a\": [1",
+      "[{}", "[[[[[[[[[{\"a\": {\"b\": {}", "[{\"a\": [[[[{\"b\": \"x\""};
+  for (uint32_t key_sets : {0u, 1u, 3u}) {
+    auto g = CompileFor("builtin:json", vocab);
+    MatcherOptions options;
+    options.key_sets = key_sets;
+    std::vector<uint32_t> words(g->mask_words());
+    int mismatches = 0;
+    for (int round = 0; round < 2; ++round) {  // the second round answers from the cache
+      for (const std::string& prefix : prefixes) {
+        Matcher m(g, options);
+        ASSERT_TRUE(m.AcceptBytes(prefix)) << prefix;
+        m.ComputeMask(words.data());
+        mismatches += CompareMasks(*g, words, ReferenceMask(*g, prefix),
+                                   "key_sets " + std::to_string(key_sets) + " after " + prefix);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << "key_sets " << key_sets;
+    const MaskCacheStats stats = g->cache_stats();
+    EXPECT_GE(stats.hits, prefixes.size()) << "key_sets " << key_sets;
+    EXPECT_LT(stats.entries, 2 * prefixes.size()) << "key_sets " << key_sets;
+  }
+}
+
+// Deep nesting costs the cache no more than shallow nesting: 2,000 levels of
+// JSON arrays and objects, a mask before each byte; with cut keys the states
+// of one shape at different depths share entries (the whole-state keys grew
+// with depth, one entry per level, ~100 MB of keys at 5,000 levels).
+TEST(MatcherCutKeys, DeepNestingKeepsTheCacheSmall) {
+  auto vocab = LoadVocabulary("llama3");
+  auto g = CompileFor("builtin:json", vocab);
+  std::string doc;
+  for (int i = 0; i < 2000; ++i) doc += i % 2 ? "[" : "{\"a\": ";
+  doc += "1";
+  for (int i = 2000; i-- > 0;) doc += i % 2 ? "]" : "}";
+  Matcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  for (char c : doc) {
+    m.ComputeMask(words.data());
+    ASSERT_TRUE(m.AcceptBytes(std::string(1, c)));
+  }
+  EXPECT_TRUE(m.IsAccepting());
+  const MaskCacheStats stats = g->cache_stats();
+  EXPECT_LT(stats.entries, 200u);
+  EXPECT_LT(stats.bytes, size_t{8} << 20);
+  EXPECT_GT(stats.hits, doc.size() * 9 / 10);
+}
+
 // ---------------------------------------------------------------------------
 // Token sets of one terminal state (CompiledGrammar::BuildTokenSets) against
 // an oracle that classifies every trie node on its own: the node's whole byte

@@ -175,7 +175,7 @@ void CheckCanonicalKeys(const parser::FlatGrammar& flat, const std::vector<std::
   auto key_of = [&](const parser::Chart& chart) {
     std::vector<uint32_t> key;
     keyer.CanonicalKey(chart, [&](const parser::EarleySet& s) { key.insert(key.end(), {s.accepting, s.lane}); },
-                       {}, &key);
+                       {}, UINT32_MAX, &key);
     return key;
   };
   RecognizerOptions options;
@@ -265,6 +265,46 @@ TEST(CompactTest, CanonicalKeyEqualsTheDenseCopysSpelling) {
   for (int k = 0; k < 300; ++k) nested += k % 50 < 25 ? "(x" : ")x";
   CheckCanonicalKeys(parens, {nested}, &states, &distinct);
   EXPECT_GT(distinct, 20u);
+}
+
+// A key cut after k kept sets (max_sets) spells the top of the live chart
+// only: equal for equal tops at any depth, bounded in length, and the cut it
+// returns is a group index below which nothing was spelled (0 when the
+// whole chart fits).
+TEST(CompactTest, CutKeysSpellTheTopOnly) {
+  const parser::FlatGrammar parens = Parens();
+  ZapFormatCompactor keyer;
+  auto key_of = [&](const std::string& text, uint32_t max_sets, uint32_t* cut) {
+    parser::Recognizer r = MakeRecognizer(&parens);
+    EXPECT_EQ(r.FeedBytes(text), text.size());
+    std::vector<uint32_t> key;
+    *cut = keyer.CanonicalKey(r.chart_for_testing(), [&](const parser::EarleySet& s) { key.push_back(s.accepting); },
+                              {}, max_sets, &key);
+    return key;
+  };
+  uint32_t cut = 0;
+  const std::vector<uint32_t> shallow_full = key_of("((x", UINT32_MAX, &cut);
+  EXPECT_EQ(cut, 0u);
+  EXPECT_EQ(key_of("((x", 100, &cut), shallow_full);  // nothing to cut
+  EXPECT_EQ(cut, 0u);
+  const std::vector<uint32_t> deep_full = key_of(std::string(50, '(') + "x", UINT32_MAX, &cut);
+  EXPECT_NE(deep_full, shallow_full);
+  EXPECT_GT(deep_full.size(), 20 * shallow_full.size() / 2);
+  for (uint32_t k : {0u, 1u, 2u, 5u}) {
+    uint32_t cut_a = 0, cut_b = 0;
+    const std::vector<uint32_t> a = key_of(std::string(20, '(') + "x", k, &cut_a);
+    const std::vector<uint32_t> b = key_of(std::string(50, '(') + "x", k, &cut_b);
+    EXPECT_EQ(a, b) << "max_sets " << k;
+    EXPECT_GT(cut_a, 0u);
+    EXPECT_GT(cut_b, cut_a);
+    EXPECT_LT(a.size(), shallow_full.size() * (k + 3)) << "max_sets " << k;
+    // A chart whose bottom is within reach is not cut, and differs.
+    uint32_t cut_c = 0;
+    if (k >= 2) {
+      EXPECT_NE(key_of("(x", k, &cut_c), a) << "max_sets " << k;
+      EXPECT_EQ(cut_c, 0u);
+    }
+  }
 }
 
 }  // namespace
