@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""What the Python layer adds to a mask: fill_next_token_bitmask and
+apply_token_bitmask_inplace against the same work done in C++.
+
+States: Llama 3 (128,256 ids), builtin:json, after every --stride-th token of
+the first --docs documents of the json-docs trace (real token ids), plus a
+MaskBench schema's states the same way from the maskbench trace. On each
+state, after one fill that warms the mask cache:
+
+  fill (torch)   matcher.fill_next_token_bitmask(torch bitmask, 0), timed in
+                 Python: blocks of --per-block calls, median block mean
+  fill (numpy)   the same with a numpy bitmask
+  ComputeMask    Matcher::ComputeMask in a C++ loop on the same state
+                 (GrammarMatcher._time_compute_mask, same block scheme)
+  overhead       fill - ComputeMask, per state; the medians over states are
+                 reported (a cache hit copies 16 KB of mask: ~1 us)
+
+apply_token_bitmask_inplace on a (1, 128256) float32 logits row with each
+state's mask, timed in Python and as the C++ kernel alone (_core._time_apply,
+views taken once).
+
+Batch scaling: --batch matchers on distinct states filled by
+BatchGrammarMatcher with 1 and 2 threads, with the cache off (every mask
+computed: the work threads share) and on (hits: the pool's wake-up cost
+shows).
+
+    PYTHONPATH=build/python /usr/bin/python3 perf/python_overhead.py [--json]
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import time
+
+import numpy
+import torch
+
+import zapgram
+from zapgram import _core
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def median_ns(f, blocks, per_block):
+    means = []
+    for _ in range(blocks):
+        start = time.perf_counter_ns()
+        for _ in range(per_block):
+            f()
+        means.append((time.perf_counter_ns() - start) / per_block)
+    return statistics.median(means)
+
+
+def place(compiled, tokens, cache=True):
+    """A matcher after `tokens`, or None when the grammar refuses them."""
+    m = zapgram.GrammarMatcher(compiled, cache=cache)
+    return m if all(m.accept_token(t) for t in tokens) else None
+
+
+def states(compiled, trace, docs, stride, grammar_filter=None):
+    """(compiled, token prefix) at every stride-th token of the trace's first docs."""
+    out = []
+    with open(trace, encoding="utf-8") as f:
+        taken = 0
+        for line in f:
+            record = json.loads(line)
+            if grammar_filter is not None and record["grammar"] != grammar_filter:
+                continue
+            if not record.get("valid", True):
+                continue
+            tokens = record["tokens"]
+            for cut in range(0, len(tokens), stride):
+                if place(compiled, tokens[:cut]) is not None:
+                    out.append((compiled, tokens[:cut]))
+            taken += 1
+            if taken == docs:
+                break
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=pathlib.Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--docs", type=int, default=4)
+    parser.add_argument("--stride", type=int, default=37)
+    parser.add_argument("--blocks", type=int, default=21)
+    parser.add_argument("--per-block", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    tokenizer = zapgram.TokenizerInfo.from_huggingface(str(args.data / "tokenizers" / "llama3.tokenizer.json"))
+    compiler = zapgram.GrammarCompiler(tokenizer)
+    json_grammar = compiler.compile_builtin_json_grammar()
+    schema = "jsonschema/maskbench/Github_easy---o90448.schema.json"
+    schema_grammar = compiler.compile_json_schema((args.data / schema).read_text())
+    placed = states(json_grammar, args.data / "traces/llama3/json-docs.jsonl", args.docs, args.stride)
+    placed += states(schema_grammar, args.data / "traces/llama3/maskbench.jsonl", 1, 3, "schema:" + schema)
+    matchers = [place(c, t) for c, t in placed]
+
+    torch_mask = zapgram.allocate_token_bitmask(1, tokenizer.vocab_size)
+    numpy_mask = zapgram.allocate_token_bitmask(1, tokenizer.vocab_size, backend="numpy")
+    logits = torch.zeros((1, tokenizer.vocab_size))
+    rows = {k: [] for k in ("fill_torch", "fill_numpy", "compute_mask", "apply_py", "apply_cpp", "noop")}
+    b, p = args.blocks, args.per_block
+    for m in matchers:
+        m.fill_next_token_bitmask(torch_mask, 0)  # warms the cache
+        rows["fill_torch"].append(median_ns(lambda: m.fill_next_token_bitmask(torch_mask, 0), b, p))
+        rows["fill_numpy"].append(median_ns(lambda: m.fill_next_token_bitmask(numpy_mask, 0), b, p))
+        rows["compute_mask"].append(m._time_compute_mask(b, p))
+        rows["noop"].append(median_ns(m.is_completed, b, p))
+        rows["apply_py"].append(median_ns(lambda: zapgram.apply_token_bitmask_inplace(logits, torch_mask), b, 20))
+        rows["apply_cpp"].append(_core._time_apply(logits, torch_mask, b, 20))
+    overhead_torch = [f - c for f, c in zip(rows["fill_torch"], rows["compute_mask"])]
+    overhead_numpy = [f - c for f, c in zip(rows["fill_numpy"], rows["compute_mask"])]
+    overhead_apply = [a - c for a, c in zip(rows["apply_py"], rows["apply_cpp"])]
+    result = {
+        "states": len(matchers),
+        "median_ns": {k: statistics.median(v) for k, v in rows.items()},
+        "overhead_ns": {
+            "fill_torch": statistics.median(overhead_torch),
+            "fill_numpy": statistics.median(overhead_numpy),
+            "apply_torch": statistics.median(overhead_apply),
+        },
+    }
+
+    # Batch scaling: distinct states, cache off (every mask computed) and on.
+    batch_states = placed[:: max(1, len(placed) // args.batch)][: args.batch]
+    batch = {}
+    for cache in (False, True):
+        for threads in (1, 2):
+            group = [place(c, t, cache=cache) for c, t in batch_states]
+            pool = zapgram.BatchGrammarMatcher(threads)
+            mask = zapgram.allocate_token_bitmask(len(group), tokenizer.vocab_size)
+            pool.batch_fill_next_token_bitmask(group, mask)  # warm: token sets, cache
+            reps = 5 if not cache else 50
+            ns = median_ns(lambda: pool.batch_fill_next_token_bitmask(group, mask), 7, reps)
+            batch[f"{'hit' if cache else 'computed'}_{threads}t_us"] = ns / 1000
+    result["batch"] = {"size": len(batch_states), **batch}
+
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    med = result["median_ns"]
+    over = result["overhead_ns"]
+    print(f"{len(matchers)} states (Llama 3, 128,256 ids; builtin:json + one MaskBench schema), medians per call:")
+    print(f"  C++ ComputeMask (cache hit)           {med['compute_mask'] / 1000:7.2f} us")
+    print(f"  fill_next_token_bitmask, torch        {med['fill_torch'] / 1000:7.2f} us   overhead {over['fill_torch']:6.0f} ns")
+    print(f"  fill_next_token_bitmask, numpy        {med['fill_numpy'] / 1000:7.2f} us   overhead {over['fill_numpy']:6.0f} ns")
+    print(f"  a no-op bound method (is_completed)   {med['noop']:7.0f} ns")
+    print(f"  apply_token_bitmask_inplace (torch)   {med['apply_py'] / 1000:7.2f} us   C++ kernel {med['apply_cpp'] / 1000:.2f} us,"
+          f" overhead {over['apply_torch']:6.0f} ns")
+    print(f"batch of {result['batch']['size']} distinct states, batch_fill_next_token_bitmask:")
+    for kind in ("computed", "hit"):
+        one, two = batch[f"{kind}_1t_us"], batch[f"{kind}_2t_us"]
+        print(f"  {kind:8s} 1 thread {one:9.1f} us   2 threads {two:9.1f} us   speedup {one / two:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
