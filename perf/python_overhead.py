@@ -12,8 +12,9 @@ state, after one fill that warms the mask cache:
   fill (numpy)   the same with a numpy bitmask
   ComputeMask    Matcher::ComputeMask in a C++ loop on the same state
                  (GrammarMatcher._time_compute_mask, same block scheme)
-  overhead       fill - ComputeMask, per state; the medians over states are
-                 reported (a cache hit copies 16 KB of mask: ~1 us)
+  overhead       fill - ComputeMask: Python and C++ blocks interleaved, the
+                 median difference per state, then the median over states
+                 (a cache hit copies 16 KB of mask)
 
 apply_token_bitmask_inplace on a (1, 128256) float32 logits row with each
 state's mask, timed in Python and as the C++ kernel alone (_core._time_apply,
@@ -50,6 +51,21 @@ def median_ns(f, blocks, per_block):
             f()
         means.append((time.perf_counter_ns() - start) / per_block)
     return statistics.median(means)
+
+
+def paired(f, cpp_block, blocks, per_block):
+    """(median Python ns/call, median C++ ns/call, median of their differences),
+    blocks of the two interleaved so that drift (other load, frequency) hits
+    both alike; cpp_block(per_block) times one C++ block."""
+    py, cpp, diff = [], [], []
+    for _ in range(blocks):
+        start = time.perf_counter_ns()
+        for _ in range(per_block):
+            f()
+        py.append((time.perf_counter_ns() - start) / per_block)
+        cpp.append(cpp_block(per_block))
+        diff.append(py[-1] - cpp[-1])
+    return statistics.median(py), statistics.median(cpp), statistics.median(diff)
 
 
 def place(compiled, tokens, cache=True):
@@ -102,26 +118,27 @@ def main():
     torch_mask = zapgram.allocate_token_bitmask(1, tokenizer.vocab_size)
     numpy_mask = zapgram.allocate_token_bitmask(1, tokenizer.vocab_size, backend="numpy")
     logits = torch.zeros((1, tokenizer.vocab_size))
-    rows = {k: [] for k in ("fill_torch", "fill_numpy", "compute_mask", "apply_py", "apply_cpp", "noop")}
+    rows = {k: [] for k in ("fill_torch", "fill_numpy", "compute_mask", "apply_py", "apply_cpp", "noop",
+                            "over_torch", "over_numpy", "over_apply")}
     b, p = args.blocks, args.per_block
     for m in matchers:
         m.fill_next_token_bitmask(torch_mask, 0)  # warms the cache
-        rows["fill_torch"].append(median_ns(lambda: m.fill_next_token_bitmask(torch_mask, 0), b, p))
-        rows["fill_numpy"].append(median_ns(lambda: m.fill_next_token_bitmask(numpy_mask, 0), b, p))
-        rows["compute_mask"].append(m._time_compute_mask(b, p))
+        fill_cpp = lambda n: m._time_compute_mask(1, n)  # noqa: E731
+        py, cpp, over = paired(lambda: m.fill_next_token_bitmask(torch_mask, 0), fill_cpp, b, p)
+        rows["fill_torch"].append(py), rows["compute_mask"].append(cpp), rows["over_torch"].append(over)
+        py, cpp, over = paired(lambda: m.fill_next_token_bitmask(numpy_mask, 0), fill_cpp, b, p)
+        rows["fill_numpy"].append(py), rows["over_numpy"].append(over)
         rows["noop"].append(median_ns(m.is_completed, b, p))
-        rows["apply_py"].append(median_ns(lambda: zapgram.apply_token_bitmask_inplace(logits, torch_mask), b, 20))
-        rows["apply_cpp"].append(_core._time_apply(logits, torch_mask, b, 20))
-    overhead_torch = [f - c for f, c in zip(rows["fill_torch"], rows["compute_mask"])]
-    overhead_numpy = [f - c for f, c in zip(rows["fill_numpy"], rows["compute_mask"])]
-    overhead_apply = [a - c for a, c in zip(rows["apply_py"], rows["apply_cpp"])]
+        py, cpp, over = paired(lambda: zapgram.apply_token_bitmask_inplace(logits, torch_mask),
+                               lambda n: _core._time_apply(logits, torch_mask, 1, n), b, 20)
+        rows["apply_py"].append(py), rows["apply_cpp"].append(cpp), rows["over_apply"].append(over)
     result = {
         "states": len(matchers),
-        "median_ns": {k: statistics.median(v) for k, v in rows.items()},
+        "median_ns": {k: statistics.median(v) for k, v in rows.items() if not k.startswith("over_")},
         "overhead_ns": {
-            "fill_torch": statistics.median(overhead_torch),
-            "fill_numpy": statistics.median(overhead_numpy),
-            "apply_torch": statistics.median(overhead_apply),
+            "fill_torch": statistics.median(rows["over_torch"]),
+            "fill_numpy": statistics.median(rows["over_numpy"]),
+            "apply_torch": statistics.median(rows["over_apply"]),
         },
     }
 
@@ -129,14 +146,18 @@ def main():
     batch_states = placed[:: max(1, len(placed) // args.batch)][: args.batch]
     batch = {}
     for cache in (False, True):
-        for threads in (1, 2):
-            group = [place(c, t, cache=cache) for c, t in batch_states]
-            pool = zapgram.BatchGrammarMatcher(threads)
-            mask = zapgram.allocate_token_bitmask(len(group), tokenizer.vocab_size)
-            pool.batch_fill_next_token_bitmask(group, mask)  # warm: token sets, cache
-            reps = 5 if not cache else 50
-            ns = median_ns(lambda: pool.batch_fill_next_token_bitmask(group, mask), 7, reps)
-            batch[f"{'hit' if cache else 'computed'}_{threads}t_us"] = ns / 1000
+        groups = {t: [place(c, tk, cache=cache) for c, tk in batch_states] for t in (1, 2)}
+        pools = {t: zapgram.BatchGrammarMatcher(t) for t in (1, 2)}
+        mask = zapgram.allocate_token_bitmask(len(batch_states), tokenizer.vocab_size)
+        times = {1: [], 2: []}
+        for t in (1, 2):
+            pools[t].batch_fill_next_token_bitmask(groups[t], mask)  # warm: token sets, cache
+        reps = 5 if not cache else 50
+        for _ in range(15):  # 1 and 2 threads interleaved: drift hits both alike
+            for t in (1, 2):
+                times[t].append(median_ns(lambda: pools[t].batch_fill_next_token_bitmask(groups[t], mask), 1, reps))
+        for t in (1, 2):
+            batch[f"{'hit' if cache else 'computed'}_{t}t_us"] = statistics.median(times[t]) / 1000
     result["batch"] = {"size": len(batch_states), **batch}
 
     if args.json:
