@@ -16,7 +16,7 @@ Inputs (XGrammar's method names; the formats zapgram reads):
   keywords a grammar cannot enforce (``uniqueItems``, ``contains``, ...) are
   errors; ``strict=False`` drops them and lists them in
   ``compiled.warnings``. ``any_whitespace=False`` gives compact JSON; else at
-  most ``max_whitespace`` whitespace bytes between tokens.
+  most ``max_whitespace_cnt`` (default 2) whitespace bytes between tokens.
 - ``compile_regex``, ``compile_builtin_json_grammar``, ``compile_lark``.
 
 The cache maps (kind, text, options) to the CompiledGrammar, bounded to
@@ -87,14 +87,16 @@ class GrammarCompiler:
         separators: Optional[Tuple[str, str]] = None,
         strict_mode: bool = True,
         strict: bool = True,
-        max_whitespace: int = 2,
+        max_whitespace_cnt: Optional[int] = None,
         any_order: bool = False,
     ) -> CompiledGrammar:
         """A JSON Schema (str, dict, or a pydantic model class).
 
         strict: unsupported keywords are errors (False: dropped, see
-        compiled.warnings). any_order: object members in any order (default:
-        the order of `properties`). strict_mode is XGrammar's (extra
+        compiled.warnings). max_whitespace_cnt: whitespace bytes allowed
+        between JSON tokens when any_whitespace (None: 2, zapgram's bound; models
+        loop on unbounded whitespace). any_order: object members in any order
+        (default: the order of `properties`). strict_mode is XGrammar's (extra
         properties refused unless the schema allows them) and is not applied:
         zapgram follows the schema's own additionalProperties. indent and
         separators are not supported (ValueError).
@@ -106,6 +108,7 @@ class GrammarCompiler:
             schema = schema.model_json_schema()
         text = schema if isinstance(schema, str) else json.dumps(schema)
         compact = not any_whitespace
+        max_whitespace = 2 if max_whitespace_cnt is None else max_whitespace_cnt
         options = (not strict, compact, max_whitespace, any_order)
         return self._compile(
             ("json_schema", text, options),

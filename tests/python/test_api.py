@@ -111,6 +111,17 @@ def test_compile_json_schema_text_dict_and_options(small_compiler):
     assert not compact.accept_string('{"a": 1}')
     assert compact.accept_string('{"a":1}')
 
+    # max_whitespace_cnt bounds the whitespace run; any_order lets members swap.
+    two = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+           "required": ["a", "b"], "additionalProperties": False}
+    assert zapgram.GrammarMatcher(small_compiler.compile_json_schema(two)).accept_string('{"a":  1')
+    bounded = small_compiler.compile_json_schema(two, max_whitespace_cnt=1)
+    assert not zapgram.GrammarMatcher(bounded).accept_string('{"a":  1')
+    assert zapgram.GrammarMatcher(bounded).accept_string('{"a": 1')
+    assert not zapgram.GrammarMatcher(small_compiler.compile_json_schema(two)).accept_string('{"b": 1, "a": 2}')
+    assert zapgram.GrammarMatcher(small_compiler.compile_json_schema(two, any_order=True)).accept_string(
+        '{"b": 1, "a": 2}')
+
     class Model:  # a pydantic-style class
         @staticmethod
         def model_json_schema():
