@@ -23,7 +23,9 @@ views taken once).
 Batch scaling: --batch matchers on distinct states filled by
 BatchGrammarMatcher with 1 and 2 threads, with the cache off (every mask
 computed: the work threads share) and on (hits: the pool's wake-up cost
-shows).
+shows). "cores used" is the process's CPU time over the wall time of the
+calls: on a machine shared with other work, 2 threads cannot help when it
+stays near 1.
 
     PYTHONPATH=build/python /usr/bin/python3 perf/python_overhead.py [--json]
 """
@@ -31,6 +33,7 @@ shows).
 import argparse
 import json
 import pathlib
+import resource
 import statistics
 import time
 
@@ -41,6 +44,11 @@ import zapgram
 from zapgram import _core
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def median_ns(f, blocks, per_block):
@@ -150,14 +158,24 @@ def main():
         pools = {t: zapgram.BatchGrammarMatcher(t) for t in (1, 2)}
         mask = zapgram.allocate_token_bitmask(len(batch_states), tokenizer.vocab_size)
         times = {1: [], 2: []}
+        cpu = {1: 0.0, 2: 0.0}
+        calls = {1: 0, 2: 0}
         for t in (1, 2):
             pools[t].batch_fill_next_token_bitmask(groups[t], mask)  # warm: token sets, cache
         reps = 5 if not cache else 50
         for _ in range(15):  # 1 and 2 threads interleaved: drift hits both alike
             for t in (1, 2):
+                before = cpu_seconds()
                 times[t].append(median_ns(lambda: pools[t].batch_fill_next_token_bitmask(groups[t], mask), 1, reps))
+                cpu[t] += cpu_seconds() - before
+                calls[t] += reps
+        kind = "hit" if cache else "computed"
         for t in (1, 2):
-            batch[f"{'hit' if cache else 'computed'}_{t}t_us"] = statistics.median(times[t]) / 1000
+            batch[f"{kind}_{t}t_us"] = statistics.median(times[t]) / 1000
+            # CPU time of the process per batch / wall time per batch: how
+            # many cores the call actually had (other load on the machine
+            # shows here).
+            batch[f"{kind}_{t}t_cores"] = cpu[t] / calls[t] * 1e9 / statistics.median(times[t])
     result["batch"] = {"size": len(batch_states), **batch}
 
     if args.json:
@@ -175,7 +193,8 @@ def main():
     print(f"batch of {result['batch']['size']} distinct states, batch_fill_next_token_bitmask:")
     for kind in ("computed", "hit"):
         one, two = batch[f"{kind}_1t_us"], batch[f"{kind}_2t_us"]
-        print(f"  {kind:8s} 1 thread {one:9.1f} us   2 threads {two:9.1f} us   speedup {one / two:.2f}x")
+        print(f"  {kind:8s} 1 thread {one:9.1f} us   2 threads {two:9.1f} us   speedup {one / two:.2f}x"
+              f"   (cores used: {batch[kind + '_1t_cores']:.2f}, {batch[kind + '_2t_cores']:.2f})")
 
 
 if __name__ == "__main__":
