@@ -25,13 +25,15 @@ BatchGrammarMatcher with 1 and 2 threads, with the cache off (every mask
 computed: the work threads share) and on (hits: the pool's wake-up cost
 shows). "cores used" is the process's CPU time over the wall time of the
 calls: on a machine shared with other work, 2 threads cannot help when it
-stays near 1.
+stays near 1; the split of CPU time between the pool's two threads shows
+whether both work.
 
     PYTHONPATH=build/python /usr/bin/python3 perf/python_overhead.py [--json]
 """
 
 import argparse
 import json
+import os
 import pathlib
 import resource
 import statistics
@@ -49,6 +51,16 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 def cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def thread_ticks():
+    """CPU ticks (user + system) per thread of this process (Linux)."""
+    ticks = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks[tid] = int(fields[11]) + int(fields[12])
+    return ticks
 
 
 def median_ns(f, blocks, per_block):
@@ -176,6 +188,14 @@ def main():
             # many cores the call actually had (other load on the machine
             # shows here).
             batch[f"{kind}_{t}t_cores"] = cpu[t] / calls[t] * 1e9 / statistics.median(times[t])
+        if not cache:
+            # The split of the 2-thread pool's CPU time between the calling
+            # thread and the worker, over a second of computed batches.
+            before, start = thread_ticks(), time.perf_counter()
+            while time.perf_counter() - start < 1.0:
+                pools[2].batch_fill_next_token_bitmask(groups[2], mask)
+            used = sorted((t - before.get(tid, 0) for tid, t in thread_ticks().items()), reverse=True)
+            batch["computed_2t_thread_share"] = [round(u / max(1, sum(used)), 2) for u in used if u > 0]
     result["batch"] = {"size": len(batch_states), **batch}
 
     if args.json:
@@ -195,6 +215,7 @@ def main():
         one, two = batch[f"{kind}_1t_us"], batch[f"{kind}_2t_us"]
         print(f"  {kind:8s} 1 thread {one:9.1f} us   2 threads {two:9.1f} us   speedup {one / two:.2f}x"
               f"   (cores used: {batch[kind + '_1t_cores']:.2f}, {batch[kind + '_2t_cores']:.2f})")
+    print(f"  CPU time of the 2-thread pool's threads on computed batches: {batch['computed_2t_thread_share']}")
 
 
 if __name__ == "__main__":
