@@ -25,6 +25,29 @@ namespace internal {
 
 namespace {
 
+// A JSON Schema's text to IR; `source_name` prefixes errors. Warnings of
+// lenient conversion are appended to `warnings` (may be null).
+absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::string_view source_name,
+                                                const SchemaOptions& schema, bool draft7,
+                                                std::vector<std::string>* warnings) {
+  transforms::JsonSchemaOptions options;
+  options.lenient = schema.lenient;
+  options.compact = schema.compact;
+  options.max_whitespace = schema.max_whitespace;
+  options.any_order = schema.any_order;
+  if (draft7) options.draft = transforms::JsonSchemaDraft::kDraft7;
+  absl::StatusOr<transforms::JsonSchemaGrammar> converted =
+      transforms::JsonSchemaToGrammar(text, source_name, options);
+  if (!converted.ok()) return converted.status();
+  if (warnings != nullptr) {
+    for (const transforms::JsonSchemaWarning& w : converted->warnings) {
+      warnings->push_back(absl::StrFormat("%s %s at %s: %s", w.dropped ? "dropped" : "ignored",
+                                          w.keyword, w.pointer, w.message));
+    }
+  }
+  return std::move(converted->grammar);
+}
+
 // schema:PATH. A schema without `$schema` is read as draft 2020-12, except
 // under a folder named draft7 or draft-07 (the JSON-Schema-Test-Suite's layout).
 absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
@@ -39,24 +62,23 @@ absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read schema file '", path.string(), "'"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  transforms::JsonSchemaOptions options;
-  options.lenient = schema.lenient;
-  options.compact = schema.compact;
-  options.max_whitespace = schema.max_whitespace;
-  options.any_order = schema.any_order;
+  bool draft7 = false;
   for (const std::filesystem::path& part : path) {
-    if (part == "draft7" || part == "draft-07") options.draft = transforms::JsonSchemaDraft::kDraft7;
+    draft7 = draft7 || part == "draft7" || part == "draft-07";
   }
-  absl::StatusOr<transforms::JsonSchemaGrammar> converted =
-      transforms::JsonSchemaToGrammar(buffer.str(), path.string(), options);
-  if (!converted.ok()) return converted.status();
-  if (warnings != nullptr) {
-    for (const transforms::JsonSchemaWarning& w : converted->warnings) {
-      warnings->push_back(absl::StrFormat("%s %s at %s: %s", w.dropped ? "dropped" : "ignored",
-                                          w.keyword, w.pointer, w.message));
-    }
-  }
-  return std::move(converted->grammar);
+  return ReadSchemaText(buffer.str(), path.string(), schema, draft7, warnings);
+}
+
+// regex:PATTERN: the whole text must match the pattern (Python `re`
+// conventions, see grammar/regex_compiler.h); syntax errors surface when
+// compiling, at column `column` of the source.
+grammar::Grammar RegexGrammar(std::string_view pattern, std::string_view source_name,
+                              uint32_t column) {
+  grammar::Grammar g;
+  g.source_name = std::string(source_name);
+  g.rules.push_back({"root", 0, {1, 1}});
+  g.rules[0].body = g.AddRegex(std::string(pattern), 0, {1, column});
+  return g;
 }
 
 }  // namespace
@@ -83,13 +105,7 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
     return grammar::ReadGbnf(text, absl::StrFormat("<%s>", spec));
   }
   if (spec.starts_with("regex:")) {
-    // The whole text must match the pattern (Python `re` conventions, see
-    // grammar/regex_compiler.h); syntax errors surface when compiling.
-    grammar::Grammar g;
-    g.source_name = absl::StrFormat("<%s>", spec);
-    g.rules.push_back({"root", 0, {1, 1}});
-    g.rules[0].body = g.AddRegex(std::string(spec.substr(6)), 0, {1, 7});
-    return g;
+    return RegexGrammar(spec.substr(6), absl::StrFormat("<%s>", spec), 7);
   }
   std::filesystem::path path{std::string(spec)};
   if (path.is_relative() && !data_root.empty()) {
@@ -168,7 +184,31 @@ const std::vector<std::string>& Grammar::warnings() const { return data_->warnin
 
 absl::StatusOr<Grammar> Grammar::FromGbnf(std::string_view text, std::string_view source_name,
                                           const CompileLimits& limits) {
-  auto data = Compile(grammar::ReadGbnf(text, source_name), limits);
+  LoadOptions options;
+  options.limits = limits;
+  return FromText(GrammarFormat::kGbnf, text, options, source_name);
+}
+
+absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view text,
+                                          const LoadOptions& options,
+                                          std::string_view source_name) {
+  std::vector<std::string> warnings;
+  absl::StatusOr<grammar::Grammar> ir = absl::InvalidArgumentError("unknown grammar format");
+  switch (format) {
+    case GrammarFormat::kGbnf:
+      ir = grammar::ReadGbnf(text, source_name);
+      break;
+    case GrammarFormat::kLark:
+      ir = grammar::ReadLarkGrammar(text, source_name);
+      break;
+    case GrammarFormat::kRegex:
+      ir = internal::RegexGrammar(text, source_name, 1);
+      break;
+    case GrammarFormat::kJsonSchema:
+      ir = internal::ReadSchemaText(text, source_name, options.schema, /*draft7=*/false, &warnings);
+      break;
+  }
+  auto data = Compile(std::move(ir), options.limits, std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
 }

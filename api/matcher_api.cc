@@ -1,7 +1,6 @@
 // The public Vocabulary, CompiledGrammar and Matcher: thin wrappers over
 // masks/vocabulary.h and masks/matcher.h.
 #include <algorithm>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -92,19 +91,10 @@ absl::Status Matcher::status() const { return impl_->status(); }
 
 void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
                   int threads) {
-  const size_t n = matchers.size();
-  const size_t workers = std::max<size_t>(1, std::min<size_t>(threads > 0 ? threads : 1, n));
-  auto run = [&](size_t worker) {
-    for (size_t k = worker; k < n; k += workers) matchers[k]->ComputeMask(words + k * mask_words);
-  };
-  if (workers == 1) {
-    run(0);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(run, w);
-  run(0);
-  for (std::thread& t : pool) t.join();
+  std::vector<uint32_t*> rows(matchers.size());
+  for (size_t k = 0; k < rows.size(); ++k) rows[k] = words + k * mask_words;
+  const int workers = static_cast<int>(std::min<size_t>(threads > 0 ? threads : 1, rows.size()));
+  BatchMasker(std::max(workers, 1)).Compute(matchers, rows);
 }
 
 }  // namespace zapgram

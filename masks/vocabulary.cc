@@ -712,6 +712,10 @@ absl::StatusOr<Vocabulary> Vocabulary::FromTokenBytes(const std::vector<std::str
   for (size_t id = 0; id < tokens.size(); ++id) {
     TokenRecord& record = vocabulary.records_[id];
     if (record.kind == TokenKind::kSpecial) continue;
+    if (tokens[id].empty()) {  // padding or a token without text: never produced
+      record.kind = TokenKind::kUnused;
+      continue;
+    }
     if (tokens[id].size() > UINT16_MAX) {
       return absl::InvalidArgumentError(absl::StrCat(vocabulary.source_name_, ": token ", id, " is ", tokens[id].size(),
                                                      " bytes long (at most 65535 are supported)"));

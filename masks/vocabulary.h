@@ -136,7 +136,7 @@ class Vocabulary {
 
   // A vocabulary given directly (tests, toy models): id i has bytes
   // `tokens[i]`; the ids in `eos_ids` are special EOS tokens (their bytes
-  // are ignored). Errors: kInvalidArgument for an out-of-range EOS id or a
+  // are ignored); an empty token is kUnused (padding: never allowed). Errors: kInvalidArgument for an out-of-range EOS id or a
   // token longer than 65535 bytes.
   static absl::StatusOr<Vocabulary> FromTokenBytes(const std::vector<std::string>& tokens,
                                                    const std::vector<TokenId>& eos_ids,

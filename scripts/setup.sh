@@ -6,6 +6,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libabsl-dev libre2-dev libmimalloc-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The Python package (python/) and its tests and examples.
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
+  python3-jsonschema python3-lark python3-setuptools python3-pip python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -61,6 +61,15 @@ struct LoadOptions {
   SchemaOptions schema;
 };
 
+// The kinds of grammar text Grammar::FromText reads (no file involved).
+enum class GrammarFormat {
+  kGbnf,        // GBNF / XGrammar EBNF, as in a .gbnf file
+  kLark,        // Lark, as in a .lark file; only `%import common` resolves
+  kRegex,       // a pattern the whole text must match, as after regex:
+  kJsonSchema,  // JSON Schema text (draft 2020-12 unless it says `$schema`),
+                // read with options.schema, as in a schema:PATH file
+};
+
 class Grammar {
  public:
   static absl::StatusOr<Grammar> Load(std::string_view spec, std::string_view data_root,
@@ -71,6 +80,12 @@ class Grammar {
   static absl::StatusOr<Grammar> FromGbnf(std::string_view text,
                                           std::string_view source_name = "<text>",
                                           const CompileLimits& limits = {});
+
+  // Grammar text given in memory (a server's request carries its schema or
+  // grammar). `source_name` prefixes error messages ("<text>:LINE:COL: ...").
+  static absl::StatusOr<Grammar> FromText(GrammarFormat format, std::string_view text,
+                                          const LoadOptions& options = {},
+                                          std::string_view source_name = "<text>");
 
   GrammarStats stats() const;
   // What loading dropped or approximated (lenient schema keywords), one

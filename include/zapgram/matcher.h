@@ -50,7 +50,8 @@ class Vocabulary {
   static absl::StatusOr<Vocabulary> Load(const std::string& tokenizer_json_path,
                                          const VocabularyOptions& options = {});
   // A vocabulary given directly: id i has bytes `tokens[i]`; the ids in
-  // `eos_ids` are special EOS tokens. For tests and toy models.
+  // `eos_ids` are special EOS tokens; empty tokens are unused ids (padding,
+  // never allowed). For tests, toy models and token lists from Python.
   static absl::StatusOr<Vocabulary> FromTokens(const std::vector<std::string>& tokens,
                                                const std::vector<int32_t>& eos_ids);
   int32_t size() const;         // ids the tokenizer defines
@@ -124,9 +125,37 @@ class Matcher {
 };
 
 // Fills the masks of many matchers (matcher k's mask at words + k * mask_words)
-// on up to `threads` threads. Matchers must be distinct objects.
+// on up to `threads` threads. Matchers must be distinct objects. Starts its
+// threads per call; a server's decode loop wants a BatchMasker.
 void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
                   int threads);
+
+// A persistent pool of threads for the masks of a batch (api/batch_masker.cc):
+// the calling thread and threads() - 1 workers take matchers one at a time
+// from a shared counter, so one slow mask (a cache miss) does not hold up a
+// fixed share of the batch. Workers sleep between calls.
+//
+// Thread safety: Compute may be called from several threads; calls run one
+// after another. The matchers of one call must be distinct and not used
+// elsewhere during the call.
+class BatchMasker {
+ public:
+  // threads <= 0: half the hardware threads, at least 1.
+  explicit BatchMasker(int threads);
+  ~BatchMasker();
+  BatchMasker(const BatchMasker&) = delete;
+  BatchMasker& operator=(const BatchMasker&) = delete;
+
+  int threads() const;
+  // matchers[k]->ComputeMask(rows[k]); its return value into allowed[k] when
+  // `allowed` is not empty (then of the same size).
+  void Compute(absl::Span<Matcher* const> matchers, absl::Span<uint32_t* const> rows,
+               absl::Span<size_t> allowed = {});
+
+ private:
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
+};
 
 }  // namespace zapgram
 

@@ -1,0 +1,498 @@
+// zapgram._core: the pybind11 module under the Python package (python/zapgram).
+//
+// It binds the public C++ API (include/zapgram/) and nothing below it:
+//   Vocabulary        zapgram::Vocabulary (tokenizer.json or a token list)
+//   Grammar           zapgram::Grammar::FromText / Load
+//   CompiledGrammar   zapgram::CompiledGrammar::Compile (GIL released)
+//   GrammarMatcher    zapgram::Matcher, with XGrammar's method names
+//   BatchGrammarMatcher  zapgram::BatchMasker: one decode step's masks on a
+//                     persistent pool, GIL released while it runs
+//   apply_token_bitmask_inplace  tensor_view.h's kernel
+// The Python files add what needs no speed (TokenizerInfo, GrammarCompiler
+// and its cache, allocate_token_bitmask, the logits processor).
+//
+// The per-step calls (fill_next_token_bitmask, accept_token) are bound
+// directly as methods of GrammarMatcher, with no Python layer in between:
+// pybind11's dispatch plus the tensor view (tensor_view.h) is the whole
+// overhead over Matcher::ComputeMask, which writes straight into the
+// caller's bitmask row. The single-matcher calls keep the GIL: a cache hit
+// costs about as much as releasing and taking it back.
+//
+// Errors: an absl::Status becomes ValueError (bad grammar, schema or
+// argument: the engine's message with its place), FileNotFoundError (a file
+// that cannot be read) or RuntimeError (a budget ran out; misuse such as a
+// mask after termination). A matcher taking part in a batch running on
+// another Python thread refuses every call (RuntimeError) instead of racing.
+//
+// Tests: tests/python/ (test_api.py, test_bitmask.py, test_batch.py).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "python/src/tensor_view.h"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
+
+namespace py = pybind11;
+
+namespace zapgram::python {
+namespace {
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  const std::string message(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+      throw py::error_already_set();
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kInternal:
+      throw std::runtime_error(message);
+    default:
+      throw py::value_error(message);
+  }
+}
+
+template <typename T>
+T Unwrap(absl::StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return *std::move(v);
+}
+
+// Runs `f` (returning a StatusOr) without the GIL, then unwraps it with the
+// GIL held (raising needs it).
+template <typename F>
+auto WithoutGil(F&& f) {
+  std::optional<decltype(f())> result;
+  {
+    py::gil_scoped_release release;
+    result.emplace(f());
+  }
+  return Unwrap(*std::move(result));
+}
+
+// GrammarMatcher: a Matcher plus XGrammar's termination rule.
+struct PyMatcher {
+  PyMatcher(const CompiledGrammar& grammar, const MatcherOptions& options, bool terminate_without_stop)
+      : matcher(grammar, options),
+        mask_words(grammar.mask_words()),
+        vocab_size(grammar.vocabulary().padded_size()),
+        eos_ids(grammar.vocabulary().eos_ids()),
+        terminate_without_stop_token(terminate_without_stop) {}
+
+  // Every call but the batch's own checks that no batch holds the matcher
+  // (the flag is read and written with the GIL held).
+  void CheckFree() const {
+    if (in_batch) throw std::runtime_error("this GrammarMatcher is being filled by a batch on another thread");
+  }
+  void CheckStatus() const {
+    const absl::Status status = matcher.status();
+    if (!status.ok()) Raise(status);
+  }
+  void CheckNotFinished() const {
+    if (matcher.IsFinished()) {
+      throw std::runtime_error(
+          "the GrammarMatcher has terminated (it accepted a stop token); reset() or rollback() it first");
+    }
+  }
+  bool IsTerminated() const {
+    return matcher.IsFinished() || (terminate_without_stop_token && matcher.IsAccepting());
+  }
+
+  Matcher matcher;
+  size_t mask_words;
+  int32_t vocab_size;
+  std::vector<int32_t> eos_ids;
+  bool terminate_without_stop_token;
+  bool in_batch = false;
+};
+
+bool Fill(PyMatcher& m, py::handle bitmask, int64_t index) {
+  m.CheckFree();
+  m.CheckNotFinished();
+  const TensorView view = ViewOf(bitmask, "bitmask", true);
+  uint32_t* row = BitmaskRow(view, index, m.mask_words);
+  const size_t allowed = m.matcher.ComputeMask(row);
+  m.CheckStatus();
+  return allowed != static_cast<size_t>(m.vocab_size);
+}
+
+// accept_token: false for ids outside the vocabulary, as XGrammar; an
+// exhausted budget raises.
+bool AcceptToken(PyMatcher& m, int64_t id) {
+  m.CheckFree();
+  const bool ok = id >= 0 && id < m.vocab_size && m.matcher.AcceptToken(static_cast<int32_t>(id));
+  if (!ok) m.CheckStatus();
+  return ok;
+}
+
+bool AcceptString(PyMatcher& m, const std::string& text) {
+  m.CheckFree();
+  const bool ok = m.matcher.AcceptBytes(text);
+  if (!ok) m.CheckStatus();
+  return ok;
+}
+
+// Median over `blocks` timed blocks of `per_block` calls of `f`, in ns per
+// call: the C++ side of perf/python_overhead.py.
+template <typename F>
+double MedianNsPerCall(int blocks, int per_block, F&& f) {
+  if (blocks < 1 || per_block < 1) throw py::value_error("blocks and per_block must be >= 1");
+  std::vector<double> ns;
+  for (int b = 0; b < blocks; ++b) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < per_block; ++i) f();
+    const auto end = std::chrono::steady_clock::now();
+    ns.push_back(std::chrono::duration<double, std::nano>(end - start).count() / per_block);
+  }
+  std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+  return ns[ns.size() / 2];
+}
+
+// ComputeMask on the matcher's current state.
+double TimeComputeMask(PyMatcher& m, int blocks, int per_block) {
+  m.CheckFree();
+  std::vector<uint32_t> words(m.mask_words);
+  return MedianNsPerCall(blocks, per_block, [&] { m.matcher.ComputeMask(words.data()); });
+}
+
+// The apply_token_bitmask_inplace kernel on views taken once.
+double TimeApply(py::handle logits, py::handle bitmask, int blocks, int per_block) {
+  const TensorView l = ViewOf(logits, "logits", true);
+  const TensorView b = ViewOf(bitmask, "bitmask", false);
+  return MedianNsPerCall(blocks, per_block, [&] { ApplyBitmask(l, b, std::nullopt, std::nullopt); });
+}
+
+PyMatcher& AsMatcher(py::handle h) {
+  if (!py::isinstance<PyMatcher>(h)) {
+    throw py::type_error("matchers must be GrammarMatcher objects, got " +
+                         std::string(py::str(py::type::handle_of(h).attr("__name__"))));
+  }
+  return h.cast<PyMatcher&>();
+}
+
+// batch_accept_token / batch_accept_string: accept(matchers[k], items[k]).
+template <typename T, typename Accept>
+std::vector<bool> BatchAccept(const py::sequence& matchers, const std::vector<T>& items, Accept accept) {
+  if (items.size() != matchers.size()) {
+    throw py::value_error("one token or string per matcher is needed: " + std::to_string(items.size()) + " for " +
+                          std::to_string(matchers.size()) + " matchers");
+  }
+  std::vector<bool> accepted;
+  for (size_t k = 0; k < items.size(); ++k) accepted.push_back(accept(AsMatcher(matchers[k]), items[k]));
+  return accepted;
+}
+
+// The matchers of a batch call, marked busy for its duration.
+class BatchClaim {
+ public:
+  explicit BatchClaim(const py::sequence& matchers) {
+    claimed_.reserve(matchers.size());
+    try {
+      for (py::handle h : matchers) {
+        PyMatcher& m = AsMatcher(h);
+        if (m.in_batch) {
+          throw std::runtime_error("a GrammarMatcher appears twice in the batch, or is in another batch");
+        }
+        m.in_batch = true;
+        claimed_.push_back(&m);
+      }
+    } catch (...) {
+      Release();
+      throw;
+    }
+  }
+  ~BatchClaim() { Release(); }
+  const std::vector<PyMatcher*>& matchers() const { return claimed_; }
+
+ private:
+  void Release() {
+    for (PyMatcher* m : claimed_) m->in_batch = false;
+  }
+  std::vector<PyMatcher*> claimed_;
+};
+
+void BatchFill(BatchMasker& masker, const py::sequence& matchers, py::handle bitmask,
+               const std::optional<std::vector<int64_t>>& indices) {
+  if (indices.has_value() && indices->size() != matchers.size()) {
+    throw py::value_error("indices has " + std::to_string(indices->size()) + " entries for " +
+                          std::to_string(matchers.size()) + " matchers");
+  }
+  BatchClaim claim(matchers);
+  const TensorView view = ViewOf(bitmask, "bitmask", true);
+  std::vector<Matcher*> raw;
+  std::vector<uint32_t*> rows;
+  for (size_t k = 0; k < claim.matchers().size(); ++k) {
+    PyMatcher& m = *claim.matchers()[k];
+    m.CheckNotFinished();
+    rows.push_back(BitmaskRow(view, indices.has_value() ? (*indices)[k] : static_cast<int64_t>(k), m.mask_words));
+    raw.push_back(&m.matcher);
+  }
+  std::vector<uint32_t*> sorted = rows;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw py::value_error("two matchers of the batch would fill the same bitmask row");
+  }
+  {
+    py::gil_scoped_release release;
+    masker.Compute(raw, rows);
+  }
+  for (PyMatcher* m : claim.matchers()) m->CheckStatus();
+}
+
+// The longest prefix of `s` that is valid UTF-8 (a str cannot hold the tail
+// of a character begun earlier, nor the head of one the grammar has not
+// settled yet).
+std::string ValidUtf8Prefix(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const uint8_t lead = static_cast<uint8_t>(s[i]);
+    const size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3
+                        : (lead & 0xF8) == 0xF0 ? 4 : 0;
+    if (length == 0 || i + length > s.size()) break;
+    bool whole = true;
+    for (size_t k = 1; k < length; ++k) whole = whole && (static_cast<uint8_t>(s[i + k]) & 0xC0) == 0x80;
+    if (!whole) break;
+    i += length;
+  }
+  return s.substr(0, i);
+}
+
+GrammarFormat ParseFormat(const std::string& name) {
+  if (name == "gbnf" || name == "ebnf") return GrammarFormat::kGbnf;
+  if (name == "lark") return GrammarFormat::kLark;
+  if (name == "regex") return GrammarFormat::kRegex;
+  if (name == "json_schema") return GrammarFormat::kJsonSchema;
+  throw py::value_error("unknown grammar format '" + name + "' (gbnf, ebnf, lark, regex or json_schema)");
+}
+
+LoadOptions MakeLoadOptions(bool lenient, bool compact, uint32_t max_whitespace, bool any_order) {
+  LoadOptions options;
+  options.schema.lenient = lenient;
+  options.schema.compact = compact;
+  options.schema.max_whitespace = max_whitespace;
+  options.schema.any_order = any_order;
+  return options;
+}
+
+}  // namespace
+}  // namespace zapgram::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace zapgram;
+  using namespace zapgram::python;
+  m.doc() = "zapgram's C++ engine (use the zapgram package, not this module)";
+
+  py::class_<Vocabulary>(m, "Vocabulary")
+      .def_static(
+          "load",
+          [](const std::string& path, uint32_t padded_size, std::optional<std::vector<int32_t>> eos_ids) {
+            VocabularyOptions options;
+            options.padded_size = padded_size;
+            options.eos_ids = std::move(eos_ids);
+            return WithoutGil([&] { return Vocabulary::Load(path, options); });
+          },
+          py::arg("path"), py::arg("padded_size") = 0, py::arg("eos_ids") = py::none())
+      .def_static(
+          "from_tokens",
+          [](const std::vector<std::string>& tokens, const std::vector<int32_t>& eos_ids) {
+            return Unwrap(Vocabulary::FromTokens(tokens, eos_ids));
+          },
+          py::arg("tokens"), py::arg("eos_ids"))
+      .def_property_readonly("size", &Vocabulary::size)
+      .def_property_readonly("padded_size", &Vocabulary::padded_size)
+      .def_property_readonly("eos_ids", &Vocabulary::eos_ids)
+      .def("token_bytes", [](const Vocabulary& v, int32_t id) { return py::bytes(std::string(v.token_bytes(id))); })
+      .def("is_normal", &Vocabulary::is_normal);
+
+  py::class_<Grammar>(m, "Grammar")
+      .def_static(
+          "from_text",
+          [](const std::string& format, const std::string& text, bool lenient, bool compact,
+             uint32_t max_whitespace, bool any_order, const std::string& source_name) {
+            const GrammarFormat f = ParseFormat(format);
+            const LoadOptions options = MakeLoadOptions(lenient, compact, max_whitespace, any_order);
+            return WithoutGil([&] { return Grammar::FromText(f, text, options, source_name); });
+          },
+          py::arg("format"), py::arg("text"), py::arg("lenient") = false, py::arg("compact") = false,
+          py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("source_name") = "<text>")
+      .def_static(
+          "load",
+          [](const std::string& spec, const std::string& data_root, bool lenient, bool compact,
+             uint32_t max_whitespace, bool any_order) {
+            const LoadOptions options = MakeLoadOptions(lenient, compact, max_whitespace, any_order);
+            return WithoutGil([&] { return Grammar::Load(spec, data_root, options); });
+          },
+          py::arg("spec"), py::arg("data_root") = "", py::arg("lenient") = false, py::arg("compact") = false,
+          py::arg("max_whitespace") = 2, py::arg("any_order") = false)
+      .def_property_readonly("warnings", &Grammar::warnings);
+
+  py::class_<CompiledGrammar>(m, "CompiledGrammar", py::dynamic_attr())
+      .def(py::init([](const Grammar& grammar, const Vocabulary& vocabulary) {
+             return WithoutGil([&] { return CompiledGrammar::Compile(grammar, vocabulary); });
+           }),
+           py::arg("grammar"), py::arg("vocabulary"))
+      .def_property_readonly("mask_words", &CompiledGrammar::mask_words)
+      .def_property_readonly("vocabulary", &CompiledGrammar::vocabulary)
+      .def_property_readonly("cache_stats", [](const CompiledGrammar& g) {
+        const CompiledGrammar::CacheStats s = g.cache_stats();
+        py::dict d;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["entries"] = s.entries;
+        d["bytes"] = s.bytes;
+        return d;
+      });
+
+  py::class_<PyMatcher>(m, "GrammarMatcher", R"(Matches one sequence against a compiled grammar and
+fills its next-token bitmask (XGrammar's GrammarMatcher). Stop tokens are the
+TokenizerInfo's; max_rollback_bytes bounds rollback (zapgram's budget is in bytes);
+cache=False turns off the mask cache (for measurements).)")
+      .def(py::init([](const CompiledGrammar& grammar, std::optional<py::object> override_stop_tokens,
+                       bool terminate_without_stop_token, int max_rollback_tokens, uint32_t max_rollback_bytes,
+                       bool cache) {
+             (void)max_rollback_tokens;  // XGrammar deprecated it; zapgram's budget is in bytes
+             if (override_stop_tokens.has_value() && !override_stop_tokens->is_none()) {
+               std::vector<int32_t> ids = py::isinstance<py::int_>(*override_stop_tokens)
+                                              ? std::vector<int32_t>{override_stop_tokens->cast<int32_t>()}
+                                              : override_stop_tokens->cast<std::vector<int32_t>>();
+               std::sort(ids.begin(), ids.end());
+               ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+               if (ids != grammar.vocabulary().eos_ids()) {
+                 throw py::value_error(
+                     "override_stop_tokens is not supported: zapgram's stop tokens belong to the vocabulary "
+                     "(TokenizerInfo(..., stop_token_ids=...))");
+               }
+             }
+             MatcherOptions options;
+             options.max_rollback_bytes = max_rollback_bytes;
+             options.use_cache = cache;
+             return std::make_unique<PyMatcher>(grammar, options, terminate_without_stop_token);
+           }),
+           py::arg("compiled_grammar"), py::kw_only(), py::arg("override_stop_tokens") = py::none(),
+           py::arg("terminate_without_stop_token") = false, py::arg("max_rollback_tokens") = -1,
+           py::arg("max_rollback_bytes") = 512, py::arg("cache") = true)
+      .def(
+          "fill_next_token_bitmask",
+          [](PyMatcher& m, py::handle bitmask, int64_t index, bool debug_print) {
+            (void)debug_print;
+            return Fill(m, bitmask, index);
+          },
+          py::arg("bitmask"), py::arg("index") = 0, py::kw_only(), py::arg("debug_print") = false,
+          "Writes the next-token mask into bitmask[index]; returns whether it masks anything.")
+      .def(
+          "accept_token",
+          [](PyMatcher& m, int64_t id, bool debug_print) {
+            (void)debug_print;
+            return AcceptToken(m, id);
+          },
+          py::arg("token_id"), py::kw_only(), py::arg("debug_print") = false)
+      .def(
+          "accept_string",
+          [](PyMatcher& m, const std::string& text, bool debug_print) {
+            (void)debug_print;
+            return AcceptString(m, text);
+          },
+          py::arg("input_str"), py::kw_only(), py::arg("debug_print") = false)
+      .def(
+          "rollback",
+          [](PyMatcher& m, int64_t n) {
+            m.CheckFree();
+            if (n < 0) throw py::value_error("rollback needs num_tokens >= 0");
+            if (!m.matcher.Rollback(static_cast<size_t>(n))) {
+              throw std::runtime_error("cannot roll back " + std::to_string(n) +
+                                       " tokens: more than were accepted, or beyond max_rollback_bytes");
+            }
+          },
+          py::arg("num_tokens") = 1)
+      .def("reset",
+           [](PyMatcher& m) {
+             m.CheckFree();
+             m.matcher.Reset();
+           })
+      .def("is_terminated",
+           [](const PyMatcher& m) {
+             m.CheckFree();
+             return m.IsTerminated();
+           })
+      .def("is_completed",
+           [](const PyMatcher& m) {
+             m.CheckFree();
+             return m.matcher.IsAccepting();
+           })
+      .def("find_jump_forward_string",
+           [](PyMatcher& m) {
+             m.CheckFree();
+             return ValidUtf8Prefix(m.matcher.ForcedBytes());
+           })
+      .def("find_jump_forward_bytes",
+           [](PyMatcher& m) {
+             m.CheckFree();
+             return py::bytes(m.matcher.ForcedBytes());
+           })
+      .def(
+          "validate_tokens",
+          [](PyMatcher& m, const std::vector<int32_t>& tokens) {
+            m.CheckFree();
+            return m.matcher.ValidateTokens(tokens);
+          },
+          py::arg("tokens"), "How many leading tokens would be accepted in sequence (the state is unchanged).")
+      .def_property_readonly("stop_token_ids",
+                             [](const PyMatcher& m) { return m.eos_ids; })
+      .def_property_readonly("max_rollback_tokens", [](const PyMatcher&) { return -1; })
+      .def_property_readonly("vocab_size", [](const PyMatcher& m) { return m.vocab_size; })
+      .def("_time_compute_mask", &TimeComputeMask, py::arg("blocks") = 31, py::arg("per_block") = 200);
+
+  py::class_<BatchMasker>(m, "BatchGrammarMatcher", R"(Fills many matchers' bitmasks on a persistent pool
+of max_threads threads ("auto": half the hardware threads), with the GIL released.)")
+      .def(py::init([](py::object max_threads) {
+             int threads = 0;
+             if (!(py::isinstance<py::str>(max_threads) && max_threads.cast<std::string>() == "auto")) {
+               threads = max_threads.cast<int>();
+               if (threads < 1) throw py::value_error("max_threads must be >= 1 or \"auto\"");
+             }
+             return std::make_unique<BatchMasker>(threads);
+           }),
+           py::arg("max_threads") = "auto")
+      .def_property_readonly("max_threads", &BatchMasker::threads)
+      .def(
+          "batch_fill_next_token_bitmask",
+          [](BatchMasker& masker, const py::sequence& matchers, py::handle bitmask,
+             std::optional<std::vector<int64_t>> indices, bool debug_print) {
+            (void)debug_print;
+            BatchFill(masker, matchers, bitmask, indices);
+          },
+          py::arg("matchers"), py::arg("bitmask"), py::arg("indices") = py::none(), py::arg("debug_print") = false)
+      .def_static(
+          "batch_accept_token",
+          [](const py::sequence& matchers, const std::vector<int64_t>& tokens, bool debug_print) {
+            (void)debug_print;
+            return BatchAccept(matchers, tokens, &AcceptToken);
+          },
+          py::arg("matchers"), py::arg("tokens"), py::arg("debug_print") = false)
+      .def_static(
+          "batch_accept_string",
+          [](const py::sequence& matchers, const std::vector<std::string>& strings, bool debug_print) {
+            (void)debug_print;
+            return BatchAccept(matchers, strings, &AcceptString);
+          },
+          py::arg("matchers"), py::arg("strings"), py::arg("debug_print") = false);
+
+  m.def(
+      "apply_token_bitmask_inplace",
+      [](py::handle logits, py::handle bitmask, std::optional<int64_t> vocab_size,
+         std::optional<std::vector<int64_t>> indices) {
+        ApplyBitmask(ViewOf(logits, "logits", true), ViewOf(bitmask, "bitmask", false), vocab_size, indices);
+      },
+      py::arg("logits"), py::arg("bitmask"), py::kw_only(), py::arg("vocab_size") = py::none(),
+      py::arg("indices") = py::none(),
+      "Sets logits[i, j] to -inf where bit j of bitmask row i is 0 (in place; CPU tensors or numpy arrays).");
+  m.def("_time_apply", &TimeApply, py::arg("logits"), py::arg("bitmask"), py::arg("blocks") = 31,
+        py::arg("per_block") = 20);
+}

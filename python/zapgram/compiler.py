@@ -1,0 +1,151 @@
+"""GrammarCompiler: grammars and JSON Schemas in, CompiledGrammar out.
+
+A CompiledGrammar joins a grammar with a TokenizerInfo's vocabulary; it is
+immutable, shared by any number of GrammarMatchers and threads, and carries
+the mask cache its matchers share. Compiling runs in C++ with the GIL
+released, so a server can compile on a worker thread while it decodes.
+
+Inputs (XGrammar's method names; the formats zapgram reads):
+
+- ``compile_grammar(text, format="gbnf")``: GBNF / XGrammar EBNF text
+  (``root ::= ...``); ``format="lark"`` for Lark text (``start: ...``; only
+  ``%import common`` resolves), ``"regex"`` for a pattern, ``"builtin"`` for a
+  bundled grammar by name (``"json"``).
+- ``compile_json_schema(schema, strict=True, ...)``: a JSON Schema as a str,
+  a dict, or a class with ``model_json_schema()`` (pydantic). ``strict``:
+  keywords a grammar cannot enforce (``uniqueItems``, ``contains``, ...) are
+  errors; ``strict=False`` drops them and lists them in
+  ``compiled.warnings``. ``any_whitespace=False`` gives compact JSON; else at
+  most ``max_whitespace_cnt`` (default 2) whitespace bytes between tokens.
+- ``compile_regex``, ``compile_builtin_json_grammar``, ``compile_lark``.
+
+The cache maps (kind, text, options) to the CompiledGrammar, bounded to
+``cache_limit`` entries, least recently used first out (XGrammar bounds its
+own in bytes). Errors are ValueError with the engine's message, which names
+the place (``<text>:LINE:COL``, or a JSON pointer) and the reason.
+
+Tests: tests/python/test_api.py (Compiler*).
+"""
+
+import collections
+import json
+import threading
+from typing import Any, Optional, Tuple, Union
+
+from . import _core
+from .tokenizer_info import TokenizerInfo
+
+CompiledGrammar = _core.CompiledGrammar
+
+
+class GrammarCompiler:
+    """Compiles grammars for one TokenizerInfo."""
+
+    def __init__(
+        self,
+        tokenizer_info: TokenizerInfo,
+        *,
+        max_threads: int = 8,
+        cache_enabled: bool = True,
+        cache_limit: int = 64,
+    ) -> None:
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
+        self.tokenizer_info = tokenizer_info
+        self.max_threads = max_threads  # compiling is single-threaded; kept for XGrammar's signature
+        self._cache_enabled = cache_enabled
+        self._cache_limit = max(0, cache_limit)
+        self._cache: "collections.OrderedDict[Tuple, CompiledGrammar]" = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def compile_grammar(self, grammar: str, *, format: str = "gbnf", root_rule_name: str = "root") -> CompiledGrammar:
+        """GBNF/EBNF text (format "gbnf" or "ebnf"), Lark text ("lark"), a
+        regex ("regex"), or a builtin grammar's name ("builtin", e.g. "json")."""
+        if not isinstance(grammar, str):
+            raise TypeError(f"grammar must be a str, got {type(grammar).__name__}")
+        if root_rule_name != "root":
+            raise ValueError("root_rule_name: zapgram's GBNF grammars start at `root`")
+        if format == "builtin":
+            return self._compile(("builtin", grammar), lambda: _core.Grammar.load("builtin:" + grammar))
+        return self._compile((format, grammar), lambda: _core.Grammar.from_text(format, grammar))
+
+    def compile_lark(self, grammar: str) -> CompiledGrammar:
+        return self.compile_grammar(grammar, format="lark")
+
+    def compile_regex(self, regex: str) -> CompiledGrammar:
+        return self.compile_grammar(regex, format="regex")
+
+    def compile_builtin_json_grammar(self) -> CompiledGrammar:
+        return self.compile_grammar("json", format="builtin")
+
+    def compile_json_schema(
+        self,
+        schema: Union[str, dict, Any],
+        *,
+        any_whitespace: bool = True,
+        indent: Optional[int] = None,
+        separators: Optional[Tuple[str, str]] = None,
+        strict_mode: bool = True,
+        strict: bool = True,
+        max_whitespace_cnt: Optional[int] = None,
+        any_order: bool = False,
+    ) -> CompiledGrammar:
+        """A JSON Schema (str, dict, or a pydantic model class).
+
+        strict: unsupported keywords are errors (False: dropped, see
+        compiled.warnings). max_whitespace_cnt: whitespace bytes allowed
+        between JSON tokens when any_whitespace (None: 2, zapgram's bound; models
+        loop on unbounded whitespace). any_order: object members in any order
+        (default: the order of `properties`). strict_mode is XGrammar's (extra
+        properties refused unless the schema allows them) and is not applied:
+        zapgram follows the schema's own additionalProperties. indent and
+        separators are not supported (ValueError).
+        """
+        del strict_mode  # see the docstring
+        if indent is not None or separators is not None:
+            raise ValueError("indent and separators are not supported; use any_whitespace / max_whitespace")
+        if hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        compact = not any_whitespace
+        max_whitespace = 2 if max_whitespace_cnt is None else max_whitespace_cnt
+        options = (not strict, compact, max_whitespace, any_order)
+        return self._compile(
+            ("json_schema", text, options),
+            lambda: _core.Grammar.from_text(
+                "json_schema",
+                text,
+                lenient=not strict,
+                compact=compact,
+                max_whitespace=max_whitespace,
+                any_order=any_order,
+            ),
+        )
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    @property
+    def cache_size(self) -> int:
+        """Compiled grammars held by the cache."""
+        return len(self._cache)
+
+    def _compile(self, key: Tuple, read) -> CompiledGrammar:
+        if self._cache_enabled:
+            with self._lock:
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self._cache.move_to_end(key)
+                    return hit
+        grammar = read()
+        compiled = CompiledGrammar(grammar, self.tokenizer_info._vocab)
+        compiled.tokenizer_info = self.tokenizer_info
+        compiled.warnings = list(grammar.warnings)
+        if self._cache_enabled and self._cache_limit > 0:
+            with self._lock:
+                self._cache[key] = compiled
+                self._cache.move_to_end(key)
+                while len(self._cache) > self._cache_limit:
+                    self._cache.popitem(last=False)
+        return compiled

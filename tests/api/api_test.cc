@@ -1,0 +1,224 @@
+// The public API pieces a server embeds (what the Python package binds):
+// grammars from in-memory text (Grammar::FromText) and the persistent mask
+// pool (BatchMasker, api/batch_masker.cc).
+//
+// FromText is checked against the file-based Load of the same grammar (equal
+// masks after equal prefixes) and for its error messages; BatchMasker
+// against one matcher at a time, across reused calls and concurrent callers.
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_paths.h"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
+
+namespace zapgram {
+namespace {
+
+// A small vocabulary: single bytes of JSON and some multi-byte tokens.
+Vocabulary SmallVocabulary() {
+  std::vector<std::string> tokens = {"<eos>", "{", "}", "[", "]", "\"", ":", ",", " ", "a", "b",
+                                     "1", "2", "true", "null", "\"a\"", "{\"", "\": ", ", \"",
+                                     "ab", "12", "-", ".", "e", "x", "y", "\\", "\"b\""};
+  absl::StatusOr<Vocabulary> v = Vocabulary::FromTokens(tokens, {0});
+  EXPECT_TRUE(v.ok()) << v.status();
+  return *std::move(v);
+}
+
+std::vector<uint32_t> MaskAfter(const CompiledGrammar& g, std::string_view prefix) {
+  Matcher m(g);
+  EXPECT_TRUE(m.AcceptBytes(prefix)) << prefix;
+  std::vector<uint32_t> words(g.mask_words());
+  m.ComputeMask(words.data());
+  return words;
+}
+
+void ExpectSameMasks(const Grammar& a, const Grammar& b, const std::vector<std::string>& prefixes) {
+  const Vocabulary vocab = SmallVocabulary();
+  absl::StatusOr<CompiledGrammar> ca = CompiledGrammar::Compile(a, vocab);
+  absl::StatusOr<CompiledGrammar> cb = CompiledGrammar::Compile(b, vocab);
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  for (const std::string& p : prefixes) EXPECT_EQ(MaskAfter(*ca, p), MaskAfter(*cb, p)) << p;
+}
+
+TEST(GrammarFromText, JsonSchemaTextEqualsSchemaFile) {
+  const std::string path = testing::DataPath("jsonschema/maskbench/Github_easy---o90448.schema.json");
+  absl::StatusOr<Grammar> from_file = Grammar::Load("schema:" + path);
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  absl::StatusOr<Grammar> from_text =
+      Grammar::FromText(GrammarFormat::kJsonSchema, testing::ReadFileOrDie(path));
+  ASSERT_TRUE(from_text.ok()) << from_text.status();
+  ExpectSameMasks(*from_file, *from_text, {"", "{", "{\"", "{\"a\": ", "{\"a\": [1, "});
+}
+
+TEST(GrammarFromText, SchemaOptionsApply) {
+  LoadOptions compact;
+  compact.schema.compact = true;
+  const Vocabulary vocab = SmallVocabulary();
+  for (bool is_compact : {false, true}) {
+    absl::StatusOr<Grammar> g = Grammar::FromText(GrammarFormat::kJsonSchema, R"({"type": "array"})",
+                                                  is_compact ? compact : LoadOptions{});
+    ASSERT_TRUE(g.ok()) << g.status();
+    absl::StatusOr<CompiledGrammar> c = CompiledGrammar::Compile(*g, vocab);
+    ASSERT_TRUE(c.ok());
+    const std::vector<uint32_t> words = MaskAfter(*c, "[");
+    const bool space = (words[8 / 32] >> (8 % 32)) & 1;  // id 8 is " "
+    EXPECT_EQ(space, !is_compact);
+  }
+  LoadOptions strict;
+  absl::StatusOr<Grammar> refused =
+      Grammar::FromText(GrammarFormat::kJsonSchema, R"({"type": "array", "uniqueItems": true})", strict);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "uniqueItems")) << refused.status();
+  LoadOptions lenient;
+  lenient.schema.lenient = true;
+  absl::StatusOr<Grammar> dropped =
+      Grammar::FromText(GrammarFormat::kJsonSchema, R"({"type": "array", "uniqueItems": true})", lenient);
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  ASSERT_EQ(dropped->warnings().size(), 1u);
+  EXPECT_TRUE(absl::StrContains(dropped->warnings()[0], "uniqueItems"));
+}
+
+TEST(GrammarFromText, LarkRegexAndGbnfEqualTheirSpecs) {
+  absl::StatusOr<Grammar> lark = Grammar::FromText(GrammarFormat::kLark,
+                                                   "start: \"[\" item (\",\" item)* \"]\"\n"
+                                                   "item: WORD | NUMBER\n"
+                                                   "%import common.WORD\n%import common.NUMBER\n"
+                                                   "%ignore \" \"\n");
+  ASSERT_TRUE(lark.ok()) << lark.status();
+  absl::StatusOr<Grammar> gbnf = Grammar::FromText(
+      GrammarFormat::kGbnf,
+      "root ::= \" \"* \"[\" \" \"* item (\" \"* \",\" \" \"* item)* \" \"* \"]\" \" \"*\n"
+      "item ::= [a-zA-Z]+ | [0-9]+ | [0-9]+ exp | ([0-9]+ \".\" [0-9]* | \".\" [0-9]+) exp?\n"
+      "exp ::= [eE] [+-]? [0-9]+\n");
+  ASSERT_TRUE(gbnf.ok()) << gbnf.status();
+  ExpectSameMasks(*lark, *gbnf, {"", "[", "[ab", "[ab, ", "[1", "[1.2e"});
+
+  absl::StatusOr<Grammar> regex_text = Grammar::FromText(GrammarFormat::kRegex, "(ab|x)+y?");
+  absl::StatusOr<Grammar> regex_spec = Grammar::Load("regex:(ab|x)+y?");
+  ASSERT_TRUE(regex_text.ok() && regex_spec.ok());
+  ExpectSameMasks(*regex_text, *regex_spec, {"", "a", "ab", "abx", "xy"});
+}
+
+TEST(GrammarFromText, ErrorsNameTheSourceAndPlace) {
+  struct Case {
+    GrammarFormat format;
+    std::string text, expected;
+  };
+  const std::vector<Case> cases = {
+      {GrammarFormat::kGbnf, "root ::= \"a\" (", "request:1:"},
+      {GrammarFormat::kLark, "start: \"a\"\nfoo: bar (\n", "the '(' at 2:10"},
+      {GrammarFormat::kRegex, "(ab", "request"},
+      {GrammarFormat::kJsonSchema, "{\"type\": ", "request"},
+      {GrammarFormat::kJsonSchema, "{\"type\": \"strin\"}", "strin"},
+  };
+  for (const Case& c : cases) {
+    LoadOptions options;
+    absl::StatusOr<Grammar> g = Grammar::FromText(c.format, c.text, options, "request");
+    ASSERT_FALSE(g.ok()) << c.text;
+    EXPECT_TRUE(absl::StrContains(g.status().message(), c.expected)) << g.status();
+  }
+}
+
+// Empty tokens of a token list are padding: never allowed, never accepted,
+// and any number of them (the trie holds at most 255 ids per byte string).
+TEST(VocabularyFromTokens, EmptyTokensAreUnusedPadding) {
+  std::vector<std::string> tokens = {"<eos>", "a", "", "b"};
+  tokens.resize(400);
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::FromTokens(tokens, {0});
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  EXPECT_FALSE(vocab->is_normal(2));
+  EXPECT_FALSE(vocab->is_normal(399));
+  absl::StatusOr<Grammar> grammar = Grammar::Load("regex:[ab]*");
+  ASSERT_TRUE(grammar.ok());
+  absl::StatusOr<CompiledGrammar> g = CompiledGrammar::Compile(*grammar, *vocab);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Matcher m(*g);
+  std::vector<uint32_t> words(g->mask_words());
+  EXPECT_EQ(m.ComputeMask(words.data()), 3u);  // a, b, EOS
+  EXPECT_EQ(words[0], 0b1011u);
+  EXPECT_FALSE(m.AcceptToken(2));
+  EXPECT_FALSE(m.AcceptToken(399));
+  EXPECT_TRUE(m.AcceptToken(1));
+}
+
+// Matchers on a shared JSON grammar after different prefixes.
+struct Batch {
+  explicit Batch(const CompiledGrammar& g, const std::vector<std::string>& prefixes) {
+    for (const std::string& p : prefixes) {
+      matchers.emplace_back(g);
+      EXPECT_TRUE(matchers.back().AcceptBytes(p)) << p;
+    }
+    for (Matcher& m : matchers) pointers.push_back(&m);
+  }
+  std::vector<Matcher> matchers;
+  std::vector<Matcher*> pointers;
+};
+
+absl::StatusOr<CompiledGrammar> SmallJson() {
+  absl::StatusOr<Grammar> grammar = Grammar::Load("builtin:json");
+  if (!grammar.ok()) return grammar.status();
+  return CompiledGrammar::Compile(*grammar, SmallVocabulary());
+}
+
+TEST(BatchMasker, EqualsOneByOneAcrossReusedCalls) {
+  absl::StatusOr<CompiledGrammar> g = SmallJson();
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<std::string> prefixes = {"", "{\"a\": ", "[1, 2", "{\"k\": \"v", "[tr", "[1.5e", "  ", "{"};
+  Batch batch(*g, prefixes);
+  const size_t words = g->mask_words();
+  BatchMasker masker(3);
+  EXPECT_EQ(masker.threads(), 3);
+  for (int round = 0; round < 4; ++round) {
+    // Rows in reverse order with a gap, as a server's indices may place them.
+    std::vector<uint32_t> out(words * (prefixes.size() + 1), 0xFFFFFFFFu);
+    std::vector<uint32_t*> rows;
+    for (size_t k = 0; k < prefixes.size(); ++k) rows.push_back(out.data() + (prefixes.size() - k) * words);
+    std::vector<size_t> allowed(prefixes.size());
+    masker.Compute(batch.pointers, rows, absl::MakeSpan(allowed));
+    for (size_t k = 0; k < prefixes.size(); ++k) {
+      Matcher single(*g);
+      ASSERT_TRUE(single.AcceptBytes(prefixes[k]));
+      std::vector<uint32_t> expected(words);
+      EXPECT_EQ(allowed[k], single.ComputeMask(expected.data())) << prefixes[k];
+      EXPECT_EQ(expected, std::vector<uint32_t>(rows[k], rows[k] + words)) << prefixes[k] << " round " << round;
+    }
+    EXPECT_EQ(out[0], 0xFFFFFFFFu);  // the unused row is untouched
+  }
+}
+
+TEST(BatchMasker, ConcurrentCallersAndEmptyBatches) {
+  absl::StatusOr<CompiledGrammar> g = SmallJson();
+  ASSERT_TRUE(g.ok()) << g.status();
+  const size_t words = g->mask_words();
+  BatchMasker masker(0);
+  EXPECT_GE(masker.threads(), 1);
+  masker.Compute({}, {});
+  const std::vector<std::string> prefixes = {"[", "{\"", "[1", "[\"a"};
+  std::vector<std::vector<uint32_t>> expected;
+  for (const std::string& p : prefixes) expected.push_back(MaskAfter(*g, p));
+  std::vector<std::thread> callers;
+  std::vector<int> failures(3, 0);
+  for (int t = 0; t < 3; ++t) {
+    callers.emplace_back([&, t] {
+      Batch batch(*g, prefixes);
+      std::vector<uint32_t> out(words * prefixes.size());
+      std::vector<uint32_t*> rows;
+      for (size_t k = 0; k < prefixes.size(); ++k) rows.push_back(out.data() + k * words);
+      for (int round = 0; round < 20; ++round) {
+        masker.Compute(batch.pointers, rows);
+        for (size_t k = 0; k < prefixes.size(); ++k) {
+          failures[t] += std::vector<uint32_t>(rows[k], rows[k] + words) != expected[k];
+        }
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(failures, std::vector<int>(3, 0));
+}
+
+}  // namespace
+}  // namespace zapgram
