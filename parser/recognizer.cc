@@ -325,13 +325,25 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
 }
 
 uint32_t Recognizer::InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards) {
-  std::vector<uint32_t> key;
-  key.reserve(guards.size() + 1);
-  key.push_back(lexer_state);
-  key.insert(key.end(), guards.begin(), guards.end());
-  auto [it, inserted] = lane_ids_.emplace(key, static_cast<uint32_t>(lanes_.size()));
-  if (inserted) lanes_.push_back(std::move(key));
-  return it->second;
+  // Most lanes have no guards: those are found by lexer state, no hashing.
+  if (guards.empty() && lexer_state < plain_lane_.size() && plain_lane_[lexer_state] != kNoLane) {
+    return plain_lane_[lexer_state];
+  }
+  lane_key_.assign(1, lexer_state);
+  lane_key_.insert(lane_key_.end(), guards.begin(), guards.end());
+  uint32_t id;
+  if (auto it = lane_ids_.find(lane_key_); it != lane_ids_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<uint32_t>(lanes_.size());
+    lane_ids_.emplace(lane_key_, id);
+    lanes_.push_back(lane_key_);
+  }
+  if (guards.empty()) {
+    if (plain_lane_.size() <= lexer_state) plain_lane_.resize(2 * lexer_state + 2, kNoLane);
+    plain_lane_[lexer_state] = id;
+  }
+  return id;
 }
 
 bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
@@ -340,12 +352,30 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
   const uint32_t first = chart.NewestFirst();
   const uint32_t end = static_cast<uint32_t>(chart.sets.size());
   const uint64_t position = chart.sets.back().position + 1;
-  targets_.clear();
-  target_of_lane_.clear();
+  // Targets are reused across steps (their vectors keep their capacity) and
+  // found by lane through a per-lane stamp.
+  num_targets_ = 0;
+  if (++target_serial_ == 0) {
+    std::fill(target_stamp_.begin(), target_stamp_.end(), 0);
+    target_serial_ = 1;
+  }
   auto target = [&](uint32_t lane) -> LaneTarget& {
-    auto [it, inserted] = target_of_lane_.emplace(lane, static_cast<uint32_t>(targets_.size()));
-    if (inserted) targets_.push_back({lane, false, false, {}, {}});
-    return targets_[it->second];
+    if (lane >= target_stamp_.size()) {
+      target_stamp_.resize(2 * lane + 2, 0);
+      target_index_.resize(2 * lane + 2, 0);
+    }
+    if (target_stamp_[lane] != target_serial_) {
+      target_stamp_[lane] = target_serial_;
+      target_index_[lane] = num_targets_;
+      if (num_targets_ == targets_.size()) targets_.emplace_back();
+      LaneTarget& t = targets_[num_targets_++];
+      t.lane = lane;
+      t.accept = t.accept_if_ignored = false;
+      t.scan_sources = 0;
+      t.scan.clear();
+      t.advance.clear();
+    }
+    return targets_[target_index_[lane]];
   };
   // Step each lane; route its items to the lane going on (token still open)
   // and, where the lexer emits a token, to the boundary lane after it.
@@ -376,6 +406,7 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
       const uint32_t open_lane = InternLane(state, guard_scratch_);
       LaneTarget& t = target(open_lane);
       t.accept_if_ignored |= accept_before && ignored_open;
+      ++t.scan_sources;
       for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
         const Item& item = chart.scan[i];
         if (ignored_open || lexer.CanContinue(state, Payload(g.rhs[item.dot]))) {
@@ -399,6 +430,7 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
     LaneTarget& t = target(InternLane(/*lexer_state=*/1, guard_scratch_));
     if (lexer.ignored[token]) {
       t.accept |= accept_before;
+      ++t.scan_sources;
       for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
         t.scan.push_back({chart.scan[i].dot, chart.scan[i].parent});
       }
@@ -417,12 +449,23 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
   }
   // Build one set per target lane.
   bool pushed = false;
-  for (const LaneTarget& t : targets_) {
+  for (uint32_t ti = 0; ti < num_targets_; ++ti) {
+    const LaneTarget& t = targets_[ti];
     BeginSet();
     set_index_ = static_cast<uint32_t>(chart.sets.size());
-    for (const PendingItem& item : t.scan) AddScanItem(item.dot, item.parent, 0);
-    for (const PendingItem& item : t.advance) AddItem(item.dot, item.parent);
-    CloseSet();
+    if (t.scan_sources == 1 && t.advance.empty()) {
+      // One set's items, distinct there, go on with their token: nothing to
+      // deduplicate, complete or predict (the copy the issue calls "copied
+      // lane items" is then all a step costs).
+      for (const PendingItem& item : t.scan) {
+        CountItem();
+        new_scan_.push_back({item.dot, item.parent, 0});
+      }
+    } else {
+      for (const PendingItem& item : t.scan) AddScanItem(item.dot, item.parent, 0);
+      for (const PendingItem& item : t.advance) AddItem(item.dot, item.parent);
+      CloseSet();
+    }
     if (budget_hit_) {
       while (chart.sets.size() > end) chart.PopSet();
       status_ = absl::ResourceExhaustedError(absl::StrCat(
@@ -575,23 +618,29 @@ void Recognizer::CollectScanStates(std::vector<uint32_t>* out) const {
 }
 
 void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
-  out->clear();
-  if (!grammar_->lexed()) return;
+  if (!grammar_->lexed()) {
+    out->clear();
+    return;
+  }
+  // The views of the last call are reused (their vectors keep their capacity).
   const Chart& chart = current();
+  size_t n = 0;
   for (uint32_t s = chart.NewestFirst(); s < chart.sets.size(); ++s) {
     const EarleySet& set = chart.sets[s];
     const std::vector<uint32_t>& lane = lanes_[set.lane];
-    LaneView view;
+    if (out->size() == n) out->emplace_back();
+    LaneView& view = (*out)[n++];
     view.lexer_state = lane[0];
     view.guards.assign(lane.begin() + 1, lane.end());
     view.accepting = set.accepting != 0;
+    view.tokens.clear();
     for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
       view.tokens.push_back(Payload(grammar_->rhs[chart.scan[i].dot]));
     }
     std::sort(view.tokens.begin(), view.tokens.end());
     view.tokens.erase(std::unique(view.tokens.begin(), view.tokens.end()), view.tokens.end());
-    out->push_back(std::move(view));
   }
+  out->resize(n);
 }
 
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class,

@@ -282,14 +282,21 @@ class Recognizer {
   std::vector<std::vector<uint32_t>> lanes_;
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> lane_ids_;
   struct LaneTarget {
-    uint32_t lane;
-    bool accept;             // kAccepting carried through an ignored token
-    bool accept_if_ignored;  // kAcceptingIfIgnored
+    uint32_t lane = 0;
+    bool accept = false;             // kAccepting carried through an ignored token
+    bool accept_if_ignored = false;  // kAcceptingIfIgnored
+    uint32_t scan_sources = 0;       // sets whose items went into `scan`
     std::vector<PendingItem> scan;     // items kept on their token (dot unchanged)
     std::vector<PendingItem> advance;  // items after a token (dot + 1)
   };
-  std::vector<LaneTarget> targets_;
-  absl::flat_hash_map<uint32_t, uint32_t> target_of_lane_;
+  std::vector<LaneTarget> targets_;  // the first num_targets_ are this step's
+  uint32_t num_targets_ = 0;
+  std::vector<uint32_t> target_stamp_;  // per lane: target_serial_ when it has a target
+  std::vector<uint32_t> target_index_;  // per lane: its target then
+  uint32_t target_serial_ = 0;
+  static constexpr uint32_t kNoLane = 0xFFFFFFFFu;
+  std::vector<uint32_t> plain_lane_;  // per lexer state: its lane without guards, or kNoLane
+  std::vector<uint32_t> lane_key_;    // InternLane scratch
   std::vector<uint32_t> guard_scratch_;
 };
 

@@ -21,6 +21,10 @@
 #include "grammar/lark_lowering.h"
 #include "parser/flat_grammar.h"
 #include "pruning/compact.h"
+#include "api/grammar_data.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/test_paths.h"
+#include "zapgram/grammar.h"
 
 namespace zapgram::parser {
 namespace {
@@ -390,6 +394,47 @@ TEST(LarkLexingDifferential, AgreesWithOrderedRe2Lexer) {
   }
   std::printf("lexing differential: %d texts, %d sentences\n", texts, sentences);
   EXPECT_GT(sentences, texts / 20);
+}
+
+// Every set a lexed step builds holds distinct items, also where a step
+// copies a lane's items without deduplicating them (one source set, no token
+// ended: BuildNextLexedSets' fast path). Real grammars and documents; after
+// each byte, and after a speculative push of each byte that can follow.
+TEST(LarkLexing, LaneSetsHoldDistinctItems) {
+  for (const char* set : {"go", "java", "sql"}) {
+    const std::string lines = testing::ReadFileOrDie(testing::DataPath(std::string("traces/llama3/") + set + ".jsonl"));
+    const nlohmann::json record = nlohmann::json::parse(lines.substr(0, lines.find('\n')));
+    absl::StatusOr<zapgram::Grammar> g =
+        zapgram::Grammar::Load(record.at("grammar").get<std::string>(), testing::DataPath(""));
+    ASSERT_TRUE(g.ok()) << g.status();
+    const FlatGrammar& flat = g->data().flat;
+    ASSERT_TRUE(flat.lexed());
+    Recognizer r = pruning::MakeRecognizer(&flat);
+    auto check_newest = [&](const std::string& where) {
+      const Chart& chart = r.chart_for_testing();
+      absl::flat_hash_set<uint32_t> lanes;
+      for (uint32_t s = chart.NewestFirst(); s < chart.sets.size(); ++s) {
+        ASSERT_TRUE(lanes.insert(chart.sets[s].lane).second) << where << ": a lane twice";
+        absl::flat_hash_set<std::pair<uint32_t, uint32_t>> items;
+        for (uint32_t i = chart.sets[s].scan_begin; i < chart.sets[s].scan_end; ++i) {
+          ASSERT_TRUE(items.insert({chart.scan[i].dot, chart.scan[i].parent}).second) << where << ": an item twice";
+        }
+      }
+    };
+    const std::string text = record.at("text").get<std::string>().substr(0, 600);
+    for (size_t i = 0; i < text.size(); ++i) {
+      ASSERT_TRUE(r.Feed(static_cast<uint8_t>(text[i]))) << set << " byte " << i;
+      ASSERT_NO_FATAL_FAILURE(check_newest(std::string(set) + " byte " + std::to_string(i)));
+      if (i % 7 != 0) continue;
+      const ByteSet next = r.NextBytes();
+      for (uint32_t b = 0; b < 256; ++b) {
+        if (!next.test(b)) continue;
+        ASSERT_TRUE(r.Push(static_cast<uint8_t>(b)));
+        ASSERT_NO_FATAL_FAILURE(check_newest(std::string(set) + " byte " + std::to_string(i) + " + " + std::to_string(b)));
+        r.Pop();
+      }
+    }
+  }
 }
 
 }  // namespace
