@@ -46,7 +46,8 @@ void SetBit(uint32_t* words, TokenId id) {
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocabulary,
                                  std::shared_ptr<const TokenTrie> trie)
-    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)) {
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)),
+      cache_(vocabulary_->SharedMaskCache()) {
   // Eager terminal states get a slot each; lazy ones (created while parsing)
   // share the on-demand map with the lexed grammars' sets.
   const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.eager_states();
@@ -488,47 +489,6 @@ const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state
   std::vector<uint32_t> fire = BuildGuardFailures(guard_state, rank);
   std::lock_guard<std::mutex> lock(on_demand_mu_);
   return guard_failures_.try_emplace(key, std::move(fire)).first->second;
-}
-
-int64_t CompiledGrammar::CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    ++cache_stats_.misses;
-    return -1;
-  }
-  ++cache_stats_.hits;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  std::copy(it->second.words.begin(), it->second.words.end(), words);
-  return static_cast<int64_t>(it->second.allowed);
-}
-
-void CompiledGrammar::CacheStore(const std::vector<uint32_t>& key, const uint32_t* words,
-                                 size_t allowed) const {
-  const size_t entry_bytes = 4 * (key.size() + mask_words()) + 64;
-  if (entry_bytes > cache_budget_bytes_) return;
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  auto [it, inserted] = cache_.try_emplace(key);
-  if (!inserted) return;
-  it->second.words.assign(words, words + mask_words());
-  it->second.allowed = allowed;
-  lru_.push_front(&it->first);
-  it->second.lru = lru_.begin();
-  ++cache_stats_.entries;
-  cache_stats_.bytes += entry_bytes;
-  while (cache_stats_.bytes > cache_budget_bytes_ && !lru_.empty()) {
-    const std::vector<uint32_t>* victim = lru_.back();
-    lru_.pop_back();
-    cache_stats_.bytes -= 4 * (victim->size() + mask_words()) + 64;
-    --cache_stats_.entries;
-    ++cache_stats_.evictions;
-    cache_.erase(*victim);
-  }
-}
-
-MaskCacheStats CompiledGrammar::cache_stats() const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  return cache_stats_;
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(

@@ -73,6 +73,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "masks/mask_cache.h"
 #include "masks/token_trie.h"
 #include "masks/vocabulary.h"
 #include "parser/flat_grammar.h"
@@ -94,10 +95,6 @@ struct StateTokenSets {
 // Per eager state of `t`: the smallest state equivalent to it up to `depth`
 // bytes (same dead/live/accepting outcome on every string that short).
 std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth);
-
-struct MaskCacheStats {
-  uint64_t hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
-};
 
 class CompiledGrammar {
  public:
@@ -144,12 +141,18 @@ class CompiledGrammar {
                                                          const std::vector<uint32_t>& guards,
                                                          const std::vector<uint32_t>& tokens) const;
 
-  // The shared mask cache. Lookup copies the mask into `words` and returns
+  // The mask cache (shared with every grammar of this vocabulary, see
+  // masks/mask_cache.h). Lookup copies the mask into `words` and returns
   // its allowed count, or -1 on a miss.
-  int64_t CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const;
-  void CacheStore(const std::vector<uint32_t>& key, const uint32_t* words, size_t allowed) const;
-  MaskCacheStats cache_stats() const;
-  void set_cache_budget_bytes(size_t bytes) { cache_budget_bytes_ = bytes; }
+  int64_t CacheLookup(absl::Span<const uint32_t> key, uint32_t* words) const {
+    return cache_->Lookup(*account_, key, words);
+  }
+  void CacheStore(absl::Span<const uint32_t> key, const uint32_t* words, size_t allowed) const {
+    cache_->Store(account_, key, words, allowed);
+  }
+  // This grammar's share of the cache.
+  MaskCacheStats cache_stats() const { return account_->stats(); }
+  MaskCache& mask_cache() const { return *cache_; }
 
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
@@ -177,17 +180,8 @@ class CompiledGrammar {
   // Per terminal state, built once on first use.
   std::unique_ptr<std::once_flag[]> sets_once_;
   mutable std::vector<StateTokenSets> sets_;
-  // Mask cache: key -> (mask, allowed); LRU order in `lru_` (front = newest).
-  struct CacheEntry {
-    std::vector<uint32_t> words;
-    size_t allowed;
-    std::list<const std::vector<uint32_t>*>::iterator lru;
-  };
-  mutable std::mutex cache_mu_;
-  mutable absl::node_hash_map<std::vector<uint32_t>, CacheEntry> cache_;
-  mutable std::list<const std::vector<uint32_t>*> lru_;
-  mutable MaskCacheStats cache_stats_;
-  size_t cache_budget_bytes_ = size_t{256} << 20;
+  std::shared_ptr<MaskCache> cache_;  // the vocabulary's
+  std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
 };
 
 struct MatcherOptions {
