@@ -2,6 +2,7 @@
 #include "masks/token_sets.h"
 
 #include <array>
+#include <bitset>
 
 #include "absl/container/flat_hash_map.h"
 #include <utility>
@@ -26,6 +27,7 @@ struct EagerTable {
   }
   bool Accepting(uint32_t s) const { return accepting[s] != 0; }
   static constexpr bool kHasLoops = true;
+  static constexpr bool kCounted = false;
   // The bytes on which `s` steps to itself.
   TrieByteSet LoopBytes(uint32_t s) const {
     TrieByteSet loop{};
@@ -45,7 +47,38 @@ struct AnyTable {
   uint32_t Step(uint32_t s, uint8_t byte) const { return t.Step(s, byte); }
   bool Accepting(uint32_t s) const { return t.accepting(s); }
   static constexpr bool kHasLoops = false;
+  static constexpr bool kCounted = false;
   TrieByteSet LoopBytes(uint32_t) const { return {}; }
+};
+
+// A counted terminal's states (grammar/counted_automaton.h): the count
+// lives in the state number, so no state loops on itself, but at a unit
+// start (c, 1) every byte that is a whole unit by itself moves to (c + 1, 1)
+// and stays live while c + 1 <= max. So a subtree whose bytes are all
+// one-byte units and whose height is at most the units left stays live
+// throughout: accepted whole, no uncertain root (inside the body no state
+// accepts; only the suffix ends the terminal).
+struct CountedTable {
+  CountedTable(const parser::TerminalTable& table, uint32_t state)
+      : t(table), segment(table.SegmentOf(state)) {
+    const std::bitset<256>& units = segment.automaton->one_byte_units();
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (units[b]) one_byte_units[b / 64] |= uint64_t{1} << (b % 64);
+    }
+  }
+  uint32_t Step(uint32_t s, uint8_t byte) const { return t.Step(s, byte); }
+  bool Accepting(uint32_t s) const { return t.accepting(s); }
+  static constexpr bool kHasLoops = false;
+  static constexpr bool kCounted = true;
+  TrieByteSet LoopBytes(uint32_t) const { return {}; }
+  // Units that may still be read from unit start `s`; 0 when `s` is not one.
+  uint32_t UnitsLeftAtUnitStart(uint32_t s) const {
+    const uint32_t local = s - segment.base;
+    return segment.automaton->IsUnitStart(local) ? segment.automaton->UnitsLeft(local) : 0;
+  }
+  const parser::TerminalTable& t;
+  const parser::TerminalTable::CountedSegment& segment;
+  TrieByteSet one_byte_units{};
 };
 
 bool IsSubset(const TrieByteSet& a, const TrieByteSet& b) {
@@ -95,8 +128,10 @@ class LoopCache {
 // below stays in p, which is live: the whole subtree is accepted and holds
 // no uncertain root, so its tokens (one slice, TokenTrie::SubtreeTokens) are
 // added at once and the walk jumps past it. Inside a JSON string this
-// settles ~210k of Llama 3's ~275k nodes in ~15k jumps. `use_subtrees`
-// false walks every node (the differential tests' reference).
+// settles ~210k of Llama 3's ~275k nodes in ~15k jumps. Counted terminals
+// have their own form of it (CountedTable above): near the bound of a
+// string with maxLength 150 a set was a 10-15 ms walk of every node.
+// `use_subtrees` false walks every node (the differential tests' reference).
 template <typename Table>
 void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t start,
                             bool use_subtrees, AcceptedTokens* accepted,
@@ -117,6 +152,14 @@ void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t 
     const TokenTrieNode& node = nodes[i];
     const uint32_t depth = node.depth;
     const uint32_t parent = state[depth - 1];
+    if constexpr (Table::kCounted) {
+      if (use_subtrees && node.subtree_end > i + 1 && trie.SubtreeHeight(i) <= table.UnitsLeftAtUnitStart(parent) &&
+          IsSubset(trie.SubtreeBytes(i), table.one_byte_units)) {
+        accepted->Add(trie.SubtreeTokens(i));
+        i = node.subtree_end;
+        continue;
+      }
+    }
     const uint32_t next = table.Step(parent, node.byte);
     if (next == 0 || next == kOverflow) {
       if (ended_before[depth - 1] != 0 || next == kOverflow) uncertain_roots->push_back(i);
@@ -149,6 +192,8 @@ StateTokenSets BuildTerminalTokenSets(const TokenTrie& trie, const parser::Termi
   AcceptedTokens accepted(mask_words);
   if (state < t.eager_states()) {
     ClassifyTerminalTokens(trie, EagerTable(t), state, use_subtrees, &accepted, &out.uncertain_roots);
+  } else if (t.is_counted(state)) {
+    ClassifyTerminalTokens(trie, CountedTable(t, state), state, use_subtrees, &accepted, &out.uncertain_roots);
   } else {
     ClassifyTerminalTokens(trie, AnyTable{t}, state, use_subtrees, &accepted, &out.uncertain_roots);
   }

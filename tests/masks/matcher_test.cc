@@ -713,6 +713,36 @@ TEST(TokenSets, LazyTerminalStatesMatchOracle) {
   EXPECT_GT(checked, 30);
 }
 
+// Counted terminals (a string of at most 100 characters, stepped
+// arithmetically) get the count-aware subtree shortcut: at every count,
+// from the opening quote to the bound, the sets equal the node-by-node walk
+// and the oracle.
+TEST(TokenSets, CountedTerminalStatesMatchOracle) {
+  auto vocab = LoadVocabulary("llama3");
+  auto g = CompileFor("regex:\"(?:[a-z ]){0,100}\"", vocab);
+  const parser::TerminalTable& t = g->grammar().terminals;
+  ASSERT_FALSE(t.counted.empty()) << "the string was not made a counted terminal";
+  int checked = 0;
+  size_t largest = 0;
+  for (size_t count : {0, 1, 30, 70, 90, 97, 99, 100}) {
+    RecognizerOptions options;
+    parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+    std::string text(count + 1, 'a');
+    text[0] = '"';
+    ASSERT_EQ(r.FeedBytes(text), count + 1);
+    std::vector<uint32_t> states;
+    r.CollectScanStates(&states);
+    for (uint32_t state : states) {
+      if (!t.is_counted(state)) continue;
+      largest = std::max(largest, CheckStateSets(*g, state, "count " + std::to_string(count)));
+      ++checked;
+    }
+  }
+  std::printf("counted token sets: %d states checked, largest accepts %zu tokens\n", checked, largest);
+  EXPECT_GE(checked, 8);
+  EXPECT_GT(largest, 1000u);
+}
+
 // Sharing token sets across grammars (masks/token_sets.h) is sound: states
 // whose canonical spellings are equal, in one grammar or two, have equal
 // sets; and the spelling shares for real (many states of different random
