@@ -157,7 +157,11 @@ def main():
             print(f"{name}: accepted {now['accepted']} != baseline {base['accepted']}")
             failed = True
         for figure, value in now.items():
-            if figure == "accepted" or figure not in base:
+            if figure == "accepted":
+                continue
+            if figure not in base:
+                print(f"{name}: no baseline for {figure} (run with --update)")
+                failed = True
                 continue
             limit = tolerance_of(figure, args.tolerance)
             ratio = value / max(base[figure], 1e-9)
