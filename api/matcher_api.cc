@@ -59,7 +59,10 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Compile(const Grammar& grammar,
 
 size_t CompiledGrammar::mask_words() const { return impl_->mask_words(); }
 
-size_t CompiledGrammar::memory_bytes() const { return impl_->memory().own(); }
+size_t CompiledGrammar::memory_bytes() const {
+  // The grammar as read stays alive with its compiled form (grammar()).
+  return impl_->memory().own() + grammar_.data().ir.memory_bytes();
+}
 
 CompiledGrammar::CacheStats CompiledGrammar::cache_stats() const {
   const masks::MaskCacheStats s = impl_->cache_stats();

@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
+#include "api/grammar_data.h"
 #include "masks/matcher.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
@@ -283,7 +284,8 @@ int RunBench(const std::vector<std::string>& args) {
       const size_t bytes = entry.grammar->memory_bytes();
       const masks::CompiledGrammar::Memory m = entry.grammar->impl()->memory();
       doc["grammar_bytes"] = bytes;
-      doc["grammar_memory"] = {{"tables", m.grammar}, {"token_sets_built", m.token_sets_built},
+      doc["grammar_memory"] = {{"ir", entry.grammar->grammar().data().ir.memory_bytes()},
+                               {"tables", m.grammar}, {"token_sets_built", m.token_sets_built},
                                {"token_sets_found", m.token_sets_found}, {"lexed_sets", m.lexed_sets},
                                {"mask_cache", m.mask_cache}};
       if (doc_compile_ms > 0) grammar_bytes.push_back(static_cast<double>(bytes));

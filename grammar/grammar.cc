@@ -157,6 +157,24 @@ int64_t Grammar::FindRule(std::string_view name) const {
   return -1;
 }
 
+namespace {
+
+size_t StringHeapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+}  // namespace
+
+size_t Grammar::memory_bytes() const {
+  size_t bytes = StringHeapBytes(source_name) + rules.capacity() * sizeof(Rule) + exprs.capacity() * sizeof(Expr) +
+                 tokens.capacity() * sizeof(Token);
+  for (const Rule& r : rules) bytes += StringHeapBytes(r.name);
+  for (const Expr& e : exprs) {
+    bytes += StringHeapBytes(e.literal) + e.ranges.capacity() * sizeof(CodepointRange) +
+             e.children.capacity() * sizeof(ExprId);
+  }
+  for (const Token& t : tokens) bytes += StringHeapBytes(t.name) + StringHeapBytes(t.pattern) + StringHeapBytes(t.text);
+  return bytes;
+}
+
 absl::Status Grammar::Validate() const {
   if (rules.empty()) return absl::InvalidArgumentError(absl::StrCat(source_name, ": no rules"));
   if (root >= rules.size()) {

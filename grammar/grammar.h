@@ -143,6 +143,8 @@ class Grammar {
 
   // Checks the invariants above; the message names the offending rule.
   absl::Status Validate() const;
+  // Heap bytes held (rules, expression nodes and their strings, the lexicon).
+  size_t memory_bytes() const;
 };
 
 // Sorts, merges and (when `negated`) complements ranges within [0, kMaxCodepoint].

@@ -76,14 +76,15 @@ class CompiledGrammar {
   static absl::StatusOr<CompiledGrammar> Compile(const Grammar& grammar, const Vocabulary& vocabulary);
   size_t mask_words() const;
   const Vocabulary& vocabulary() const { return vocabulary_; }
+  const Grammar& grammar() const { return grammar_; }
   // The mask cache shared by this grammar's matchers.
   struct CacheStats {
     uint64_t hits = 0, misses = 0, entries = 0, bytes = 0;
   };
   CacheStats cache_stats() const;
-  // Heap bytes this grammar adds to the process: its tables, the token sets
-  // it built, and its entries in the shared mask cache (sets it found built
-  // by an earlier grammar are not counted).
+  // Heap bytes this grammar adds to the process: the grammar as read, its
+  // tables, the token sets it built, and its entries in the shared mask
+  // cache (sets it found built by an earlier grammar are not counted).
   size_t memory_bytes() const;
   const std::shared_ptr<const masks::CompiledGrammar>& impl() const { return impl_; }
 
