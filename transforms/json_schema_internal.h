@@ -127,6 +127,10 @@ struct MergedSchema {
                                           max_items.has_value(); }
 };
 
+// Most members MembersInAnyOrder tracks (2^n rules): required keys of an
+// any-order object, members of an object const/enum value.
+inline constexpr uint32_t kAnyOrderExactKeys = 10;
+
 // A named key of an object and the schemas its value must satisfy.
 struct NamedKey {
   std::string key;
@@ -222,6 +226,17 @@ class Converter {
   absl::StatusOr<grammar::ExprId> BuildObjectMembers(const MergedSchema& m,
                                                      const std::vector<NamedKey>& named,
                                                      std::optional<grammar::RuleId> extra_rule);
+  // Object members in any order, without the braces: each of `once`
+  // exactly once (one rule per subset of them written, so at most
+  // kAnyOrderExactKeys of them), and `any_times` (a member rule) any number
+  // of times in between; the members separated by Token(","). Void when
+  // nothing can be written at all (no members).
+  grammar::ExprId MembersInAnyOrder(const std::vector<grammar::ExprId>& once,
+                                    std::optional<grammar::RuleId> any_times, std::string_view name);
+  // Can BuildObjectAnyOrder keep every constraint of this object (counts,
+  // required keys within budget)?
+  bool AnyOrderIsExact(const MergedSchema& m, const std::vector<NamedKey>& named,
+                       const std::vector<size_t>& present) const;
   absl::StatusOr<grammar::ExprId> BuildObjectAnyOrder(const MergedSchema& m,
                                                       const std::vector<NamedKey>& named,
                                                       const std::vector<size_t>& present,
@@ -237,6 +252,13 @@ class Converter {
   absl::StatusOr<bool> WholeMatch(const std::string& regex, const std::string& s);
   // Is `s` matched by the ECMA-262 search `pattern`?
   absl::StatusOr<bool> PatternFinds(const std::string& pattern, const std::string& s);
+  // The JSON string (quotes included) of the decoded text `s`: its canonical
+  // spelling, or with options().any_spelling every spelling of it.
+  grammar::ExprId StringLiteral(std::string_view s);
+  // `"key": value` of a named key.
+  grammar::ExprId NamedMember(const NamedKey& k);
+  // The flags of J-regexes (string contents): J, and E with any_spelling.
+  uint32_t JsonStringFlags() const;
   // A JSON string (quotes included) whose decoded text is not one of `names`.
   grammar::ExprId KeyOtherThan(const std::vector<std::string>& names);
   // A JSON string (quotes included) whose decoded text the J-flag `regex`
