@@ -255,13 +255,21 @@ bool Converter::IsVoid(ExprId e) const {
 ExprId Converter::Ws() {
   if (options_.compact || options_.max_whitespace == 0) return grammar_.AddEmpty();
   if (!have_ws_) {
-    ws_rule_ = NewRule("ws", grammar_.AddRepeat(
-                                 grammar_.AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'},
-                                                        {'\r', '\r'}},
-                                                       false),
-                                 0, options_.max_whitespace == kAnyWhitespace
-                                        ? grammar::kUnbounded
-                                        : options_.max_whitespace));
+    auto ws_byte = [this] {
+      return grammar_.AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false);
+    };
+    if (options_.max_whitespace == kAnyWhitespace) {
+      // ws ::= "" | [ \t\n\r] ws. Recursive, so transforms/regular_terminals.h
+      // keeps the structure around it as rules: flattened into regex
+      // terminals, the subset rules of any-order objects (MembersInAnyOrder)
+      // become automata of 2^n x member states, seconds to compile, while
+      // reading a document gains little from them.
+      ws_rule_ = NewRule("ws", 0);
+      grammar_.rules[ws_rule_].body = grammar_.AddChoice(
+          {grammar_.AddEmpty(), grammar_.AddSequence({ws_byte(), grammar_.AddRuleRef(ws_rule_)})});
+    } else {
+      ws_rule_ = NewRule("ws", grammar_.AddRepeat(ws_byte(), 0, options_.max_whitespace));
+    }
     have_ws_ = true;
   }
   return grammar_.AddRuleRef(ws_rule_);
@@ -579,11 +587,14 @@ absl::StatusOr<ExprId> Converter::ValueLiteral(const Json& value) {
         stack.push_back(Frame{child, 0, {}, {}});
         continue;
       }
-      ExprId inside;
       if (f.items.empty()) {
-        inside = grammar_.AddEmpty();
-      } else if (object && any_order && f.items.size() > 1 &&
-                 f.items.size() <= kAnyOrderExactKeys) {
+        done = grammar_.AddSequence({Literal(object ? "{" : "["), Ws(), Literal(object ? "}" : "]")});
+        have_done = true;
+        stack.pop_back();
+        continue;
+      }
+      ExprId inside;
+      if (object && any_order && f.items.size() > 1 && f.items.size() <= kAnyOrderExactKeys) {
         inside = MembersInAnyOrder(f.items, std::nullopt, "const-object");
       } else {
         std::vector<ExprId> parts;

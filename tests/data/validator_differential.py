@@ -203,7 +203,8 @@ class Validator:
             v = cls(schema, resolver=resolver, format_checker=checker)
             return next(v.iter_errors(instance), None) is None
         except Exception as e:  # a schema the validator cannot use
-            return "validator error: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:120])
+            message = re.sub(r"(remote reference) \S+", r"\1", str(e).splitlines()[0])
+            return "%s: %s" % (type(e).__name__, message[:100])
 
     def checks_format(self, schema, draft7, fmt):
         return fmt in self.cls_for(schema, draft7).FORMAT_CHECKER.checkers
@@ -214,6 +215,7 @@ class Zapgram:
 
     def __init__(self, cli, data_root, tmp):
         self.cli, self.data_root, self.tmp = cli, data_root, tmp
+        self.seconds = {}  # schema spec -> wall seconds of its parse run
 
     def parse(self, schema_spec, texts, tag):
         """(verdicts, error): verdicts[i] True/False/str (undecided), or
@@ -382,7 +384,9 @@ def run_schema(spec_and_records, args, validator, zapgram, tag):
             text = respell(r["text"], s)
             if text is not None:
                 cases.append(Case(source, s, r, text, schema, draft7))
+    started = time.time()
     verdicts, error = zapgram.parse(spec, [c.text for c in cases], tag)
+    zapgram.seconds[spec] = time.time() - started
     if error is not None:
         return [(c, "not compiled", compile_error_kind(error)) for c in cases], error
     results = []
@@ -446,6 +450,10 @@ def main():
                         print("disagree (%s): %s %s" % (detail, row, case.record["id"]))
 
     elapsed = time.time() - start
+    if args.verbose:
+        for spec, sec in sorted(zapgram.seconds.items(), key=lambda kv: -kv[1])[:15]:
+            print("slowest: %.2f s %s" % (sec, spec))
+        print("zapgram parse total %.0f s over %d runs" % (sum(zapgram.seconds.values()), len(zapgram.seconds)))
     schemas = len(work)
     print("zapgram parse vs python3-jsonschema %s: %d schemas (MaskBench every %d of %d, suite all), "
           "%.0f s" % (jsonschema.__name__, schemas, args.every, len(maskbench_specs), elapsed))

@@ -62,6 +62,12 @@ TEST(JsonSchema, TypesConstEnum) {
   ExpectLanguage(R"({"type": "string", "enum": ["abc", "abcdef"], "maxLength": 4})", {"\"abc\""},
                  {"\"abcdef\""});
   ExpectLanguage("true", {"1", "{\"a\": [null, {}]}", "\"x\""}, {"{", "tru"});
+  // Empty containers in a const take one whitespace run (max_whitespace 2).
+  ExpectLanguage(R"({"enum": [[], {}]})", {"[  ]", "{}"}, {"[   ]", "{    }"});
+  // Object values in any order when members are (validation: also spelled any way).
+  ExpectLanguage(R"({"const": {"a": 1, "b": [2]}})", {R"({"b": [2], "a": 1})"},
+                 {R"({"b": [2]})", R"({"a": 1, "b": [2], "a": 1})"}, ValidationSchemaOptions(false));
+  ExpectLanguage(R"({"const": {"a": 1, "b": [2]}})", {R"({"a": 1, "b": [2]})"}, {R"({"b": [2], "a": 1})"});
 }
 
 TEST(JsonSchema, ObjectsInSchemaOrder) {
