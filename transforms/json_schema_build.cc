@@ -406,7 +406,7 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
         number = g().AddRegex(std::string(integer ? kIntegerRegex : kNumberRegex), 0);
       }
       alternatives.push_back(*number);
-    } else if (integer && options().any_spelling) {
+    } else if (integer && options().any_spelling && zero_fraction_is_integer()) {
       alternatives.push_back(g().AddRegex(std::string(kIntegerAnySpellingRegex), 0));
     } else {
       alternatives.push_back(g().AddRegex(std::string(integer ? kIntegerRegex : kNumberRegex), 0));

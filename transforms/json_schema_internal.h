@@ -157,6 +157,9 @@ class Converter {
   // The node a $ref names, resolved against the base URI of `from`.
   absl::StatusOr<const Json*> ResolveRef(const Json* from, const std::string& ref) const;
   bool legacy_ref() const { return legacy_ref_; }  // draft <= 7: $ref siblings ignored
+  // Draft 6 on: a number with a zero fraction (1.0) is an integer; draft 4
+  // and earlier: an integer has no fraction or exponent part.
+  bool zero_fraction_is_integer() const { return draft_ >= 6; }
   // False for keywords the document's draft did not have (draft-04 has no
   // const, contains, propertyNames; draft-06 no if/then/else).
   bool KeywordExists(std::string_view key) const;

@@ -24,9 +24,13 @@ for that case, never assumed from the schema alone:
   - oneOf exclusivity: zapgram accepts, the validator rejects, and the
     validator accepts the same instance once every oneOf is read as anyOf
     (the grammar takes oneOf as a union; exclusivity is not context-free).
-  - format <f> not checked by the validator: zapgram rejects, the validator
-    accepts, the validator has no checker for <f>, and zapgram accepts the
-    same text under the schema without that format.
+  - format <f, ...> not checked by the validator: zapgram rejects, the
+    validator accepts, the validator has no checker for these formats, and
+    zapgram accepts the same text under the schema without them.
+  - format date: the validator's checker takes non-RFC 3339 dates: zapgram
+    rejects, the validator accepts, the instance has a string that Python's
+    date.fromisoformat takes and that is not YYYY-MM-DD, and zapgram accepts
+    the text under the schema without `format: date`.
   - format <f> not checked by zapgram: zapgram accepts, the validator
     rejects, and the validator accepts without that format (zapgram ignores
     formats it does not know, as JSON Schema's annotation reading says).
@@ -108,7 +112,7 @@ def respell(text, spelling):
 
 
 def walk(node):
-    """Every dict and list inside a JSON value, iteratively."""
+    """Every value inside a JSON value (itself included), iteratively."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -297,6 +301,17 @@ def fixed_point_spelling(text):
     return None if out == json.dumps(json.loads(text), ensure_ascii=False) else out
 
 
+def lax_date(text):
+    """Does the validator's `date` checker (Python's date.fromisoformat)
+    take a text that RFC 3339's full-date (YYYY-MM-DD) refuses?"""
+    import datetime
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text, re.ASCII) is None
+
+
 def reorder_to_schema(instance, schema):
     """The instance with each object's members in the order of the
     `properties` lists of the schema (all of them, in document order), keys
@@ -335,12 +350,22 @@ def explain(case, zap, val, validator, zapgram, tag):
             if validator.valid(schema, instance, draft7, format_off=fmt) is True:
                 return "format %s not checked by zapgram" % fmt
     if zap is False and val is True:
-        for fmt in sorted(set(f for f in schema_keywords(schema, "format") if isinstance(f, str))):
-            if validator.checks_format(schema, draft7, fmt):
-                continue
-            without = rewrite(schema, lambda d: d.pop("format") if d.get("format") == fmt else None)
+        formats = sorted(set(f for f in schema_keywords(schema, "format") if isinstance(f, str)))
+        unchecked = [f for f in formats if not validator.checks_format(schema, draft7, f)]
+        def accepted_without(removed):
+            without = rewrite(schema, lambda d: d.pop("format") if d.get("format") in removed else None)
+            return zapgram.parse_schema_text(without, text, draft7, tag) is True
+        if unchecked and accepted_without(unchecked):
+            # Name a smallest set: put back each format the text does not need removed.
+            needed = list(unchecked)
+            for f in unchecked:
+                if len(needed) > 1 and accepted_without([g for g in needed if g != f]):
+                    needed.remove(f)
+            return "format %s not checked by the validator" % ", ".join(needed)
+        if "date" in formats and any(isinstance(v, str) and lax_date(v) for v in walk(instance)):
+            without = rewrite(schema, lambda d: d.pop("format") if d.get("format") == "date" else None)
             if zapgram.parse_schema_text(without, text, draft7, tag) is True:
-                return "format %s not checked by the validator" % fmt
+                return "format date: the validator's checker takes non-RFC 3339 dates"
         numeric = any(schema_keywords(schema, k) for k in
                       ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"))
         plain = fixed_point_spelling(text) if numeric else None

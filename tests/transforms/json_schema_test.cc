@@ -200,6 +200,12 @@ TEST(JsonSchemaValidation, EverySpellingOfKeysValuesAndPatterns) {
                  {R"({"caf\u00e9": "\u0041"})", R"({"cafe": "a"})", R"({"e": "\ud83d"})",
                   R"({"e": "\ud83d\ude01"})", R"({"f": "2024-01-0\u0041"})", R"({"caf\u00e9": "a\x"})"},
                  ValidationSchemaOptions(false));
+  // Integers: 1.0 and 1e3 are integers from draft 6 on (validation reads
+  // every spelling a finite automaton can tell), not in draft 4.
+  ExpectLanguage(R"({"type": "integer"})", {"1", "-1.00", "1e3", "1E+3"}, {"1.5", "1e-3", "1.0e"},
+                 ValidationSchemaOptions(false));
+  ExpectLanguage(R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})", {"1"},
+                 {"1.0", "1e3"}, ValidationSchemaOptions(false));
   // Generation: the canonical spelling only.
   ExpectLanguage(schema, {"{\"caf\xC3\xA9\": \"a/b\"}"}, {R"({"caf\u00e9": "a"})", R"({"e": "x\u0022y"})"});
 }
