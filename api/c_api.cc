@@ -66,9 +66,29 @@ size_t zapgram_vocab_eos_ids(const zapgram_vocab* vocab, int32_t* ids, size_t ca
 
 zapgram_grammar* zapgram_grammar_compile(const char* spec, const char* data_root,
                                          const zapgram_vocab* vocab, char** error) {
+  return zapgram_grammar_compile_with_options(spec, data_root, vocab, nullptr, error);
+}
+
+void zapgram_grammar_options_init(zapgram_grammar_options* options) {
+  const zapgram::SchemaOptions defaults;
+  options->schema_validation = defaults.purpose == zapgram::SchemaPurpose::kValidation ? 1 : 0;
+  options->schema_lenient = defaults.lenient ? 1 : 0;
+}
+
+zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const char* data_root,
+                                                      const zapgram_vocab* vocab,
+                                                      const zapgram_grammar_options* options,
+                                                      char** error) {
   if (error != nullptr) *error = nullptr;
-  absl::StatusOr<zapgram::Grammar> g =
-      zapgram::Grammar::Load(spec == nullptr ? "" : spec, data_root == nullptr ? "" : data_root);
+  zapgram::LoadOptions load_options;
+  if (options != nullptr) {
+    load_options.schema.purpose = options->schema_validation != 0
+                                      ? zapgram::SchemaPurpose::kValidation
+                                      : zapgram::SchemaPurpose::kGeneration;
+    load_options.schema.lenient = options->schema_lenient != 0;
+  }
+  absl::StatusOr<zapgram::Grammar> g = zapgram::Grammar::Load(
+      spec == nullptr ? "" : spec, data_root == nullptr ? "" : data_root, load_options);
   if (!g.ok()) {
     SetError(error, g.status());
     return nullptr;

@@ -31,10 +31,15 @@ absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::stri
                                                 const SchemaOptions& schema, bool draft7,
                                                 std::vector<std::string>* warnings) {
   transforms::JsonSchemaOptions options;
-  options.lenient = schema.lenient;
-  options.compact = schema.compact;
-  options.max_whitespace = schema.max_whitespace;
-  options.any_order = schema.any_order;
+  if (schema.purpose == SchemaPurpose::kValidation) {
+    options = transforms::ValidationSchemaOptions(schema.lenient);
+  } else {
+    options.lenient = schema.lenient;
+    options.compact = schema.compact;
+    options.max_whitespace = schema.max_whitespace;
+    options.member_order =
+        schema.any_order ? transforms::MemberOrder::kAny : transforms::MemberOrder::kSchema;
+  }
   if (draft7) options.draft = transforms::JsonSchemaDraft::kDraft7;
   absl::StatusOr<transforms::JsonSchemaGrammar> converted =
       transforms::JsonSchemaToGrammar(text, source_name, options);

@@ -1,5 +1,16 @@
-// `zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--data-root DIR]`:
+// `zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--data-root DIR]
+//  [--lenient] [--generation] [--texts F.jsonl]`:
 // is each file a sentence of the grammar, and if not, where does it go wrong?
+//
+// A schema:PATH grammar is read for validation (SchemaPurpose::kValidation):
+// JSON text as RFC 8259 reads it, so the verdict is the validation verdict
+// (any whitespace, any member order where the grammar stays exact, every
+// string spelling). --generation parses with the grammar that masks and
+// sampling use instead (bounded whitespace, schema order, canonical spelling).
+//
+// --texts F.jsonl adds documents given inline, one per line of F (a JSON
+// string, or an object whose "text" is one, as in trace files), reported as
+// "F:LINE": many documents against one compiled grammar in one process.
 //
 // Each file's bytes are fed one at a time into a zapgram::Recognizer. A file is
 // accepted iff every byte is accepted and the recognizer is accepting at the
@@ -56,7 +67,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--lenient]\n"
-    "                     [--data-root DIR]\n"
+    "                     [--data-root DIR] [--generation] [--texts F.jsonl]\n"
     "\n"
     "Feeds each FILE byte by byte to a recognizer for GRAMMAR and reports whether\n"
     "the file is a sentence of the grammar. For a rejected file it reports the\n"
@@ -68,8 +79,12 @@ constexpr std::string_view kHelp =
     "  FILE:LINE:COL: rejected at byte OFFSET; expected '\"', '0'-'9', '['\n"
     "  FILE:LINE:COL: rejected at byte OFFSET; end of input not allowed; expected ...\n"
     "\n"
-    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), builtin:NAME or regex:PATTERN. FILE '-' is\n"
-    "standard input.\n"
+    "GRAMMAR is PATH.gbnf or PATH.ebnf (by extension), PATH.lark, builtin:NAME,\n"
+    "regex:PATTERN or schema:PATH. FILE '-' is standard input.\n"
+    "\n"
+    "A schema:PATH grammar validates: it accepts the JSON texts valid under the schema\n"
+    "as RFC 8259 reads them (any whitespace, members in any order where the grammar\n"
+    "stays exact, every string escape spelling).\n"
     "\n"
     "options:\n"
     "  --json            one JSON object per file and line:\n"
@@ -82,6 +97,11 @@ constexpr std::string_view kHelp =
     "  --no-pruning      decide with pruning off (ablation)\n"
     "  --lenient         schema:PATH: drop keywords a grammar cannot enforce (each\n"
     "                    reported on stderr) instead of failing\n"
+    "  --generation      schema:PATH: parse with the generation grammar (what masks\n"
+    "                    and sampling use: at most 2 whitespace bytes between tokens,\n"
+    "                    members in schema order, canonical string spellings)\n"
+    "  --texts F.jsonl   also parse the documents of F, one per line: a JSON string or\n"
+    "                    an object with a \"text\" string; reported as F:LINE\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
     "\n"
     "exit status: 0 all accepted, 1 some rejected, 2 usage error, grammar error,\n"
@@ -94,6 +114,8 @@ constexpr size_t kProfileSamples = 32;
 struct ParseOptions {
   bool json = false;
   bool lenient = false;
+  bool generation = false;
+  std::vector<std::string> texts_files;
   bool stats = false;
   bool pruning = true;
   std::string data_root;
@@ -234,7 +256,9 @@ std::string HumanStats(size_t bytes, const Run& pruned, const Run& unpruned) {
 // Outcome of one file for the exit status.
 enum class Verdict { kAccepted, kRejected, kError };
 
-Verdict ParseFile(const Grammar& grammar, const std::string& path, const ParseOptions& options) {
+// One document: its name in the report and its bytes (or why there are none).
+Verdict ParseDocument(const Grammar& grammar, const std::string& path,
+                      const absl::StatusOr<std::string>& bytes, const ParseOptions& options) {
   using Json = nlohmann::ordered_json;
   Json line;
   line["file"] = path;
@@ -249,7 +273,6 @@ Verdict ParseFile(const Grammar& grammar, const std::string& path, const ParseOp
     line["expected"] = nullptr;
   };
 
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) {
     if (options.json) {
       line["accepted"] = nullptr;
@@ -332,6 +355,38 @@ Verdict ParseFile(const Grammar& grammar, const std::string& path, const ParseOp
   return verdict;
 }
 
+// A document of a --texts file: its line number and its text.
+struct InlineText {
+  size_t line = 0;
+  absl::StatusOr<std::string> text;
+};
+
+// The documents of a --texts file, one per non-blank line: the line's JSON
+// string, or its "text" member. A line that holds neither is an error of
+// that document.
+std::vector<InlineText> ReadTexts(const std::string& path, const std::string& content) {
+  std::vector<InlineText> texts;
+  size_t start = 0, line_number = 0;
+  while (start < content.size()) {
+    size_t end = content.find('\n', start);
+    if (end == std::string::npos) end = content.size();
+    ++line_number;
+    const std::string_view line(content.data() + start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (value.is_object() && value.contains("text")) value = value["text"];
+    if (value.is_string()) {
+      texts.push_back({line_number, value.get<std::string>()});
+    } else {
+      texts.push_back({line_number, absl::InvalidArgumentError(absl::StrFormat(
+                                        "%s:%d: not a JSON string nor an object with a \"text\" string",
+                                        path, line_number))});
+    }
+  }
+  return texts;
+}
+
 int RunParse(const std::vector<std::string>& args) {
   ParseOptions options;
   std::vector<std::string> positional;
@@ -346,6 +401,14 @@ int RunParse(const std::vector<std::string>& args) {
       options.json = true;
     } else if (arg == "--lenient") {
       options.lenient = true;
+    } else if (arg == "--generation") {
+      options.generation = true;
+    } else if (arg == "--texts" || absl::StartsWith(arg, "--texts=")) {
+      std::string path;
+      if (!TakeOptionValue(args, &i, "--texts", &path)) {
+        return UsageError("parse", "--texts needs a file");
+      }
+      options.texts_files.push_back(path);
     } else if (arg == "--stats") {
       options.stats = true;
     } else if (arg == "--no-pruning") {
@@ -359,10 +422,12 @@ int RunParse(const std::vector<std::string>& args) {
     }
   }
   if (positional.empty()) return UsageError("parse", "missing GRAMMAR and FILE");
-  if (positional.size() < 2) return UsageError("parse", "missing FILE");
+  if (positional.size() < 2 && options.texts_files.empty()) return UsageError("parse", "missing FILE");
 
   LoadOptions load_options;
   load_options.schema.lenient = options.lenient;
+  load_options.schema.purpose =
+      options.generation ? SchemaPurpose::kGeneration : SchemaPurpose::kValidation;
   absl::StatusOr<Grammar> grammar = Grammar::Load(positional[0], options.data_root, load_options);
   if (grammar.ok()) {
     for (const std::string& w : grammar->warnings()) {
@@ -376,11 +441,23 @@ int RunParse(const std::vector<std::string>& args) {
 
   bool any_rejected = false;
   bool any_error = false;
-  for (size_t i = 1; i < positional.size(); ++i) {
-    Verdict verdict = ParseFile(*grammar, positional[i], options);
+  auto tally = [&](Verdict verdict) {
     any_rejected |= verdict == Verdict::kRejected;
     any_error |= verdict == Verdict::kError;
     std::fflush(stdout);
+  };
+  for (size_t i = 1; i < positional.size(); ++i) {
+    tally(ParseDocument(*grammar, positional[i], ReadFileBytes(positional[i]), options));
+  }
+  for (const std::string& path : options.texts_files) {
+    absl::StatusOr<std::string> content = ReadFileBytes(path);
+    if (!content.ok()) {
+      tally(ParseDocument(*grammar, path, content.status(), options));
+      continue;
+    }
+    for (const InlineText& t : ReadTexts(path, *content)) {
+      tally(ParseDocument(*grammar, absl::StrCat(path, ":", t.line), t.text, options));
+    }
   }
   if (any_error) return kExitError;
   return any_rejected ? kExitNo : kExitOk;

@@ -1,5 +1,5 @@
 // `zapgram schema2gbnf SCHEMA [--lenient] [--compact] [--max-ws N]
-//  [--any-order] [--draft7]`: show the grammar of a JSON Schema.
+//  [--any-order] [--draft7] [--validation]`: show the grammar of a JSON Schema.
 //
 // Converts the schema file (transforms/json_schema.h, the same conversion
 // `schema:PATH` runs everywhere) and prints the grammar as GBNF
@@ -30,7 +30,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram schema2gbnf SCHEMA [--lenient] [--compact] [--max-ws N]\n"
-    "                           [--any-order] [--draft7]\n"
+    "                           [--any-order] [--draft7] [--validation]\n"
     "\n"
     "Prints the grammar of the JSON Schema file SCHEMA in GBNF (the grammar that\n"
     "`schema:SCHEMA` uses everywhere a GRAMMAR is taken).\n"
@@ -43,12 +43,16 @@ constexpr std::string_view kHelp =
     "  --any-order   object members in any order (default: schema order)\n"
     "  --draft7      read a schema without $schema as draft-07 ($ref replaces its\n"
     "                siblings); the default is draft 2020-12\n"
+    "  --validation  the grammar `zapgram parse` validates with: any JSON whitespace,\n"
+    "                any member order where it is exact, every string spelling\n"
+    "                (--compact, --max-ws and --any-order are then not used)\n"
     "\n"
     "exit status: 0 printed, 1 the schema has no grammar (unsupported keyword,\n"
     "bad $ref), 2 usage errors, unreadable file.\n";
 
 int RunSchema2Gbnf(const std::vector<std::string>& args) {
   transforms::JsonSchemaOptions options;
+  bool validation = false;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -57,7 +61,9 @@ int RunSchema2Gbnf(const std::vector<std::string>& args) {
     } else if (arg == "--compact") {
       options.compact = true;
     } else if (arg == "--any-order") {
-      options.any_order = true;
+      options.member_order = transforms::MemberOrder::kAny;
+    } else if (arg == "--validation") {
+      validation = true;
     } else if (arg == "--draft7") {
       options.draft = transforms::JsonSchemaDraft::kDraft7;
     } else if (absl::StartsWith(arg, "--max-ws")) {
@@ -79,6 +85,11 @@ int RunSchema2Gbnf(const std::vector<std::string>& args) {
     }
   }
   if (positional.size() != 1) return UsageError("schema2gbnf", "expected exactly one SCHEMA file");
+  if (validation) {
+    const transforms::JsonSchemaDraft draft = options.draft;
+    options = transforms::ValidationSchemaOptions(options.lenient);
+    options.draft = draft;
+  }
   absl::StatusOr<std::string> text = ReadFileBytes(positional[0]);
   if (!text.ok()) {
     std::fprintf(stderr, "zapgram schema2gbnf: %s\n", std::string(text.status().message()).c_str());

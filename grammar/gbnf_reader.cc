@@ -451,13 +451,14 @@ absl::StatusOr<ExprId> GbnfReader::ReadRegex() {
                          : f == 's' ? uint32_t{kRegexDotAll}
                          : f == 'x' ? uint32_t{kRegexVerbose}
                          : f == 'J' ? uint32_t{kRegexJsonString}
+                         : f == 'E' ? uint32_t{kRegexJsonAnySpelling}
                                     : 0u;
     if (bit == 0) break;
     flags |= bit;
   }
   if (IsNameChar(CharAt(pos_))) {
     return ErrorAt(pos_, absl::StrCat("unknown regex flag '", AsAbsl(text_.substr(pos_, 1)),
-                                      "' (flags: i m s x J)"));
+                                      "' (flags: i m s x J E)"));
   }
   // The pattern itself is checked where it is compiled (the lowering names
   // this location).

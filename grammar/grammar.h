@@ -71,6 +71,10 @@ enum RegexFlags : uint32_t {
   // in its JSON-string spelling (raw UTF-8; \" \\ and the control escapes;
   // see grammar/regex_compiler.h). Used by the JSON Schema `pattern`/`format`.
   kRegexJsonString = 1u << 4,
+  // E (with J; inline (?JE:...)): every RFC 8259 spelling of each matched
+  // code point, not only the canonical one: also \/ and \uXXXX in either hex
+  // case (a surrogate pair above U+FFFF). JSON Schema validation grammars.
+  kRegexJsonAnySpelling = 1u << 5,
 };
 
 struct Expr {

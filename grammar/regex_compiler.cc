@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,27 @@ namespace {
 constexpr uint32_t kAsciiFlag = 1u << 16;  // (?a)
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 
+// How a class's code points are spelled: as UTF-8 text, or inside a JSON
+// string (J) in the canonical spelling or (J with E) in every spelling.
+enum class JsonSpelling : uint8_t { kNone, kCanonical, kAny };
+
+JsonSpelling SpellingOf(uint32_t flags) {
+  if ((flags & kRegexJsonString) == 0) return JsonSpelling::kNone;
+  return (flags & kRegexJsonAnySpelling) != 0 ? JsonSpelling::kAny : JsonSpelling::kCanonical;
+}
+
+uint32_t FlagsOf(JsonSpelling spelling) {
+  switch (spelling) {
+    case JsonSpelling::kNone:
+      return 0;
+    case JsonSpelling::kCanonical:
+      return kRegexJsonString;
+    case JsonSpelling::kAny:
+      return kRegexJsonString | kRegexJsonAnySpelling;
+  }
+  return 0;
+}
+
 // kAnd and kNot are zapgram's set operations (?&:A|B) and (?~:A).
 enum class NodeKind : uint8_t { kEmpty, kClass, kConcat, kAlt, kRepeat, kStart, kEnd, kAnd, kNot };
 
@@ -67,7 +89,7 @@ struct Node {
   uint32_t offset = 0;                 // in the pattern, for messages
   // kClass under kRegexJsonString: JSON-string spelling; kNot: the universe
   // it complements within is spelled so.
-  bool json_string = false;
+  JsonSpelling spelling = JsonSpelling::kNone;
   bool over_limit = false;  // kRepeat: a count above max_repeat
   bool counted = false;     // kRepeat of a class that is an operand of kAnd (no unrolling)
 };
@@ -132,7 +154,7 @@ class Parser {
     n.kind = NodeKind::kClass;
     n.ranges = std::move(ranges);
     n.offset = static_cast<uint32_t>(offset);
-    n.json_string = (flags_ & kRegexJsonString) != 0;
+    n.spelling = SpellingOf(flags_);
     return AddNode(std::move(n));
   }
   bool IgnoreCase() const { return (flags_ & kRegexIgnoreCase) != 0; }
@@ -524,6 +546,7 @@ absl::Status Parser::ParseGroupOpen() {
                        : c == 'm' ? uint32_t{kRegexMultiline}
                        : c == 'x' ? uint32_t{kRegexVerbose}
                        : c == 'J' ? uint32_t{kRegexJsonString}
+                       : c == 'E' ? uint32_t{kRegexJsonAnySpelling}
                        : 0u;
         if (c == '-' && !minus) {
           minus = true;
@@ -587,7 +610,7 @@ uint32_t Parser::CloseSetOp(Frame& f, uint32_t flags) {
   Node op;
   op.kind = f.set_op;
   op.offset = static_cast<uint32_t>(f.offset);
-  op.json_string = (flags & kRegexJsonString) != 0;
+  op.spelling = SpellingOf(flags);
   if (f.set_op == NodeKind::kNot) {
     op.children = {CloseFrame(f, f.offset)};
     return AddNode(std::move(op));
@@ -776,24 +799,86 @@ absl::Status Parser::CheckAnchors(uint32_t root) const {
   return absl::OkStatus();
 }
 
-// One code point of `ranges` as it is spelled inside a JSON string literal
-// (kRegexJsonString): raw UTF-8, except `"` and `\` (\" and \\) and the
-// controls U+0000..U+001F (\b \f \n \r \t, the others \u00XX in either
-// hex case). This is the one spelling JSON serializers emit (Python
+// Hex digits of the values lo..hi, `digits` of them, either case for a-f,
+// from `from` to `end`. The values split on their leading digit: a value
+// range inside one leading digit goes on with one digit fewer; leading
+// digits whose whole tail is in range share one step per remaining digit.
+// The work list holds at most 16 entries per digit level (4 levels).
+void AddHexRange(ByteNfa& nfa, uint32_t from, uint32_t lo, uint32_t hi, int digits, uint32_t end) {
+  auto add_digits = [&nfa](uint32_t at, uint32_t d_lo, uint32_t d_hi, uint32_t to) {
+    if (d_lo <= 9) nfa.AddRange(at, static_cast<uint8_t>('0' + d_lo),
+                                static_cast<uint8_t>('0' + std::min<uint32_t>(d_hi, 9)), to);
+    if (d_hi >= 10) {
+      const uint32_t a = std::max<uint32_t>(d_lo, 10) - 10, b = d_hi - 10;
+      nfa.AddRange(at, static_cast<uint8_t>('a' + a), static_cast<uint8_t>('a' + b), to);
+      nfa.AddRange(at, static_cast<uint8_t>('A' + a), static_cast<uint8_t>('A' + b), to);
+    }
+  };
+  struct Task {
+    uint32_t from, lo, hi;
+    int digits;
+  };
+  std::vector<Task> work = {{from, lo, hi, digits}};
+  while (!work.empty()) {
+    const Task t = work.back();
+    work.pop_back();
+    if (t.digits == 0) {
+      nfa.AddEpsilon(t.from, end);
+      continue;
+    }
+    const int shift = 4 * (t.digits - 1);
+    const uint32_t tail = (1u << shift) - 1;  // values of the remaining digits
+    const uint32_t first = t.lo >> shift, last = t.hi >> shift;
+    // Leading digits whose tails are complete: one class, then any digits.
+    const int64_t full_lo = (t.lo & tail) == 0 ? first : int64_t{first} + 1;
+    const int64_t full_hi = (t.hi & tail) == tail ? last : int64_t{last} - 1;
+    if (full_lo <= full_hi) {
+      uint32_t at = nfa.AddState();
+      add_digits(t.from, static_cast<uint32_t>(full_lo), static_cast<uint32_t>(full_hi), at);
+      for (int k = 1; k < t.digits; ++k) {
+        const uint32_t next = nfa.AddState();
+        add_digits(at, 0, 15, next);
+        at = next;
+      }
+      nfa.AddEpsilon(at, end);
+    }
+    for (const uint32_t d : first == last ? std::vector<uint32_t>{first} : std::vector<uint32_t>{first, last}) {
+      if (d >= full_lo && d <= full_hi) continue;  // done above
+      const uint32_t at = nfa.AddState();
+      add_digits(t.from, d, d, at);
+      const uint32_t sub_lo = std::max(t.lo, d << shift) & tail;
+      const uint32_t sub_hi = std::min(t.hi, (d << shift) | tail) & tail;
+      work.push_back({at, sub_lo, sub_hi, t.digits - 1});
+    }
+  }
+}
+
+// One code point of `ranges` as it is spelled inside a JSON string literal.
+// Canonical (kRegexJsonString): raw UTF-8, except `"` and `\` (\" and \\)
+// and the controls U+0000..U+001F (\b \f \n \r \t, the others \u00XX in
+// either hex case). This is the one spelling JSON serializers emit (Python
 // json.dumps with ensure_ascii=False, JSON.stringify); other spellings of
-// ordinary characters (\/, \u0041) are not matched.
-uint32_t AddJsonSpelledCodepoints(ByteNfa& nfa, uint32_t from,
-                                  const std::vector<CodepointRange>& ranges) {
+// ordinary characters (\/, \u0041) are not matched. Any (with
+// kRegexJsonAnySpelling): those plus \/ and \uXXXX for every code point
+// (either hex case; a surrogate pair \uD8xx\uDCxx above U+FFFF), i.e. every
+// spelling RFC 8259 section 7 allows. kNone: plain UTF-8.
+uint32_t AddSpelledCodepoints(ByteNfa& nfa, uint32_t from, const std::vector<CodepointRange>& ranges,
+                              JsonSpelling spelling) {
+  if (spelling == JsonSpelling::kNone) return nfa.AddCodepoints(from, ranges);
+  const bool any = spelling == JsonSpelling::kAny;
   std::vector<CodepointRange> raw;
   std::vector<uint32_t> escaped;  // code points that take an escape
   for (const CodepointRange& r : ranges) {
     uint32_t lo = r.lo;
     for (; lo <= r.hi && lo < 0x20; ++lo) escaped.push_back(lo);
-    for (uint32_t special : {0x22u, 0x5Cu}) {
+    for (uint32_t special : {0x22u, 0x2Fu, 0x5Cu}) {
       if (special < lo || special > r.hi) continue;
-      if (lo < special) raw.push_back({lo, special - 1});
+      if (special == 0x2F && !any) continue;  // `/` is raw; \/ only in any spelling
+      if (special != 0x2F) {
+        if (lo < special) raw.push_back({lo, special - 1});
+        lo = special + 1;
+      }
       escaped.push_back(special);
-      lo = special + 1;
     }
     if (lo <= r.hi) raw.push_back({lo, r.hi});
   }
@@ -803,6 +888,7 @@ uint32_t AddJsonSpelledCodepoints(ByteNfa& nfa, uint32_t from,
   for (uint32_t c : escaped) {
     std::string_view short_form = c == 0x22   ? "\\\""
                                   : c == 0x5C ? "\\\\"
+                                  : c == 0x2F ? "\\/"
                                   : c == 0x08 ? "\\b"
                                   : c == 0x0C ? "\\f"
                                   : c == 0x0A ? "\\n"
@@ -811,8 +897,9 @@ uint32_t AddJsonSpelledCodepoints(ByteNfa& nfa, uint32_t from,
                                               : "";
     if (!short_form.empty()) {
       nfa.AddEpsilon(nfa.AddLiteral(from, short_form), end);
-      continue;
+      if (!any) continue;
     }
+    if (any) continue;  // \uXXXX of every code point below
     std::string prefix = "\\u00";
     prefix.push_back(kHex[c >> 4]);
     const uint32_t at = nfa.AddLiteral(from, prefix);
@@ -822,6 +909,31 @@ uint32_t AddJsonSpelledCodepoints(ByteNfa& nfa, uint32_t from,
       const uint8_t upper = static_cast<uint8_t>(digit - 'a' + 'A');
       nfa.AddRange(at, upper, upper, end);
     }
+  }
+  if (!any) return end;
+  // \uXXXX: the BMP code points outside the surrogates; \uHHHH\uLLLL: the rest.
+  for (const CodepointRange& r : ranges) {
+    for (const CodepointRange bmp : {CodepointRange{0, 0xD7FF}, CodepointRange{0xE000, 0xFFFF}}) {
+      const uint32_t lo = std::max(r.lo, bmp.lo), hi = std::min(r.hi, bmp.hi);
+      if (lo <= hi) AddHexRange(nfa, nfa.AddLiteral(from, "\\u"), lo, hi, 4, end);
+    }
+    if (r.hi < 0x10000) continue;
+    // Offsets v = c - 0x10000 split into high (v >> 10) and low (v & 0x3FF)
+    // halves: a partial first high, the complete highs between, a partial last.
+    const uint32_t v_lo = std::max<uint32_t>(r.lo, 0x10000) - 0x10000, v_hi = r.hi - 0x10000;
+    const uint32_t h_first = v_lo >> 10, h_last = v_hi >> 10;
+    auto pair = [&](uint32_t h_lo, uint32_t h_hi, uint32_t l_lo, uint32_t l_hi) {
+      const uint32_t mid = nfa.AddState();
+      AddHexRange(nfa, nfa.AddLiteral(from, "\\u"), 0xD800 + h_lo, 0xD800 + h_hi, 4, mid);
+      AddHexRange(nfa, nfa.AddLiteral(mid, "\\u"), 0xDC00 + l_lo, 0xDC00 + l_hi, 4, end);
+    };
+    if (h_first == h_last) {
+      pair(h_first, h_first, v_lo & 0x3FF, v_hi & 0x3FF);
+      continue;
+    }
+    pair(h_first, h_first, v_lo & 0x3FF, 0x3FF);
+    if (h_first + 1 <= h_last - 1) pair(h_first + 1, h_last - 1, 0, 0x3FF);
+    pair(h_last, h_last, 0, v_hi & 0x3FF);
   }
   return end;
 }
@@ -869,9 +981,7 @@ absl::StatusOr<uint32_t> EmitInto(const Parser& parser, uint32_t root, ByteNfa& 
         // Built once per class node as a fragment, then stamped at each use.
         auto [fragment, fresh] = class_fragments.try_emplace(f.node);
         if (fresh) {
-          fragment->second.end = n.json_string
-                                     ? AddJsonSpelledCodepoints(fragment->second.nfa, 0, n.ranges)
-                                     : fragment->second.nfa.AddCodepoints(0, n.ranges);
+          fragment->second.end = AddSpelledCodepoints(fragment->second.nfa, 0, n.ranges, n.spelling);
         }
         ret = nfa.Stamp(f.from, fragment->second.nfa, fragment->second.end);
         stack.pop_back();
@@ -966,10 +1076,9 @@ absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const Re
 
 // Exactly one code point of `ranges`, spelled raw or as in a JSON string.
 absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& ranges,
-                                        bool json_string) {
+                                        JsonSpelling spelling) {
   ByteNfa nfa;
-  nfa.SetAccepting(json_string ? AddJsonSpelledCodepoints(nfa, 0, ranges)
-                               : nfa.AddCodepoints(0, ranges));
+  nfa.SetAccepting(AddSpelledCodepoints(nfa, 0, ranges, spelling));
   absl::StatusOr<ByteDfa> dfa = Determinize(nfa, 1u << 16);
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
@@ -991,7 +1100,7 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     // All text in the node's spelling: what (?~:) complements within, and
     // what counted operands start from when no plain operand comes first.
     auto universe = [&]() {
-      return CompileRegex("[\\s\\S]*", n.json_string ? uint32_t{kRegexJsonString} : 0u, limits);
+      return CompileRegex("[\\s\\S]*", FlagsOf(n.spelling), limits);
     };
     absl::StatusOr<ByteDfa> result;
     if (n.kind == NodeKind::kNot) {
@@ -1016,7 +1125,7 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
         const Node& operand = nodes[order[k]];
         if (operand.counted) {
           const Node& cls = nodes[operand.children[0]];
-          absl::StatusOr<ByteDfa> one = OneCodepointDfa(cls.ranges, cls.json_string);
+          absl::StatusOr<ByteDfa> one = OneCodepointDfa(cls.ranges, cls.spelling);
           if (!one.ok()) return fail(one.status());
           result = IntersectCounted(*result, *one, operand.min, operand.max,
                                     limits.max_dfa_states);
@@ -1318,6 +1427,7 @@ std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {
   if (flags & kRegexDotAll) out += "s";
   if (flags & kRegexVerbose) out += "x";
   if (flags & kRegexJsonString) out += "J";
+  if (flags & kRegexJsonAnySpelling) out += "E";
   return out;
 }
 

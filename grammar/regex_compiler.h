@@ -33,6 +33,9 @@
 // and U+0000..U+001F (\b \f \n \r \t, the others \u00XX with either hex
 // case); other escapes of ordinary characters (\/, \u0041) do not match. The
 // pattern still speaks of decoded characters: (?J)a"b matches the bytes a\"b.
+// E (kRegexJsonAnySpelling, with J: (?JE)) matches every RFC 8259 spelling
+// instead: also \/ and \uXXXX of any code point in either hex case, a
+// surrogate pair above U+FFFF (what a validator reading JSON accepts).
 //
 // Set operations (zapgram's own; grammar/dfa_set_ops.h): (?&:A|B|...)
 // matches what every alternative matches (an intersection, not a choice);

@@ -44,6 +44,7 @@ std::string ScopedRegexp(std::string_view regexp, uint32_t flags) {
   if (flags & kRegexDotAll) letters.push_back('s');
   if (flags & kRegexVerbose) letters.push_back('x');
   if (flags & kRegexJsonString) letters.push_back('J');
+  if (flags & kRegexJsonAnySpelling) letters.push_back('E');
   return absl::StrFormat("(?%s:%s)", letters, regexp);
 }
 

@@ -386,6 +386,10 @@ absl::StatusOr<JsonSchemaGrammar> Converter::Run() {
   rule_names_.insert("root");
   grammar_.root = 0;
   grammar_.rules[0].body = RefTo(&document_);
+  if (!options_.compact && options_.max_whitespace == kAnyWhitespace) {
+    // RFC 8259: JSON-text = ws value ws.
+    grammar_.rules[0].body = grammar_.AddSequence({Ws(), grammar_.rules[0].body, Ws()});
+  }
   while (!pending_.empty()) {
     if (grammar_.rules.size() > options_.max_rules) {
       return absl::ResourceExhaustedError(absl::StrFormat(
@@ -431,6 +435,16 @@ void Converter::DropUnreachableRules() {
 }
 
 }  // namespace json_schema_internal
+
+JsonSchemaOptions ValidationSchemaOptions(bool lenient) {
+  JsonSchemaOptions options;
+  options.lenient = lenient;
+  options.compact = false;
+  options.max_whitespace = kAnyWhitespace;
+  options.member_order = MemberOrder::kAnyWhereExact;
+  options.any_spelling = true;
+  return options;
+}
 
 absl::StatusOr<JsonSchemaGrammar> JsonSchemaToGrammar(std::string_view schema_text,
                                                       std::string_view source_name,

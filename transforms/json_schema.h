@@ -4,7 +4,9 @@
 // Reads draft 2020-12 and draft-07 spellings and returns a grammar whose
 // language is the JSON texts valid under the schema, written in the
 // canonical form of docs/json-schema.md (schema key order, bounded
-// whitespace, canonical string escapes under pattern/format/keys). Keywords
+// whitespace, canonical string escapes under pattern/format/keys) by
+// default; the options widen it to what a validator accepts (any
+// whitespace, member order and spelling: ValidationSchemaOptions). Keywords
 // a context-free grammar cannot enforce are errors ("unsupported: <keyword>
 // at <pointer>") unless `lenient`, which drops them and lists each in
 // `warnings`. The stages live in json_schema*.cc (json_schema_internal.h
@@ -31,15 +33,38 @@ namespace zapgram::transforms {
 // apply together. Everything else is read the same way in both.
 enum class JsonSchemaDraft { kDraft2020_12, kDraft7 };
 
+// max_whitespace meaning "any run of JSON whitespace, wherever RFC 8259
+// allows one" (its `ws` rule: between tokens and around the whole text).
+inline constexpr uint32_t kAnyWhitespace = UINT32_MAX;
+
+// The order of object members.
+enum class MemberOrder {
+  kSchema,  // `properties` order, then the others
+  kAny,     // any order; an object whose any-order grammar would not be exact
+            // (more than 10 required keys; minProperties/maxProperties) is an
+            // error, or in lenient mode loses the counts
+  // Any order where it can be exact, schema order for the other objects
+  // (validation: such an object in another order is rejected, never an
+  // invalid one accepted).
+  kAnyWhereExact,
+};
+
 struct JsonSchemaOptions {
   // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
   // if/then/else, ...): false = error; true = dropped, each reported as a warning.
   bool lenient = false;
-  // Whitespace between JSON tokens: none (compact) or at most this many bytes.
+  // The whitespace policy: none between JSON tokens (compact), at most
+  // max_whitespace bytes of [ \t\n\r] around each structural character, or
+  // with kAnyWhitespace any run of them there and before and after the value.
   bool compact = false;
   uint32_t max_whitespace = 2;
-  // Object properties in schema order (default) or any order.
-  bool any_order = false;
+  MemberOrder member_order = MemberOrder::kSchema;
+  // Strings under pattern/format, object keys and string enum/const values:
+  // false = only the canonical spelling (raw UTF-8, \" \\ and the control
+  // escapes: what serializers write, and what generation should emit);
+  // true = every RFC 8259 spelling of the same characters (\/, \u00e9,
+  // surrogate pairs), as a validator reads them.
+  bool any_spelling = false;
   JsonSchemaDraft draft = JsonSchemaDraft::kDraft2020_12;
   // Budget: grammar rules made (one per distinct subschema conjunction).
   // Exceeding it is a kResourceExhausted error.
@@ -61,6 +86,11 @@ struct JsonSchemaGrammar {
   grammar::Grammar grammar;
   std::vector<JsonSchemaWarning> warnings;  // what was dropped (lenient) or ignored
 };
+
+// The options of a grammar that validates documents: JSON text as RFC 8259
+// reads it (kAnyWhitespace, kAnyWhereExact, any_spelling), `lenient` as given.
+// Generation keeps the defaults above: a model must not loop on whitespace.
+JsonSchemaOptions ValidationSchemaOptions(bool lenient);
 
 // Errors: kInvalidArgument (not JSON, not a schema), kUnimplemented
 // ("unsupported: <keyword> at <pointer>").

@@ -44,6 +44,12 @@ namespace {
 using grammar::ExprId;
 
 constexpr std::string_view kIntegerRegex = "-?(?:0|[1-9][0-9]*)";
+// Every spelling of an integer that a finite automaton can tell: zero
+// fraction digits and a non-negative exponent ("1.0", "1e308"; JSON Schema
+// counts them as integers). "1.5e1" is an integer too, but telling that
+// needs comparing a digit count with the exponent's value (not regular).
+constexpr std::string_view kIntegerAnySpellingRegex =
+    "-?(?:0|[1-9][0-9]*)(?:\\.0+)?(?:[eE]\\+?[0-9]+)?";
 // if/then/else of one conjunction expanded at most (2^n cases).
 constexpr uint32_t kMaxConditionals = 4;
 constexpr std::string_view kNumberRegex = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
@@ -400,6 +406,8 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
         number = g().AddRegex(std::string(integer ? kIntegerRegex : kNumberRegex), 0);
       }
       alternatives.push_back(*number);
+    } else if (integer && options().any_spelling && zero_fraction_is_integer()) {
+      alternatives.push_back(g().AddRegex(std::string(kIntegerAnySpellingRegex), 0));
     } else {
       alternatives.push_back(g().AddRegex(std::string(integer ? kIntegerRegex : kNumberRegex), 0));
     }

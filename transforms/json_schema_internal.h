@@ -127,6 +127,14 @@ struct MergedSchema {
                                           max_items.has_value(); }
 };
 
+// Most members MembersInAnyOrder tracks (2^n rules): required keys of an
+// any-order object, members of an object const/enum value. (Cost: with
+// bounded whitespace transforms/regular_terminals.h flattens an all-required
+// object's subset rules into regex terminals of 2^n x member states, 15-50 s
+// to compile at n = 10 on MaskBench schemas; the validation grammar's
+// recursive `ws` keeps them rules, 0.1-0.3 s.)
+inline constexpr uint32_t kAnyOrderExactKeys = 10;
+
 // A named key of an object and the schemas its value must satisfy.
 struct NamedKey {
   std::string key;
@@ -149,6 +157,9 @@ class Converter {
   // The node a $ref names, resolved against the base URI of `from`.
   absl::StatusOr<const Json*> ResolveRef(const Json* from, const std::string& ref) const;
   bool legacy_ref() const { return legacy_ref_; }  // draft <= 7: $ref siblings ignored
+  // Draft 6 on: a number with a zero fraction (1.0) is an integer; draft 4
+  // and earlier: an integer has no fraction or exponent part.
+  bool zero_fraction_is_integer() const { return draft_ >= 6; }
   // False for keywords the document's draft did not have (draft-04 has no
   // const, contains, propertyNames; draft-06 no if/then/else).
   bool KeywordExists(std::string_view key) const;
@@ -222,6 +233,17 @@ class Converter {
   absl::StatusOr<grammar::ExprId> BuildObjectMembers(const MergedSchema& m,
                                                      const std::vector<NamedKey>& named,
                                                      std::optional<grammar::RuleId> extra_rule);
+  // Object members in any order, without the braces: each of `once`
+  // exactly once (one rule per subset of them written, so at most
+  // kAnyOrderExactKeys of them), and `any_times` (a member rule) any number
+  // of times in between; the members separated by Token(","). Void when
+  // nothing can be written at all (no members).
+  grammar::ExprId MembersInAnyOrder(const std::vector<grammar::ExprId>& once,
+                                    std::optional<grammar::RuleId> any_times, std::string_view name);
+  // Can BuildObjectAnyOrder keep every constraint of this object (counts,
+  // required keys within budget)?
+  bool AnyOrderIsExact(const MergedSchema& m, const std::vector<NamedKey>& named,
+                       const std::vector<size_t>& present) const;
   absl::StatusOr<grammar::ExprId> BuildObjectAnyOrder(const MergedSchema& m,
                                                       const std::vector<NamedKey>& named,
                                                       const std::vector<size_t>& present,
@@ -237,6 +259,13 @@ class Converter {
   absl::StatusOr<bool> WholeMatch(const std::string& regex, const std::string& s);
   // Is `s` matched by the ECMA-262 search `pattern`?
   absl::StatusOr<bool> PatternFinds(const std::string& pattern, const std::string& s);
+  // The JSON string (quotes included) of the decoded text `s`: its canonical
+  // spelling, or with options().any_spelling every spelling of it.
+  grammar::ExprId StringLiteral(std::string_view s);
+  // `"key": value` of a named key.
+  grammar::ExprId NamedMember(const NamedKey& k);
+  // The flags of J-regexes (string contents): J, and E with any_spelling.
+  uint32_t JsonStringFlags() const;
   // A JSON string (quotes included) whose decoded text is not one of `names`.
   grammar::ExprId KeyOtherThan(const std::vector<std::string>& names);
   // A JSON string (quotes included) whose decoded text the J-flag `regex`

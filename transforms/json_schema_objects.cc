@@ -33,10 +33,14 @@
 // small rules (linear; tested with 10,000 properties).
 //
 // Any order: all permutations of a set of keys are not a small grammar, so
-// any_order lets each member be any named or additional key, in any order,
-// and keeps `required` only when there are at most kAnyOrderExactKeys
-// named keys (one rule per subset of the required keys still missing);
-// beyond that it is unsupported.
+// MemberOrder::kAny lets each member be any named or additional key, in any
+// order, and keeps `required` only when there are at most kAnyOrderExactKeys
+// required keys (one rule per subset of the required keys still missing);
+// beyond that it is unsupported, and so are minProperties above what the
+// required keys (or "at least one member") give, and maxProperties.
+// kAnyWhereExact builds those objects in schema order instead. An optional
+// named key may repeat in any order (a validator reading the object keeps
+// one of the values; RFC 8259 only says names SHOULD be unique).
 //
 // Arrays. Position i < P (the longest prefixItems / tuple `items`) is
 // valued by every array node's prefix schema there, or its rest schema
@@ -70,7 +74,6 @@ namespace {
 using grammar::ExprId;
 using grammar::RuleId;
 
-constexpr uint32_t kAnyOrderExactKeys = 10;
 // Budget of key regions (sets of patternProperties patterns that find the
 // same keys) per object.
 constexpr size_t kMaxKeyRegions = 64;
@@ -165,7 +168,7 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
         if (*finds) found.push_back(i);
       }
       if (std::optional<Conj> value = value_for(found)) {
-        members.push_back(member_with(Literal(absl::StrCat("\"", JsonStringBody(key), "\"")), *value));
+        members.push_back(member_with(StringLiteral(key), *value));
       }
     }
     return members;
@@ -451,13 +454,12 @@ absl::StatusOr<ExprId> Converter::BuildObjectMembers(const MergedSchema& m,
   for (size_t i = 0; i < named.size(); ++i) {
     if (!named[i].forbidden) present.push_back(i);
   }
-  auto member = [&](size_t i) {
-    const NamedKey& k = named[i];
-    return g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(k.key), "\"")), Token(":"),
-                          RefTo(MakeConj(k.value))});
-  };
+  auto member = [&](size_t i) { return NamedMember(named[i]); };
   const std::string base = RuleNameFor(m.pointer);
-  if (options_.any_order) return BuildObjectAnyOrder(m, named, present, extra_rule);
+  if (options_.member_order == MemberOrder::kAny ||
+      (options_.member_order == MemberOrder::kAnyWhereExact && AnyOrderIsExact(m, named, present))) {
+    return BuildObjectAnyOrder(m, named, present, extra_rule);
+  }
 
   const uint64_t n = present.size();
   uint64_t required_count = 0;
@@ -557,11 +559,7 @@ ExprId Converter::ObjectTree(const std::vector<NamedKey>& named, const std::vect
     bool has_required = false;
     bool some_ok = false;
   };
-  auto member = [&](size_t i) {
-    const NamedKey& k = named[i];
-    return g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(k.key), "\"")), Token(":"),
-                          RefTo(MakeConj(k.value))});
-  };
+  auto member = [&](size_t i) { return NamedMember(named[i]); };
   // Leaves.
   std::vector<Range> level;
   for (size_t i : present) {
@@ -615,19 +613,42 @@ ExprId Converter::ObjectTree(const std::vector<NamedKey>& named, const std::vect
   return g.AddChoice(std::move(shapes));
 }
 
+namespace {
+
+size_t RequiredCount(const std::vector<NamedKey>& named, const std::vector<size_t>& present) {
+  size_t count = 0;
+  for (size_t i : present) count += named[i].required;
+  return count;
+}
+
+// minProperties that the any-order grammar keeps: the required keys are
+// there once each, and a non-empty object has one member.
+bool AnyOrderKeepsMinimum(const MergedSchema& m, size_t required) {
+  return m.min_properties <= std::max<uint64_t>(required, 1);
+}
+
+}  // namespace
+
+bool Converter::AnyOrderIsExact(const MergedSchema& m, const std::vector<NamedKey>& named,
+                                const std::vector<size_t>& present) const {
+  const size_t required = RequiredCount(named, present);
+  return required <= kAnyOrderExactKeys && !m.max_properties && AnyOrderKeepsMinimum(m, required);
+}
+
 absl::StatusOr<ExprId> Converter::BuildObjectAnyOrder(const MergedSchema& m,
                                                       const std::vector<NamedKey>& named,
                                                       const std::vector<size_t>& present,
                                                       std::optional<RuleId> extra_rule) {
   auto& g = grammar_;
-  if (m.min_properties > 0 || m.max_properties) {
-    absl::Status st = Unsupported("minProperties/maxProperties", m.pointer,
-                                  "counts are not kept in any_order mode");
-    if (!st.ok()) return st;
-  }
   std::vector<size_t> required;
   for (size_t i : present) {
     if (named[i].required) required.push_back(i);
+  }
+  const bool keeps_minimum = AnyOrderKeepsMinimum(m, required.size());
+  if (!keeps_minimum || m.max_properties) {
+    absl::Status st = Unsupported("minProperties/maxProperties", m.pointer,
+                                  "counts are not kept in any order");
+    if (!st.ok()) return st;
   }
   if (required.size() > kAnyOrderExactKeys) {
     return absl::UnimplementedError(absl::StrFormat(
@@ -638,46 +659,56 @@ absl::StatusOr<ExprId> Converter::BuildObjectAnyOrder(const MergedSchema& m,
   // required keys are tracked by the subset of them still missing.
   std::vector<ExprId> free_members;
   for (size_t i : present) {
-    if (named[i].required) continue;
-    free_members.push_back(g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(named[i].key), "\"")),
-                                          Token(":"), RefTo(MakeConj(named[i].value))}));
+    if (!named[i].required) free_members.push_back(NamedMember(named[i]));
   }
   if (extra_rule) free_members.push_back(g.AddRuleRef(*extra_rule));
   const std::string base = RuleNameFor(m.pointer);
   std::optional<RuleId> free_rule;
   if (!free_members.empty()) free_rule = NewRule(absl::StrCat(base, "-any"), g.AddChoice(std::move(free_members)));
-  const uint32_t subsets = 1u << required.size();
-  // after[mask]: members after the first, `mask` = required keys written.
+  std::vector<ExprId> required_members;
+  for (size_t i : required) required_members.push_back(NamedMember(named[i]));
+  std::vector<ExprId> shapes;
+  const ExprId members = MembersInAnyOrder(required_members, free_rule, base);
+  if (!IsVoid(members)) shapes.push_back(g.AddSequence({Literal("{"), Ws(), members, Ws(), Literal("}")}));
+  if (required.empty() && (m.min_properties == 0 || !keeps_minimum)) {
+    shapes.push_back(g.AddSequence({Literal("{"), Ws(), Literal("}")}));
+  }
+  if (shapes.empty()) return Void();
+  return g.AddChoice(std::move(shapes));
+}
+
+// after[mask] = the members after the first, `mask` = the `once` members
+// written so far; the object may end once all are written.
+ExprId Converter::MembersInAnyOrder(const std::vector<ExprId>& once, std::optional<RuleId> any_times,
+                                    std::string_view name) {
+  auto& g = grammar_;
+  // Each member as a rule: it is referenced from many alternatives (the
+  // expression arena holds trees, not shared nodes).
+  std::vector<RuleId> once_rules;
+  for (ExprId member : once) once_rules.push_back(NewRule(absl::StrCat(std::string(name), "-m"), member));
+  const uint32_t subsets = 1u << once.size();
   std::vector<RuleId> after(subsets);
-  for (uint32_t mask = 0; mask < subsets; ++mask) after[mask] = NewRule(absl::StrCat(base, "-s"), 0);
-  auto required_member = [&](size_t r) {
-    const NamedKey& k = named[required[r]];
-    return g.AddSequence({Literal(absl::StrCat("\"", JsonStringBody(k.key), "\"")), Token(":"),
-                          RefTo(MakeConj(k.value))});
-  };
+  for (uint32_t mask = 0; mask < subsets; ++mask) after[mask] = NewRule(absl::StrCat(std::string(name), "-s"), 0);
   for (uint32_t mask = 0; mask < subsets; ++mask) {
     std::vector<ExprId> alternatives;
     if (mask == subsets - 1) alternatives.push_back(g.AddEmpty());
-    if (free_rule) {
-      alternatives.push_back(g.AddSequence({Token(","), g.AddRuleRef(*free_rule), g.AddRuleRef(after[mask])}));
+    if (any_times) {
+      alternatives.push_back(g.AddSequence({Token(","), g.AddRuleRef(*any_times), g.AddRuleRef(after[mask])}));
     }
-    for (size_t r = 0; r < required.size(); ++r) {
+    for (size_t r = 0; r < once.size(); ++r) {
       if (mask & (1u << r)) continue;
-      alternatives.push_back(g.AddSequence({Token(","), required_member(r), g.AddRuleRef(after[mask | (1u << r)])}));
+      alternatives.push_back(
+          g.AddSequence({Token(","), g.AddRuleRef(once_rules[r]), g.AddRuleRef(after[mask | (1u << r)])}));
     }
     g.rules[after[mask]].body = alternatives.empty() ? Void() : g.AddChoice(std::move(alternatives));
   }
   std::vector<ExprId> firsts;
-  if (free_rule) firsts.push_back(g.AddSequence({g.AddRuleRef(*free_rule), g.AddRuleRef(after[0])}));
-  for (size_t r = 0; r < required.size(); ++r) {
-    firsts.push_back(g.AddSequence({required_member(r), g.AddRuleRef(after[1u << r])}));
+  if (any_times) firsts.push_back(g.AddSequence({g.AddRuleRef(*any_times), g.AddRuleRef(after[0])}));
+  for (size_t r = 0; r < once.size(); ++r) {
+    firsts.push_back(g.AddSequence({g.AddRuleRef(once_rules[r]), g.AddRuleRef(after[1u << r])}));
   }
-  std::vector<ExprId> shapes;
-  if (!firsts.empty()) {
-    shapes.push_back(g.AddSequence({Literal("{"), Ws(), g.AddChoice(std::move(firsts)), Ws(), Literal("}")}));
-  }
-  if (required.empty()) shapes.push_back(g.AddSequence({Literal("{"), Ws(), Literal("}")}));
-  return g.AddChoice(std::move(shapes));
+  if (firsts.empty()) return Void();
+  return g.AddChoice(std::move(firsts));
 }
 
 absl::StatusOr<ExprId> Converter::BuildArray(const MergedSchema& m) {

@@ -10,7 +10,10 @@
 // (raw UTF-8; \" \\ and the control escapes): the pattern is compiled with
 // kRegexJsonString (grammar/regex_compiler.h), which spells each matched
 // code point that way, so no escape sequence can smuggle a character past
-// a pattern.
+// a pattern. With any_spelling (validation) they accept every spelling
+// instead: the J-regexes get kRegexJsonAnySpelling, and keys and string
+// values become J-regexes of their text (StringLiteral); a pattern still
+// speaks of decoded characters, so \u0041 passes wherever A does.
 //
 // `pattern` is an ECMA-262 *search*: SearchRegex adds `[\s\S]*` on each
 // side of each top-level alternative unless it is anchored there (also
@@ -23,7 +26,10 @@
 // the intersection is unsupported (lenient: the last constraint is dropped).
 //
 // Whitespace: compact mode puts none between tokens; otherwise at most
-// max_whitespace bytes of [ \t\n\r] around each structural character.
+// max_whitespace bytes of [ \t\n\r] around each structural character, or
+// with kAnyWhitespace any run of them (RFC 8259's `ws`; Run() also puts one
+// before and after the whole value then). One `ws` rule serves every place,
+// so the policy is this one function.
 //
 // Tests: tests/transforms/json_schema_test.cc (Strings*, Patterns*, Keys*),
 // the suite's pattern, minLength, maxLength, format and const groups.
@@ -249,11 +255,21 @@ bool Converter::IsVoid(ExprId e) const {
 ExprId Converter::Ws() {
   if (options_.compact || options_.max_whitespace == 0) return grammar_.AddEmpty();
   if (!have_ws_) {
-    ws_rule_ = NewRule("ws", grammar_.AddRepeat(
-                                 grammar_.AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'},
-                                                        {'\r', '\r'}},
-                                                       false),
-                                 0, options_.max_whitespace));
+    auto ws_byte = [this] {
+      return grammar_.AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false);
+    };
+    if (options_.max_whitespace == kAnyWhitespace) {
+      // ws ::= "" | [ \t\n\r] ws. Recursive, so transforms/regular_terminals.h
+      // keeps the structure around it as rules: flattened into regex
+      // terminals, the subset rules of any-order objects (MembersInAnyOrder)
+      // become automata of 2^n x member states, seconds to compile, while
+      // reading a document gains little from them.
+      ws_rule_ = NewRule("ws", 0);
+      grammar_.rules[ws_rule_].body = grammar_.AddChoice(
+          {grammar_.AddEmpty(), grammar_.AddSequence({ws_byte(), grammar_.AddRuleRef(ws_rule_)})});
+    } else {
+      ws_rule_ = NewRule("ws", grammar_.AddRepeat(ws_byte(), 0, options_.max_whitespace));
+    }
     have_ws_ = true;
   }
   return grammar_.AddRuleRef(ws_rule_);
@@ -319,9 +335,23 @@ absl::Status Converter::CheckSearchPattern(const std::string& pattern) {
   return CheckJsonStringRegex(SearchRegex(pattern));
 }
 
+uint32_t Converter::JsonStringFlags() const {
+  return options_.any_spelling ? grammar::kRegexJsonString | grammar::kRegexJsonAnySpelling
+                               : grammar::kRegexJsonString;
+}
+
 ExprId Converter::JsonStringMatching(const std::string& regex) {
   return grammar_.AddSequence(
-      {Literal("\""), grammar_.AddRegex(regex, grammar::kRegexJsonString), Literal("\"")});
+      {Literal("\""), grammar_.AddRegex(regex, JsonStringFlags()), Literal("\"")});
+}
+
+ExprId Converter::StringLiteral(std::string_view s) {
+  if (options_.any_spelling) return JsonStringMatching(RegexLiteral(s));
+  return Literal(absl::StrCat("\"", JsonStringBody(s), "\""));
+}
+
+ExprId Converter::NamedMember(const NamedKey& k) {
+  return grammar_.AddSequence({StringLiteral(k.key), Token(":"), RefTo(MakeConj(k.value))});
 }
 
 ExprId Converter::StringMatching(const std::string& pattern) {
@@ -403,7 +433,7 @@ std::string LengthRegex(uint64_t min, std::optional<uint64_t> max) {
 
 absl::Status Converter::CheckJsonStringRegex(const std::string& regex) {
   grammar::ByteNfa scratch;
-  return grammar::AddRegex(scratch, 0, regex, grammar::kRegexJsonString).status();
+  return grammar::AddRegex(scratch, 0, regex, JsonStringFlags()).status();
 }
 
 absl::Status Converter::StringOperands(
@@ -517,13 +547,16 @@ ExprId Converter::KeyOtherThan(const std::vector<std::string>& names) {
 }
 
 absl::StatusOr<ExprId> Converter::ValueLiteral(const Json& value) {
-  // Post-order over the value with an explicit stack.
+  // Post-order over the value with an explicit stack. An object's members
+  // are written in the value's order, or in any order when the member order
+  // is not the schema's (MembersInAnyOrder: each exactly once).
   struct Frame {
     const Json* value;
     size_t next = 0;
-    std::vector<ExprId> parts;
+    std::vector<ExprId> items;      // members (`"key": value`) or elements
     Json::const_iterator member{};  // objects: the next member
   };
+  const bool any_order = options_.member_order != MemberOrder::kSchema;
   std::vector<Frame> stack;
   stack.push_back(Frame{&value, 0, {}, {}});
   ExprId done = 0;
@@ -531,8 +564,10 @@ absl::StatusOr<ExprId> Converter::ValueLiteral(const Json& value) {
   while (!stack.empty()) {
     Frame& f = stack.back();
     const Json& v = *f.value;
-    if (have_done) {  // a child finished
-      f.parts.push_back(done);
+    if (have_done) {  // a child finished: the last member's value, or an element
+      f.items.back() = f.value->is_object()
+                           ? grammar_.AddSequence({f.items.back(), Token(":"), done})
+                           : done;
       have_done = false;
     }
     if (v.is_object() || v.is_array()) {
@@ -540,34 +575,39 @@ absl::StatusOr<ExprId> Converter::ValueLiteral(const Json& value) {
       if (f.next < v.size()) {
         const size_t k = f.next++;
         if (object && k == 0) f.member = v.cbegin();
-        if (f.parts.empty()) {
-          f.parts.push_back(Literal(object ? "{" : "["));
-          f.parts.push_back(Ws());
-        } else {
-          f.parts.push_back(Token(","));
-        }
         const Json* child;
         if (object) {
-          f.parts.push_back(Literal(absl::StrCat("\"", JsonStringBody(f.member.key()), "\"")));
-          f.parts.push_back(Token(":"));
+          f.items.push_back(StringLiteral(f.member.key()));  // the key, until the value is done
           child = &*f.member;
           ++f.member;
         } else {
+          f.items.push_back(0);
           child = &v[k];
         }
         stack.push_back(Frame{child, 0, {}, {}});
         continue;
       }
-      if (f.parts.empty()) {
-        f.parts.push_back(Literal(object ? "{" : "["));
-        f.parts.push_back(Ws());
-      } else {
-        f.parts.push_back(Ws());
+      if (f.items.empty()) {
+        done = grammar_.AddSequence({Literal(object ? "{" : "["), Ws(), Literal(object ? "}" : "]")});
+        have_done = true;
+        stack.pop_back();
+        continue;
       }
-      f.parts.push_back(Literal(object ? "}" : "]"));
-      done = grammar_.AddSequence(std::move(f.parts));
+      ExprId inside;
+      if (object && any_order && f.items.size() > 1 && f.items.size() <= kAnyOrderExactKeys) {
+        inside = MembersInAnyOrder(f.items, std::nullopt, "const-object");
+      } else {
+        std::vector<ExprId> parts;
+        for (size_t i = 0; i < f.items.size(); ++i) {
+          if (i > 0) parts.push_back(Token(","));
+          parts.push_back(f.items[i]);
+        }
+        inside = grammar_.AddSequence(std::move(parts));
+      }
+      done = grammar_.AddSequence(
+          {Literal(object ? "{" : "["), Ws(), inside, Ws(), Literal(object ? "}" : "]")});
     } else if (v.is_string()) {
-      done = Literal(absl::StrCat("\"", JsonStringBody(v.get_ref<const std::string&>()), "\""));
+      done = StringLiteral(v.get_ref<const std::string&>());
     } else if (v.is_number()) {
       // Any spelling of the same number (1, 1.0, 1e0): a point range.
       NumericConstraints nc;

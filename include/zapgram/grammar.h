@@ -41,18 +41,37 @@ struct GrammarStats {
   size_t terminal_states = 0;
 };
 
+// What a schema grammar is for.
+enum class SchemaPurpose {
+  // Generation (the default; masks, sampling, bench): canonical JSON with
+  // bounded whitespace (compact / max_whitespace below), members in
+  // `properties` order unless any_order, canonical string spellings under
+  // pattern/format/enum and in keys. A model cannot loop on whitespace, and
+  // what it writes parses back as the same value.
+  kGeneration,
+  // Validation (`zapgram parse`): the JSON texts valid under the schema as
+  // RFC 8259 reads them: any whitespace wherever RFC 8259 allows it (before
+  // and after the value too), members in any order wherever the any-order
+  // grammar keeps every constraint (else the schema's order), every escape
+  // spelling of a string. compact, max_whitespace and any_order are not used.
+  kValidation,
+};
+
 // How `schema:PATH` becomes a grammar (docs/json-schema.md).
 struct SchemaOptions {
+  SchemaPurpose purpose = SchemaPurpose::kGeneration;
   // Keywords a context-free grammar cannot enforce (uniqueItems, contains,
   // if/then/else, dependent*, unevaluated*, complex `not`, ...): false = Load
   // fails with "unsupported: <keyword> at <pointer>"; true = they are dropped
   // (the grammar then accepts more than the schema) and Grammar::warnings()
   // lists each with its JSON pointer.
   bool lenient = false;
-  // No whitespace between JSON tokens, or at most max_whitespace bytes.
+  // Generation only: no whitespace between JSON tokens, or at most
+  // max_whitespace bytes.
   bool compact = false;
   uint32_t max_whitespace = 2;
-  // Object members in any order (default: the schema's `properties` order).
+  // Generation only: object members in any order (default: the schema's
+  // `properties` order).
   bool any_order = false;
 };
 

@@ -34,9 +34,31 @@ int32_t zapgram_vocab_size(const zapgram_vocab* vocab); /* ids of a mask */
 /* Writes up to `capacity` EOS ids into `ids`; returns how many there are. */
 size_t zapgram_vocab_eos_ids(const zapgram_vocab* vocab, int32_t* ids, size_t capacity);
 
-/* Reads and compiles a grammar for `vocab` (which may be freed afterwards). */
+/* Reads and compiles a grammar for `vocab` (which may be freed afterwards),
+ * with the default options (a schema:PATH grammar for generation). */
 zapgram_grammar* zapgram_grammar_compile(const char* spec, const char* data_root,
                                          const zapgram_vocab* vocab, char** error);
+
+/* How a grammar is read; zapgram_grammar_options_init sets the defaults. */
+typedef struct zapgram_grammar_options {
+  /* schema:PATH grammars. 0 (default): for generation, what masks and
+   * sampling should use (at most 2 whitespace bytes between tokens, members
+   * in `properties` order, canonical string spellings). 1: for validation,
+   * JSON text as RFC 8259 reads it (any whitespace, any member order where
+   * the grammar stays exact, every escape spelling), as `zapgram parse`
+   * reads documents (zapgram/grammar.h, SchemaPurpose). */
+  int schema_validation;
+  /* schema:PATH: 1 = drop keywords a grammar cannot enforce (the grammar
+   * then accepts more than the schema) instead of failing. Default 0. */
+  int schema_lenient;
+} zapgram_grammar_options;
+
+void zapgram_grammar_options_init(zapgram_grammar_options* options);
+/* zapgram_grammar_compile with `options` (NULL = the defaults). */
+zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const char* data_root,
+                                                      const zapgram_vocab* vocab,
+                                                      const zapgram_grammar_options* options,
+                                                      char** error);
 void zapgram_grammar_free(zapgram_grammar* grammar);
 size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar);
 

@@ -272,8 +272,10 @@ GrammarFormat ParseFormat(const std::string& name) {
   throw py::value_error("unknown grammar format '" + name + "' (gbnf, ebnf, lark, regex or json_schema)");
 }
 
-LoadOptions MakeLoadOptions(bool lenient, bool compact, uint32_t max_whitespace, bool any_order) {
+LoadOptions MakeLoadOptions(bool lenient, bool compact, uint32_t max_whitespace, bool any_order,
+                            bool validation) {
   LoadOptions options;
+  options.schema.purpose = validation ? SchemaPurpose::kValidation : SchemaPurpose::kGeneration;
   options.schema.lenient = lenient;
   options.schema.compact = compact;
   options.schema.max_whitespace = max_whitespace;
@@ -315,22 +317,25 @@ PYBIND11_MODULE(_core, m) {
       .def_static(
           "from_text",
           [](const std::string& format, const std::string& text, bool lenient, bool compact,
-             uint32_t max_whitespace, bool any_order, const std::string& source_name) {
+             uint32_t max_whitespace, bool any_order, const std::string& source_name, bool validation) {
             const GrammarFormat f = ParseFormat(format);
-            const LoadOptions options = MakeLoadOptions(lenient, compact, max_whitespace, any_order);
+            const LoadOptions options =
+                MakeLoadOptions(lenient, compact, max_whitespace, any_order, validation);
             return WithoutGil([&] { return Grammar::FromText(f, text, options, source_name); });
           },
           py::arg("format"), py::arg("text"), py::arg("lenient") = false, py::arg("compact") = false,
-          py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("source_name") = "<text>")
+          py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("source_name") = "<text>",
+          py::arg("validation") = false)
       .def_static(
           "load",
           [](const std::string& spec, const std::string& data_root, bool lenient, bool compact,
-             uint32_t max_whitespace, bool any_order) {
-            const LoadOptions options = MakeLoadOptions(lenient, compact, max_whitespace, any_order);
+             uint32_t max_whitespace, bool any_order, bool validation) {
+            const LoadOptions options =
+                MakeLoadOptions(lenient, compact, max_whitespace, any_order, validation);
             return WithoutGil([&] { return Grammar::Load(spec, data_root, options); });
           },
           py::arg("spec"), py::arg("data_root") = "", py::arg("lenient") = false, py::arg("compact") = false,
-          py::arg("max_whitespace") = 2, py::arg("any_order") = false)
+          py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("validation") = false)
       .def_property_readonly("warnings", &Grammar::warnings);
 
   py::class_<CompiledGrammar>(m, "CompiledGrammar", py::dynamic_attr())

@@ -17,6 +17,10 @@ Inputs (XGrammar's method names; the formats zapgram reads):
   errors; ``strict=False`` drops them and lists them in
   ``compiled.warnings``. ``any_whitespace=False`` gives compact JSON; else at
   most ``max_whitespace_cnt`` (default 2) whitespace bytes between tokens.
+  This is the generation grammar; ``validation=True`` gives the grammar
+  ``zapgram parse`` validates with (any JSON whitespace, any member order
+  where exact, every string escape spelling): for checking finished texts,
+  not for masks (a model could loop on whitespace).
 - ``compile_regex``, ``compile_builtin_json_grammar``, ``compile_lark``.
 
 The cache maps (kind, text, options) to the CompiledGrammar, bounded to
@@ -89,6 +93,7 @@ class GrammarCompiler:
         strict: bool = True,
         max_whitespace_cnt: Optional[int] = None,
         any_order: bool = False,
+        validation: bool = False,
     ) -> CompiledGrammar:
         """A JSON Schema (str, dict, or a pydantic model class).
 
@@ -96,7 +101,9 @@ class GrammarCompiler:
         compiled.warnings). max_whitespace_cnt: whitespace bytes allowed
         between JSON tokens when any_whitespace (None: 2, zapgram's bound; models
         loop on unbounded whitespace). any_order: object members in any order
-        (default: the order of `properties`). strict_mode is XGrammar's (extra
+        (default: the order of `properties`). validation: the grammar of
+        JSON text as RFC 8259 reads it (whitespace, order and spelling
+        options are then not used; see the module docstring). strict_mode is XGrammar's (extra
         properties refused unless the schema allows them) and is not applied:
         zapgram follows the schema's own additionalProperties. indent and
         separators are not supported (ValueError).
@@ -109,7 +116,7 @@ class GrammarCompiler:
         text = schema if isinstance(schema, str) else json.dumps(schema)
         compact = not any_whitespace
         max_whitespace = 2 if max_whitespace_cnt is None else max_whitespace_cnt
-        options = (not strict, compact, max_whitespace, any_order)
+        options = (not strict, compact, max_whitespace, any_order, validation)
         return self._compile(
             ("json_schema", text, options),
             lambda: _core.Grammar.from_text(
@@ -119,6 +126,7 @@ class GrammarCompiler:
                 compact=compact,
                 max_whitespace=max_whitespace,
                 any_order=any_order,
+                validation=validation,
             ),
         )
 

@@ -1,6 +1,7 @@
 /* The C API end to end, from C: load a real tokenizer, compile builtin:json
  * and a broken grammar, walk a document byte run by byte run, check masks,
- * EOS, rollback and errors. Usage: c_api_test TOKENIZER.json; exit 0 = pass. */
+ * EOS, rollback and errors; a schema for generation and for validation.
+ * Usage: c_api_test TOKENIZER.json SCHEMA.json; exit 0 = pass. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +95,49 @@ static void check_sampling(void) {
   zapgram_grammar_free(grammar);
 }
 
+/* A document |doc| under schema:SCHEMA, fed as bytes: 1 when accepted whole. */
+static int schema_accepts(const char* spec, const zapgram_vocab* vocab,
+                          const zapgram_grammar_options* options, const char* doc) {
+  char* error = NULL;
+  zapgram_grammar* grammar =
+      zapgram_grammar_compile_with_options(spec, NULL, vocab, options, &error);
+  CHECK(grammar != NULL);
+  if (grammar == NULL) {
+    fprintf(stderr, "%s\n", error);
+    zapgram_free_string(error);
+    return -1;
+  }
+  zapgram_matcher* m = zapgram_matcher_new(grammar);
+  const int accepted = zapgram_matcher_accept_bytes(m, doc, strlen(doc)) == 1 &&
+                       zapgram_matcher_is_accepting(m) == 1;
+  zapgram_matcher_free(m);
+  zapgram_grammar_free(grammar);
+  return accepted;
+}
+
+/* Generation (default) and validation grammars of one schema: a pretty,
+ * reordered, escaped document is only a validation sentence. */
+static void check_schema_purpose(const zapgram_vocab* vocab, const char* schema_path) {
+  char spec[4096];
+  snprintf(spec, sizeof spec, "schema:%s", schema_path);
+  zapgram_grammar_options options;
+  zapgram_grammar_options_init(&options);
+  CHECK(options.schema_validation == 0 && options.schema_lenient == 0);
+  const char* canonical = "{\"id\": 1, \"name\": \"ab\"}";
+  const char* pretty = "\n{\n    \"name\": \"a\\u00e9\",\n    \"id\": 1\n}\n";
+  const char* invalid = "{\n    \"name\": \"A\",\n    \"id\": 1\n}";
+  CHECK(schema_accepts(spec, vocab, &options, canonical) == 1);
+  CHECK(schema_accepts(spec, vocab, NULL, canonical) == 1);
+  CHECK(schema_accepts(spec, vocab, &options, pretty) == 0);
+  options.schema_validation = 1;
+  CHECK(schema_accepts(spec, vocab, &options, canonical) == 1);
+  CHECK(schema_accepts(spec, vocab, &options, pretty) == 1);
+  CHECK(schema_accepts(spec, vocab, &options, invalid) == 0);
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: c_api_test TOKENIZER.json\n");
+  if (argc != 3) {
+    fprintf(stderr, "usage: c_api_test TOKENIZER.json SCHEMA.json\n");
     return 2;
   }
   char* error = NULL;
@@ -115,6 +156,8 @@ int main(int argc, char** argv) {
   int32_t eos[8];
   size_t n_eos = zapgram_vocab_eos_ids(vocab, eos, 8);
   CHECK(n_eos >= 1);
+
+  check_schema_purpose(vocab, argv[2]);
 
   zapgram_grammar* broken = zapgram_grammar_compile("regex:(ab", NULL, vocab, &error);
   CHECK(broken == NULL);

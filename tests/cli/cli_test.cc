@@ -659,4 +659,39 @@ TEST(CliTest, ParseAndCheckTakeSchemaSpecs) {
   EXPECT_EQ(check_strict.exit_code, 1) << check_strict.out << check_strict.err;
 }
 
+// A schema grammar in `parse` validates: RFC 8259 whitespace, member order
+// and escapes are the validator's, not the generation grammar's.
+TEST(CliTest, ParseValidatesSchemaDocumentsAsRfc8259ReadsThem) {
+  std::string schema = WriteTemp("two_keys.schema.json",
+                                 R"({"type": "object", "properties": {"id": {"type": "integer"},
+                                     "name": {"type": "string", "pattern": "^[a-z]+$"}},
+                                     "required": ["id", "name"]})");
+  std::string pretty = WriteTemp("pretty.json", "{\n    \"name\": \"\\u0061b\",\n    \"id\": 1\n}\n");
+  std::string wrong = WriteTemp("wrong.json", "{\n    \"name\": \"AB\",\n    \"id\": 1\n}\n");
+  CliResult validation = RunCli({"parse", "schema:" + schema, pretty, wrong});
+  EXPECT_EQ(validation.exit_code, 1) << validation.err;
+  EXPECT_TRUE(Contains(validation.out, "pretty.json: accepted")) << validation.out;
+  EXPECT_TRUE(Contains(validation.out, "wrong.json:2:14: rejected at byte 15")) << validation.out;
+  CliResult generation = RunCli({"parse", "schema:" + schema, pretty, "--generation"});
+  EXPECT_EQ(generation.exit_code, 1) << generation.err;
+  EXPECT_TRUE(Contains(generation.out, "pretty.json:2:2: rejected at byte 3")) << generation.out;
+}
+
+// --texts: documents inline, one per line (a JSON string or {"text": ...}).
+TEST(CliTest, ParseTakesInlineTexts) {
+  std::string texts = WriteTemp("texts.jsonl", "\"[1, 2]\"\n\n{\"id\": \"x\", \"text\": \"[1,\"}\n7\n");
+  CliResult r = RunCli({"parse", "builtin:json", "--texts", texts, "--json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // line 4 holds no text: an error of that document
+  std::vector<Json> lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0]["file"], texts + ":1");
+  EXPECT_EQ(lines[0]["accepted"], true);
+  EXPECT_EQ(lines[1]["file"], texts + ":3");
+  EXPECT_EQ(lines[1]["accepted"], false);
+  EXPECT_EQ(lines[1]["offset"], 3);
+  EXPECT_EQ(lines[2]["file"], texts + ":4");
+  EXPECT_TRUE(lines[2]["accepted"].is_null());
+  EXPECT_TRUE(Contains(lines[2]["error"].get<std::string>(), "not a JSON string")) << r.out;
+}
+
 }  // namespace

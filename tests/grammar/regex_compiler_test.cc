@@ -704,6 +704,87 @@ TEST(RegexSetOperations, IntersectionComplementAndCounts) {
   Check("(?&:^a+$|[\\s\\S]{2})", {"aa"}, {"a", "aaa"});
 }
 
+// Every JSON-string spelling of one code point (RFC 8259 section 7): raw
+// UTF-8 where allowed, the short escapes, \uXXXX in lower, upper and mixed
+// hex case (a surrogate pair above U+FFFF). `canonical` says which of them
+// the J flag alone matches.
+struct Spelling {
+  std::string text;
+  bool canonical;
+};
+std::vector<Spelling> SpellingsOf(uint32_t cp) {
+  std::vector<Spelling> out;
+  const bool control = cp < 0x20;
+  if (!control && cp != '"' && cp != '\\') {
+    std::string raw;
+    AppendUtf8(cp, &raw);
+    out.push_back({raw, true});
+  }
+  const std::map<uint32_t, std::string> short_forms = {{'"', "\\\""}, {'\\', "\\\\"}, {'/', "\\/"},
+                                                       {0x08, "\\b"},  {0x0C, "\\f"},     {0x0A, "\\n"},
+                                                       {0x0D, "\\r"},  {0x09, "\\t"}};
+  auto it = short_forms.find(cp);
+  if (it != short_forms.end()) out.push_back({it->second, cp != '/'});
+  const bool short_canonical = it != short_forms.end() && cp != '/';
+  auto hex4 = [](uint32_t v, bool upper) { return absl::StrFormat(upper ? "\\u%04X" : "\\u%04x", v); };
+  if (cp < 0x10000) {
+    for (bool upper : {false, true}) out.push_back({hex4(cp, upper), control && !short_canonical});
+  } else {
+    const uint32_t v = cp - 0x10000;
+    const uint32_t high = 0xD800 + (v >> 10), low = 0xDC00 + (v & 0x3FF);
+    out.push_back({hex4(high, false) + hex4(low, false), false});
+    out.push_back({hex4(high, true) + hex4(low, true), false});
+    out.push_back({hex4(high, false) + hex4(low, true), false});
+  }
+  return out;
+}
+
+// The class [lo-hi...] under J and under J+E against the spellings above,
+// on every range edge (and one step outside) and random code points: the
+// hex-digit and surrogate-pair splitting of AddSpelledCodepoints checked
+// against plain arithmetic.
+TEST(RegexJsonSpelling, AnySpellingMatchesEveryEscapeOfTheClass) {
+  std::mt19937 rng(19);
+  auto draw = [&rng](uint32_t top) { return std::uniform_int_distribution<uint32_t>(0, top)(rng); };
+  for (int round = 0; round < 6 * kScale; ++round) {
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+    std::string cls = "[";
+    const uint32_t tops[] = {0x7F, 0xFFF, 0xFFFF, 0x10FFFF};
+    const int n = 1 + static_cast<int>(draw(3));
+    for (int k = 0; k < n; ++k) {
+      uint32_t a = draw(tops[draw(3)]), b = draw(tops[draw(3)]);
+      if (a > b) std::swap(a, b);
+      if (a >= 0xD800 && a <= 0xDFFF) a = 0xE000;  // classes hold no surrogates
+      if (b >= 0xD800 && b <= 0xDFFF) b = 0xD7FF;
+      if (a > b) continue;
+      ranges.push_back({a, b});
+      absl::StrAppendFormat(&cls, "\\U%08x-\\U%08x", a, b);
+    }
+    if (ranges.empty()) continue;
+    cls += "]";
+    const ByteDfa canonical = Compile(cls, kRegexJsonString);
+    const ByteDfa any = Compile(cls, kRegexJsonString | kRegexJsonAnySpelling);
+    std::vector<uint32_t> probes = {0, '"', '\\', '/', 0x1F, 0x20, 0xFFFF, 0x10000, 0x10FFFF};
+    for (const auto& [a, b] : ranges) {
+      for (uint32_t cp : {a, b, a + 1, b - 1, a - 1, b + 1}) probes.push_back(cp);
+    }
+    for (int k = 0; k < 50; ++k) probes.push_back(draw(0x10FFFF));
+    for (uint32_t cp : probes) {
+      if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
+      bool in = false;
+      for (const auto& [a, b] : ranges) in = in || (cp >= a && cp <= b);
+      for (const Spelling& s : SpellingsOf(cp)) {
+        EXPECT_EQ(any.Matches(s.text), in) << cls << " (?JE) U+" << std::hex << cp << " as " << s.text;
+        EXPECT_EQ(canonical.Matches(s.text), in && s.canonical)
+            << cls << " (?J) U+" << std::hex << cp << " as " << s.text;
+      }
+    }
+  }
+  // Inline flags, set operations and lone surrogates.
+  Check("(?JE:(?~:ab))", {"", "a", "\\u0061\\u0062c", "\\/", "a\\u0042"}, {"ab", "\\u0061b", "a\\u0062"});
+  Check("(?JE:[\\s\\S])", {"\\ud83d\\ude00", "\\/", "\\u0000"}, {"\\ud83d", "\\ude00", "\\x41", "\\U0041"});
+}
+
 TEST(RegexSetOperations, BudgetsNameTheLimit) {
   RegexLimits limits;
   limits.max_dfa_states = 200;

@@ -121,6 +121,13 @@ def test_compile_json_schema_text_dict_and_options(small_compiler):
     assert not zapgram.GrammarMatcher(small_compiler.compile_json_schema(two)).accept_string('{"b": 1, "a": 2}')
     assert zapgram.GrammarMatcher(small_compiler.compile_json_schema(two, any_order=True)).accept_string(
         '{"b": 1, "a": 2}')
+    # validation=True: JSON text as a validator reads it (pretty, reordered, escaped).
+    pretty = '\n{\n    "b": 1,\n    "\\u0061": 2\n}\n'
+    validating = small_compiler.compile_json_schema(two, validation=True)
+    v = zapgram.GrammarMatcher(validating)
+    assert v.accept_string(pretty) and v.is_completed()
+    assert not zapgram.GrammarMatcher(small_compiler.compile_json_schema(two)).accept_string(pretty)
+    assert not zapgram.GrammarMatcher(validating).accept_string('{\n    "b": 1,\n    "a": "2"')
 
     class Model:  # a pydantic-style class
         @staticmethod

@@ -62,6 +62,12 @@ TEST(JsonSchema, TypesConstEnum) {
   ExpectLanguage(R"({"type": "string", "enum": ["abc", "abcdef"], "maxLength": 4})", {"\"abc\""},
                  {"\"abcdef\""});
   ExpectLanguage("true", {"1", "{\"a\": [null, {}]}", "\"x\""}, {"{", "tru"});
+  // Empty containers in a const take one whitespace run (max_whitespace 2).
+  ExpectLanguage(R"({"enum": [[], {}]})", {"[  ]", "{}"}, {"[   ]", "{    }"});
+  // Object values in any order when members are (validation: also spelled any way).
+  ExpectLanguage(R"({"const": {"a": 1, "b": [2]}})", {R"({"b": [2], "a": 1})"},
+                 {R"({"b": [2]})", R"({"a": 1, "b": [2], "a": 1})"}, ValidationSchemaOptions(false));
+  ExpectLanguage(R"({"const": {"a": 1, "b": [2]}})", {R"({"a": 1, "b": [2]})"}, {R"({"b": [2], "a": 1})"});
 }
 
 TEST(JsonSchema, ObjectsInSchemaOrder) {
@@ -128,11 +134,80 @@ TEST(JsonSchema, MergedMemberOrderIsDocumentOrderWhateverTheHeap) {
 
 TEST(JsonSchema, AnyOrder) {
   JsonSchemaOptions options;
-  options.any_order = true;
+  options.member_order = MemberOrder::kAny;
   ExpectLanguage(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}},
                      "required": ["a", "b"], "additionalProperties": false})",
                  {R"({"a": 1, "b": 2})", R"({"b": 2, "a": 1})"},
                  {R"({"a": 1})", R"({"b": 1, "a": "x"})", R"({"a": 1, "b": 2, "c": 3})"}, options);
+}
+
+// Validation options (ValidationSchemaOptions): RFC 8259 whitespace,
+// members in any order where exact, every string spelling.
+TEST(JsonSchemaValidation, AnyWhitespaceEverywhereRfc8259AllowsIt) {
+  const std::string schema = R"({"type": "object", "properties": {"a": {"type": "array",
+      "items": {"enum": [1, {"x": null}]}}, "b": {}}, "required": ["a"]})";
+  const std::string ws = " \t\n\r\n\n        ";
+  const std::string spread = absl::StrCat(ws, "{", ws, "\"a\"", ws, ":", ws, "[", ws, "1", ws, ",", ws, "{",
+                                          ws, "\"x\"", ws, ":", ws, "null", ws, "}", ws, "]", ws, ",", ws,
+                                          "\"b\"", ws, ":", ws, "[", ws, "]", ws, "}", ws);
+  ExpectLanguage(schema, {spread, R"({"a":[]})", "{\"a\": [ ]}"},
+                 {absl::StrCat("{\"a\"\f: []}"), "{\"a\": [1 0]}", "{\"a\": [1]}x"},
+                 ValidationSchemaOptions(false));
+  // Generation keeps its bound (and nothing before the value).
+  ExpectLanguage(schema, {R"({"a": [1]})"}, {spread, R"( {"a": [1]})"});
+}
+
+TEST(JsonSchemaValidation, AnyOrderWhereExactElseSchemaOrder) {
+  // Any order, min/maxProperties kept by the required keys: exact.
+  ExpectLanguage(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "c": {}},
+                     "required": ["a", "b"], "minProperties": 2, "additionalProperties": false})",
+                 {R"({"b": 2, "a": 1})", R"({"c": 0, "b": 2, "a": 1})"},
+                 {R"({"b": 2})", R"({"b": 2, "a": "1"})", R"({"b": 2, "a": 1, "d": 0})"},
+                 ValidationSchemaOptions(false));
+  ExpectLanguage(R"({"type": "object", "minProperties": 1, "properties": {"a": {}, "b": {}}})",
+                 {R"({"b": 2, "a": 1})", R"({"z": 0})"}, {"{}"}, ValidationSchemaOptions(false));
+  // maxProperties: any order would lose the count; schema order keeps it.
+  ExpectLanguage(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "maxProperties": 2})",
+                 {R"({"a": 1, "c": 2})"}, {R"({"a": 1, "b": 2, "c": 3})", R"({"c": 1, "a": 2})"},
+                 ValidationSchemaOptions(false));
+  // 11 required keys: beyond the any-order budget, so schema order (strict
+  // kAny refuses it).
+  std::string props, required, in_order, reversed;
+  for (int i = 0; i < 11; ++i) {
+    absl::StrAppend(&props, i ? ", " : "", "\"k", i, "\": {\"type\": \"integer\"}");
+    absl::StrAppend(&required, i ? ", " : "", "\"k", i, "\"");
+    absl::StrAppend(&in_order, i ? ", " : "", "\"k", i, "\": ", i);
+    absl::StrAppend(&reversed, i ? ", " : "", "\"k", 10 - i, "\": ", i);
+  }
+  const std::string many = absl::StrCat(R"({"type": "object", "properties": {)", props,
+                                        R"(}, "required": [)", required, "]}");
+  ExpectLanguage(many, {absl::StrCat("{", in_order, "}")}, {absl::StrCat("{", reversed, "}")},
+                 ValidationSchemaOptions(false));
+  JsonSchemaOptions any;
+  any.member_order = MemberOrder::kAny;
+  EXPECT_FALSE(Compile(many, any).ok());
+}
+
+TEST(JsonSchemaValidation, EverySpellingOfKeysValuesAndPatterns) {
+  const std::string schema = R"({"type": "object", "properties": {
+      "caf\u00e9": {"type": "string", "pattern": "^[a-z/]+$"},
+      "e": {"enum": ["\ud83d\ude00", "x\"y"]},
+      "f": {"type": "string", "format": "date"}}, "additionalProperties": false})";
+  ExpectLanguage(schema,
+                 {"{\"caf\xC3\xA9\": \"a/b\"}", R"({"caf\u00e9": "a\/b"})", R"({"caf\u00E9": "\u0061"})",
+                  R"({"\u0063af\u00e9": "ab"})", "{\"e\": \"\xF0\x9F\x98\x80\"}", R"({"e": "\ud83d\ude00"})",
+                  R"({"e": "\uD83D\uDE00"})", R"({"e": "x\u0022y"})", R"({"f": "2024-01-0\u0031"})"},
+                 {R"({"caf\u00e9": "\u0041"})", R"({"cafe": "a"})", R"({"e": "\ud83d"})",
+                  R"({"e": "\ud83d\ude01"})", R"({"f": "2024-01-0\u0041"})", R"({"caf\u00e9": "a\x"})"},
+                 ValidationSchemaOptions(false));
+  // Integers: 1.0 and 1e3 are integers from draft 6 on (validation reads
+  // every spelling a finite automaton can tell), not in draft 4.
+  ExpectLanguage(R"({"type": "integer"})", {"1", "-1.00", "1e3", "1E+3"}, {"1.5", "1e-3", "1.0e"},
+                 ValidationSchemaOptions(false));
+  ExpectLanguage(R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})", {"1"},
+                 {"1.0", "1e3"}, ValidationSchemaOptions(false));
+  // Generation: the canonical spelling only.
+  ExpectLanguage(schema, {"{\"caf\xC3\xA9\": \"a/b\"}"}, {R"({"caf\u00e9": "a"})", R"({"e": "x\u0022y"})"});
 }
 
 TEST(JsonSchema, Arrays) {
