@@ -29,7 +29,9 @@
 // rejected, 2 usage error, grammar that does not load, or a file error.
 //
 // FILE paths are taken as given ("-" is standard input); --data-root applies
-// to a relative GRAMMAR path only, as in the trace files.
+// to a relative GRAMMAR path only, as in the trace files. With several files
+// and stdout not a terminal (results going to a file or a pipe), progress is
+// drawn on a terminal's stderr (cli/progress.h) unless --quiet.
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Parse*).
 #include <algorithm>
@@ -48,6 +50,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "nlohmann/json.hpp"
 #include "zapgram/grammar.h"
 
@@ -56,7 +59,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--lenient]\n"
-    "                     [--data-root DIR]\n"
+    "                     [--data-root DIR] [--quiet]\n"
     "\n"
     "Feeds each FILE byte by byte to a recognizer for GRAMMAR and reports whether\n"
     "the file is a sentence of the grammar. For a rejected file it reports the\n"
@@ -83,6 +86,8 @@ constexpr std::string_view kHelp =
     "  --lenient         schema:PATH: drop keywords a grammar cannot enforce (each\n"
     "                    reported on stderr) instead of failing\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
+    "  --quiet           no progress line on stderr (drawn only for several files,\n"
+    "                    with stderr a terminal and stdout not)\n"
     "\n"
     "exit status: 0 all accepted, 1 some rejected, 2 usage error, grammar error,\n"
     "unreadable file or exhausted budget.\n";
@@ -93,6 +98,7 @@ constexpr size_t kProfileSamples = 32;
 
 struct ParseOptions {
   bool json = false;
+  bool quiet = false;
   bool lenient = false;
   bool stats = false;
   bool pruning = true;
@@ -346,6 +352,8 @@ int RunParse(const std::vector<std::string>& args) {
       options.json = true;
     } else if (arg == "--lenient") {
       options.lenient = true;
+    } else if (arg == "--quiet") {
+      options.quiet = true;
     } else if (arg == "--stats") {
       options.stats = true;
     } else if (arg == "--no-pruning") {
@@ -376,12 +384,17 @@ int RunParse(const std::vector<std::string>& args) {
 
   bool any_rejected = false;
   bool any_error = false;
+  const size_t files = positional.size() - 1;
+  Progress progress("parse", "files", files,
+                    files > 1 && ProgressWanted(options.quiet, /*results_on_stdout=*/true));
   for (size_t i = 1; i < positional.size(); ++i) {
     Verdict verdict = ParseFile(*grammar, positional[i], options);
     any_rejected |= verdict == Verdict::kRejected;
     any_error |= verdict == Verdict::kError;
     std::fflush(stdout);
+    progress.Update(i);
   }
+  progress.Finish(files);
   if (any_error) return kExitError;
   return any_rejected ? kExitNo : kExitOk;
 }
