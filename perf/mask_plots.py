@@ -22,7 +22,7 @@ reading and summarizing below do not import it, and `perf/mask_report.py
 --plots DIR` says so and goes on without figures when it is missing.
 
 usage: perf/mask_plots.py --out DIR [--config LABEL=PER_DOC ...]
-                          [--set LABEL=PER_DOC ...]
+                          [--set LABEL=PER_DOC ...] [--config-title TEXT]
 (first_mask_by_grammar.png is drawn from the --set files.)
 
 Tests: tests/perf/mask_plots_test.py.
@@ -84,6 +84,18 @@ def short_grammar_name(spec):
     return name
 
 
+def slowest_grammars(entries, count):
+    """The `count` slowest of [(ms, set label, grammar)], plus the slowest of
+    every set not among them (so a set with one grammar still shows), slowest
+    first."""
+    ranked = sorted(entries, reverse=True)
+    chosen = ranked[:count]
+    for label in dict.fromkeys(label for _, label, _ in ranked):
+        if not any(l == label for _, l, _ in chosen):
+            chosen.append(next(e for e in ranked if e[1] == label))
+    return sorted(chosen, reverse=True)
+
+
 def parse_labelled(items):
     """["LABEL=PATH", ...] -> [(label, path)]."""
     out = []
@@ -133,13 +145,16 @@ def _first_mask_figure(plt, per_set, path):
     left.grid(True, which="both", alpha=0.3)
     left.legend(loc="lower right", fontsize=8)
     left.set_title("time to first mask, per grammar")
-    slowest = sorted(everything, reverse=True)[:SLOWEST_GRAMMARS_SHOWN][::-1]
-    right.barh(range(len(slowest)), [ms for ms, _, _ in slowest], color="tab:orange")
+    slowest = slowest_grammars(everything, SLOWEST_GRAMMARS_SHOWN)[::-1]
+    bars = right.barh(range(len(slowest)), [ms for ms, _, _ in slowest], color="tab:orange")
+    right.bar_label(bars, labels=[f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms" for ms, _, _ in slowest],
+                    fontsize=7, padding=2)
     right.set_yticks(range(len(slowest)))
-    right.set_yticklabels([f"{label}: {short_grammar_name(g)[:40]}" for _, label, g in slowest], fontsize=7)
+    right.set_yticklabels([f"{label.split(' (')[0]}: {short_grammar_name(g)[:40]}" for _, label, g in slowest],
+                          fontsize=7)
     right.set_xscale("log")
     right.set_xlabel("compile + first mask (ms, log scale)")
-    right.set_title(f"the {len(slowest)} slowest grammars")
+    right.set_title("the slowest grammars (and each set's slowest)")
     right.grid(True, axis="x", which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -178,6 +193,8 @@ def main(argv=None):
     p.add_argument("--config", action="append", metavar="LABEL=PER_DOC",
                    help="one configuration's per-doc file (same trace set for all)")
     p.add_argument("--set", action="append", metavar="LABEL=PER_DOC", help="one trace set's per-doc file")
+    p.add_argument("--config-title", default="mask latency by configuration",
+                   help="title of the by-configuration figure (name the trace set there)")
     args = p.parse_args(argv)
     try:
         configs = [(label, read_per_doc(path)) for label, path in parse_labelled(args.config)]
@@ -187,7 +204,7 @@ def main(argv=None):
     if not configs and not sets:
         sys.exit("mask_plots: give at least one --config or --set")
     try:
-        written = draw(args.out, configs, sets)
+        written = draw(args.out, configs, sets, config_title=args.config_title)
     except ImportError:
         sys.exit("mask_plots: matplotlib is not installed (Debian: apt-get install python3-matplotlib)")
     for path in written:

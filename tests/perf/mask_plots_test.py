@@ -60,6 +60,14 @@ def test_cdf_percentiles_and_names():
         mask_plots.parse_labelled(["x.jsonl"])
 
 
+def test_slowest_grammars_keep_every_set():
+    entries = [(500.0, "maskbench", "s1"), (300.0, "maskbench", "s2"), (200.0, "maskbench", "s3"),
+               (60.0, "json-docs", "builtin:json")]
+    assert mask_plots.slowest_grammars(entries, 2) == [
+        (500.0, "maskbench", "s1"), (300.0, "maskbench", "s2"), (60.0, "json-docs", "builtin:json")]
+    assert mask_plots.slowest_grammars(entries, 10) == sorted(entries, reverse=True)
+
+
 def run_bench(tmp_path, trace, name, *flags):
     cli = os.environ.get("ZAPGRAM_CLI")
     data = os.environ.get("ZAPGRAM_DATA_DIR")
