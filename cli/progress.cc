@@ -40,7 +40,14 @@ std::string FormatProgress(std::string_view label, std::string_view unit, uint64
   } else {
     absl::StrAppendFormat(&line, " %d %s", done, unit);
   }
-  absl::StrAppendFormat(&line, "  %.1f %s/s  %s elapsed", rate, unit, FormatDuration(elapsed_seconds));
+  // Three significant digits below 100/s, so that a slow run (sample with a
+  // low acceptance: a few samples a minute) does not read "0.0/s".
+  if (rate >= 100) {
+    absl::StrAppendFormat(&line, "  %.0f %s/s", rate, unit);
+  } else {
+    absl::StrAppendFormat(&line, "  %.3g %s/s", rate, unit);
+  }
+  absl::StrAppendFormat(&line, "  %s elapsed", FormatDuration(elapsed_seconds));
   if (total > 0) {
     if (done >= total) {
       absl::StrAppend(&line, "  done");

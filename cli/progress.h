@@ -4,7 +4,7 @@
 // ngram train (documents) and trace (files) can run for minutes; on a
 // terminal they redraw one status line in place:
 //
-//   bench [#########               ]  1200/3000 docs  40%  85.2 docs/s  14s elapsed  21s left
+//   bench [#########               ] 1200/3000 docs  40%  85.2 docs/s  14s elapsed  21s left
 //
 // that is, a bar and the count done of the total, the rate since the start,
 // the time spent and the time left at that rate (with an unknown total: the

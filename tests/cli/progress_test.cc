@@ -46,9 +46,14 @@ TEST(FormatProgressTest, FinishedStalledAndUnknownTotals) {
             "sample [########################] 10/10 samples  100%  2.5 samples/s  4s elapsed  done"
             "  12 draws, acceptance 0.833");
   EXPECT_EQ(FormatProgress("bench", "docs", 0, 5, 0),
-            "bench [                        ] 0/5 docs  0%  0.0 docs/s  0s elapsed  ? left");
+            "bench [                        ] 0/5 docs  0%  0 docs/s  0s elapsed  ? left");
   EXPECT_EQ(FormatProgress("ngram train", "KiB", 12, 0, 2, "3 documents"),
-            "ngram train 12 KiB  6.0 KiB/s  2s elapsed  3 documents");
+            "ngram train 12 KiB  6 KiB/s  2s elapsed  3 documents");
+  // Slow and fast rates: three significant digits, no decimals from 100/s.
+  EXPECT_EQ(FormatProgress("sample", "samples", 2, 20, 600),
+            "sample [##                      ]  2/20 samples  10%  0.00333 samples/s  10m00s elapsed  "
+            "1h30m left");
+  EXPECT_EQ(FormatProgress("bench", "docs", 40, 0, 0.0964), "bench 40 docs  415 docs/s  0s elapsed");
 }
 
 std::string ReadAll(std::FILE* file) {
