@@ -61,9 +61,8 @@ echo "== C consumer (pkg-config: $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config 
 PKG_CONFIG_PATH=$libdir/pkgconfig make -s -C "$work/src/c"
 check_loads_installed "$work/src/c/consumer" "$libdir"
 check_static "$work/src/c/consumer-static"
-LD_LIBRARY_PATH=$libdir "$work/src/c/consumer" "$tokenizer"
-"$work/src/c/consumer-static" "$tokenizer" >"$work/c-static.out"
-LD_LIBRARY_PATH=$libdir "$work/src/c/consumer" "$tokenizer" | cmp -s - "$work/c-static.out" ||
+LD_LIBRARY_PATH=$libdir "$work/src/c/consumer" "$tokenizer" | tee "$work/c.out"
+"$work/src/c/consumer-static" "$tokenizer" | cmp -s - "$work/c.out" ||
   { echo "test_install: the static C consumer printed something else" >&2; exit 1; }
 
 echo "== C++ consumer (find_package)"
@@ -72,8 +71,7 @@ cmake -S "$work/src/cpp" -B "$work/cpp-build" -G Ninja -DCMAKE_BUILD_TYPE=Releas
 cmake --build "$work/cpp-build" >/dev/null
 check_loads_installed "$work/cpp-build/consumer"
 check_static "$work/cpp-build/consumer-static"
-"$work/cpp-build/consumer" "$tokenizer"
-"$work/cpp-build/consumer-static" "$tokenizer" >"$work/cpp-static.out"
-"$work/cpp-build/consumer" "$tokenizer" | cmp -s - "$work/cpp-static.out" ||
+"$work/cpp-build/consumer" "$tokenizer" | tee "$work/cpp.out"
+"$work/cpp-build/consumer-static" "$tokenizer" | cmp -s - "$work/cpp.out" ||
   { echo "test_install: the static C++ consumer printed something else" >&2; exit 1; }
 echo "test_install: ok"
