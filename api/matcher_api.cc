@@ -15,6 +15,8 @@ absl::StatusOr<Vocabulary> Vocabulary::Load(const std::string& path,
                                            const VocabularyOptions& options) {
   masks::VocabularyOptions internal_options;
   internal_options.padded_size = options.padded_size;
+  internal_options.mask_cache_bytes = options.mask_cache_bytes;
+  internal_options.token_set_cache_bytes = options.token_set_cache_bytes;
   if (options.eos_ids.has_value()) {
     internal_options.eos_ids = std::vector<masks::TokenId>(options.eos_ids->begin(),
                                                            options.eos_ids->end());
@@ -56,6 +58,8 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Compile(const Grammar& grammar,
 }
 
 size_t CompiledGrammar::mask_words() const { return impl_->mask_words(); }
+
+size_t CompiledGrammar::memory_bytes() const { return impl_->memory().own(); }
 
 CompiledGrammar::CacheStats CompiledGrammar::cache_stats() const {
   const masks::MaskCacheStats s = impl_->cache_stats();

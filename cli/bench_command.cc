@@ -35,6 +35,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "nlohmann/json.hpp"
+#include "masks/matcher.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -44,13 +45,16 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
-    "                     [--lenient] [--data-root DIR] [--quiet]\n"
+    "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
+    "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--quiet]\n"
     "\n"
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
     "token mask before each of its real tokens, check the token is allowed, accept it.\n"
     "\n"
     "prints: docs, tokens, docs accepted, valid docs, compile ms (p50, p90, max),\n"
-    "mask us per token (mean, p50, p90, p99, max), peak RSS.\n"
+    "mask us per token (mean, p50, p90, p99, max), time to first mask (compile +\n"
+    "first mask, p50, p99), bytes per compiled grammar (p50, max; measured after\n"
+    "its first document), peak RSS.\n"
     "\n"
     "options:\n"
     "  --tokenizer T.json  Hugging Face tokenizer.json of the trace's token ids\n"
@@ -69,6 +73,12 @@ constexpr std::string_view kHelp =
     "                      enforce instead of failing to compile\n"
     "  --data-root DIR     resolve the trace's grammar paths against DIR (default: the\n"
     "                      folder two levels above the trace's folder)\n"
+    "  --grammar-cache-mb N  keep compiled grammars between documents up to N MB of\n"
+    "                      their memory, least recently used dropped first, as a\n"
+    "                      server's compiler cache would (default: keep all)\n"
+    "  --mask-cache-mb N   the vocabulary's shared mask cache budget (default 128)\n"
+    "  --token-set-cache-mb N  the vocabulary's shared token-set budget (default 64;\n"
+    "                      0: every grammar builds its own sets)\n"
     "  --quiet             no progress line on stderr (drawn only when stderr is a\n"
     "                      terminal)\n"
     "\n"
@@ -93,10 +103,39 @@ uint64_t CountLines(const std::string& path) {
 struct CompiledEntry {
   std::optional<CompiledGrammar> grammar;
   std::string error;
+  uint64_t last_used = 0;  // document number
 };
+
+// Parses a megabyte count for `option` into bytes.
+bool ParseMegabytes(const std::string& text, size_t* bytes) {
+  char* end = nullptr;
+  const unsigned long long mb = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || *end != '\0' || mb > (SIZE_MAX >> 20)) return false;
+  *bytes = static_cast<size_t>(mb) << 20;
+  return true;
+}
+
+// Drops the least recently used compiled grammars until those kept hold at
+// most `budget` bytes (the one used last always stays).
+void DropLeastRecentlyUsed(size_t budget, std::map<std::string, CompiledEntry>* compiled) {
+  size_t total = 0;
+  std::vector<std::pair<uint64_t, std::string>> by_age;
+  for (const auto& [spec, entry] : *compiled) {
+    if (!entry.grammar.has_value()) continue;
+    total += entry.grammar->memory_bytes();
+    by_age.emplace_back(entry.last_used, spec);
+  }
+  std::sort(by_age.begin(), by_age.end());
+  for (size_t k = 0; k + 1 < by_age.size() && total > budget; ++k) {
+    CompiledEntry& entry = (*compiled)[by_age[k].second];
+    total -= entry.grammar->memory_bytes();
+    compiled->erase(by_age[k].second);
+  }
+}
 
 int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
+  std::string grammar_cache_text, mask_cache_text, token_set_cache_text;
   bool json = false, pruning = true, use_cache = true, use_token_sets = true, quiet = false;
   LoadOptions load_options;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -121,6 +160,18 @@ int RunBench(const std::vector<std::string>& args) {
       if (!TakeOptionValue(args, &i, "--per-doc", &per_doc_path)) return UsageError("bench", "--per-doc needs a file");
     } else if (absl::StartsWith(arg, "--data-root")) {
       if (!TakeOptionValue(args, &i, "--data-root", &data_root)) return UsageError("bench", "--data-root needs a directory");
+    } else if (absl::StartsWith(arg, "--grammar-cache-mb")) {
+      if (!TakeOptionValue(args, &i, "--grammar-cache-mb", &grammar_cache_text)) {
+        return UsageError("bench", "--grammar-cache-mb needs a number");
+      }
+    } else if (absl::StartsWith(arg, "--mask-cache-mb")) {
+      if (!TakeOptionValue(args, &i, "--mask-cache-mb", &mask_cache_text)) {
+        return UsageError("bench", "--mask-cache-mb needs a number");
+      }
+    } else if (absl::StartsWith(arg, "--token-set-cache-mb")) {
+      if (!TakeOptionValue(args, &i, "--token-set-cache-mb", &token_set_cache_text)) {
+        return UsageError("bench", "--token-set-cache-mb needs a number");
+      }
     } else if (absl::StartsWith(arg, "--limit")) {
       if (!TakeOptionValue(args, &i, "--limit", &limit_text)) return UsageError("bench", "--limit needs a number");
     } else {
@@ -134,6 +185,18 @@ int RunBench(const std::vector<std::string>& args) {
     limit = std::strtoull(limit_text.c_str(), &end, 10);
     if (end == limit_text.c_str() || *end != '\0') return UsageError("bench", "--limit needs a number");
   }
+  size_t grammar_cache_bytes = SIZE_MAX;
+  VocabularyOptions vocabulary_options;
+  if (!grammar_cache_text.empty() && !ParseMegabytes(grammar_cache_text, &grammar_cache_bytes)) {
+    return UsageError("bench", "--grammar-cache-mb needs a number");
+  }
+  if (!mask_cache_text.empty() && !ParseMegabytes(mask_cache_text, &vocabulary_options.mask_cache_bytes)) {
+    return UsageError("bench", "--mask-cache-mb needs a number");
+  }
+  if (!token_set_cache_text.empty() &&
+      !ParseMegabytes(token_set_cache_text, &vocabulary_options.token_set_cache_bytes)) {
+    return UsageError("bench", "--token-set-cache-mb needs a number");
+  }
   if (data_root.empty()) {
     data_root = std::filesystem::absolute(trace).parent_path().parent_path().parent_path().string();
   }
@@ -142,7 +205,7 @@ int RunBench(const std::vector<std::string>& args) {
     std::fprintf(stderr, "zapgram bench: cannot read trace '%s'\n", trace.c_str());
     return kExitError;
   }
-  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(tokenizer);
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(tokenizer, vocabulary_options);
   if (!vocab.ok()) {
     std::fprintf(stderr, "zapgram bench: %s\n", std::string(vocab.status().message()).c_str());
     return kExitError;
@@ -161,7 +224,7 @@ int RunBench(const std::vector<std::string>& args) {
   matcher_options.use_token_sets = use_token_sets;
   matcher_options.max_rollback_bytes = 0;
   std::map<std::string, CompiledEntry> compiled;
-  std::vector<double> compile_ms, mask_us, first_mask_ms;
+  std::vector<double> compile_ms, mask_us, first_mask_ms, grammar_bytes;
   size_t docs = 0, tokens = 0, accepted = 0, valid = 0;
   std::vector<uint32_t> words;
   std::string line;
@@ -183,6 +246,7 @@ int RunBench(const std::vector<std::string>& args) {
     valid += is_valid;
     const std::string spec = record.at("grammar");
     CompiledEntry& entry = compiled[spec];
+    entry.last_used = docs;
     double doc_compile_ms = 0;
     if (!entry.grammar.has_value() && entry.error.empty()) {
       const auto start = std::chrono::steady_clock::now();
@@ -244,7 +308,17 @@ int RunBench(const std::vector<std::string>& args) {
         }
       }
     }
+    if (entry.grammar.has_value()) {
+      const size_t bytes = entry.grammar->memory_bytes();
+      const masks::CompiledGrammar::Memory m = entry.grammar->impl()->memory();
+      doc["grammar_bytes"] = bytes;
+      doc["grammar_memory"] = {{"tables", m.grammar}, {"token_sets_built", m.token_sets_built},
+                               {"token_sets_found", m.token_sets_found}, {"lexed_sets", m.lexed_sets},
+                               {"mask_cache", m.mask_cache}};
+      if (doc_compile_ms > 0) grammar_bytes.push_back(static_cast<double>(bytes));
+    }
     if (per_doc.is_open()) per_doc << doc.dump() << "\n";
+    if (grammar_cache_bytes != SIZE_MAX) DropLeastRecentlyUsed(grammar_cache_bytes, &compiled);
     progress.Update(docs);
   }
   progress.Finish(docs);
@@ -256,6 +330,8 @@ int RunBench(const std::vector<std::string>& args) {
   const double peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   const double max_us = mask_us.empty() ? 0 : *std::max_element(mask_us.begin(), mask_us.end());
   const double max_ms = compile_ms.empty() ? 0 : *std::max_element(compile_ms.begin(), compile_ms.end());
+  const double max_grammar_bytes =
+      grammar_bytes.empty() ? 0 : *std::max_element(grammar_bytes.begin(), grammar_bytes.end());
   uint64_t hits = 0, lookups = 0;
   for (const auto& [spec, entry] : compiled) {
     if (!entry.grammar.has_value()) continue;
@@ -271,6 +347,7 @@ int RunBench(const std::vector<std::string>& args) {
         {"mask_us", {{"mean", mean}, {"p50", Percentile(mask_us, 0.5)}, {"p90", Percentile(mask_us, 0.9)},
                      {"p99", Percentile(mask_us, 0.99)}, {"max", max_us}}},
         {"first_mask_ms", {{"p50", Percentile(first_mask_ms, 0.5)}, {"p99", Percentile(first_mask_ms, 0.99)}}},
+        {"bytes_per_grammar", {{"p50", Percentile(grammar_bytes, 0.5)}, {"max", max_grammar_bytes}}},
         {"peak_rss_mb", peak_rss_mb}, {"cache_hit_rate", hit_rate}};
     std::printf("%s\n", summary.dump().c_str());
   } else {
@@ -281,6 +358,8 @@ int RunBench(const std::vector<std::string>& args) {
                 Percentile(mask_us, 0.5), Percentile(mask_us, 0.9), Percentile(mask_us, 0.99), max_us);
     std::printf("first mask ms (compile + first mask): p50 %.2f, p99 %.2f\n",
                 Percentile(first_mask_ms, 0.5), Percentile(first_mask_ms, 0.99));
+    std::printf("bytes per compiled grammar: p50 %.0f, max %.0f\n", Percentile(grammar_bytes, 0.5),
+                max_grammar_bytes);
     std::printf("peak RSS: %.1f MB\n", peak_rss_mb);
     std::printf("state cache hit rate: %.1f%%\n", 100 * hit_rate);
   }

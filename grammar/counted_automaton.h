@@ -83,6 +83,13 @@ class CountedAutomaton {
   const std::bitset<256>& one_byte_units() const { return one_byte_units_; }
   uint32_t UnitsLeft(uint32_t local) const;
   uint32_t units_step() const { return unit_states_; }  // body (c, u) -> (c + 1, u)
+  // Heap bytes held (the parts and the per-position live-byte sets).
+  size_t memory_bytes() const {
+    return parts_.prefix.capacity() + parts_.suffix.capacity() +
+           parts_.unit.next.capacity() * sizeof(parts_.unit.next[0]) + parts_.unit.accepting.capacity() +
+           sizeof(std::bitset<256>) * (prefix_live_.capacity() + body_below_min_.capacity() +
+                                       body_open_.capacity() + suffix_live_.capacity());
+  }
 
  private:
   uint32_t Body(uint32_t c, uint32_t u) const {

@@ -37,16 +37,13 @@ size_t CountBits(const uint32_t* words, size_t n) {
   return count;
 }
 
-void SetBit(uint32_t* words, TokenId id) {
-  words[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
-}
-
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocabulary,
                                  std::shared_ptr<const TokenTrie> trie)
-    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)) {
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)),
+      cache_(vocabulary_->SharedMaskCache()), set_store_(vocabulary_->SharedTokenSets()) {
   // Eager terminal states get a slot each; lazy ones (created while parsing)
   // share the on-demand map with the lexed grammars' sets.
   const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.eager_states();
@@ -86,8 +83,24 @@ uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
   state = MaskClass(state);
   if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildTokenSets(state); });
-  std::call_once(sets_once_[state], [&] { sets_[state] = BuildTokenSets(state); });
-  return sets_[state];
+  std::call_once(sets_once_[state], [&] {
+    bool built = false;
+    auto build = [&] {
+      built = true;
+      return BuildTokenSets(state);
+    };
+    // Shared through the store: states whose sets are costly to build,
+    // those that go on with many bytes (inside a string: the whole trie is
+    // walked); the others are built faster than spelled and looked up.
+    const bool share = set_store_->budget_bytes() != 0 &&
+                       grammar_->terminals.live_bytes(state).count() >= kSharedSetsMinLiveBytes;
+    const std::vector<uint32_t> spelling =
+        share ? CanonicalSubautomaton(grammar_->terminals, state) : std::vector<uint32_t>();
+    sets_[state] = spelling.empty() ? std::make_shared<const StateTokenSets>(build())
+                                    : set_store_->GetOrBuild(spelling, build);
+    (built ? sets_built_bytes_ : sets_found_bytes_).fetch_add(sets_[state]->bytes(), std::memory_order_relaxed);
+  });
+  return *sets_[state];
 }
 
 const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
@@ -99,247 +112,24 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
   }
   StateTokenSets sets = build();
   std::lock_guard<std::mutex> lock(on_demand_mu_);
-  return on_demand_sets_.try_emplace(key, std::move(sets)).first->second;
+  auto [it, fresh] = on_demand_sets_.try_emplace(key, std::move(sets));
+  if (fresh) on_demand_bytes_.fetch_add(it->second.bytes() + 64, std::memory_order_relaxed);
+  return it->second;
 }
 
-namespace {
-
-}  // namespace
-
-std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth) {
-  // Moore's refinement, stopped after `depth` rounds: after k rounds two
-  // states share a class iff every string of at most k bytes leads both to
-  // the dead state or both to live states, accepting alike. A mask looks at
-  // most `depth` bytes (the longest token) past a terminal state, so such
-  // states have equal token sets and equal masks in equal contexts:
-  // counting states (a string of at most 1000 letters) collapse to about
-  // `depth` classes instead of one per count.
-  const uint32_t n = t.eager_states();
-  const uint32_t columns = t.num_classes;
-  std::vector<uint32_t> cls(n), next_cls(n);
-  for (uint32_t s = 0; s < n; ++s) cls[s] = s == 0 ? 0 : (t.eager_accepting[s] ? 1 : 2);
-  uint32_t num_classes = 0;
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids;
-  std::vector<uint32_t> signature(columns + 1);
-  for (uint32_t round = 0; round < depth; ++round) {
-    ids.clear();
-    for (uint32_t s = 0; s < n; ++s) {
-      signature[0] = cls[s];
-      for (uint32_t c = 0; c < columns; ++c) {
-        signature[c + 1] = cls[t.next[static_cast<size_t>(s) * columns + c]];
-      }
-      next_cls[s] = ids.try_emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
-    }
-    cls.swap(next_cls);
-    if (ids.size() == num_classes) break;  // stable: refining further changes nothing
-    num_classes = static_cast<uint32_t>(ids.size());
-  }
-  // Each class is named by its smallest state.
-  std::vector<uint32_t> first(n, 0xFFFFFFFFu), out(n);
-  for (uint32_t s = 0; s < n; ++s) {
-    if (first[cls[s]] == 0xFFFFFFFFu) first[cls[s]] = s;
-    out[s] = first[cls[s]];
-  }
-  return out;
+CompiledGrammar::Memory CompiledGrammar::memory() const {
+  Memory m;
+  m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() +
+              sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
+  m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
+  m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
+  m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);
+  m.mask_cache = account_->stats().bytes;
+  return m;
 }
-
-namespace {
-
-// The accepted ids of a walk, stored adaptively: a sorted list, or a bitset
-// when the list would not be smaller. Gathered in a short list first (a
-// sparse state pays nothing for the vocabulary's size), then in a bitset,
-// from which a list is read off in order (a dense state never sorts). Each
-// id is added at most once (an id sits on one trie node).
-class AcceptedTokens {
- public:
-  explicit AcceptedTokens(size_t mask_words)
-      : mask_words_(mask_words), list_limit_(std::min<size_t>(mask_words, kListLimit)) {}
-
-  void Add(absl::Span<const TokenId> ids) {
-    count_ += ids.size();
-    if (words_.empty()) {
-      if (count_ < list_limit_) {
-        list_.insert(list_.end(), ids.begin(), ids.end());
-        return;
-      }
-      words_.assign(mask_words_, 0u);
-      for (TokenId id : list_) SetBit(words_.data(), id);
-      list_.clear();
-    }
-    for (TokenId id : ids) SetBit(words_.data(), id);
-  }
-
-  void Store(StateTokenSets* out) && {
-    if (words_.empty()) {  // fewer than list_limit_ <= mask_words_ ids
-      std::sort(list_.begin(), list_.end());
-      out->accepted_ids = std::move(list_);
-    } else if (count_ >= mask_words_) {
-      out->accepted_words = std::move(words_);
-    } else {  // listed in increasing order straight from the bitset
-      out->accepted_ids.reserve(count_);
-      for (size_t w = 0; w < words_.size(); ++w) {
-        for (uint32_t bits = words_[w]; bits != 0; bits &= bits - 1) {
-          out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
-        }
-      }
-    }
-  }
-
- private:
-  // Up to this many ids a list is cheaper to gather and sort than a bitset
-  // of the whole vocabulary is to clear and scan.
-  static constexpr size_t kListLimit = 512;
-  size_t mask_words_;
-  size_t list_limit_;
-  size_t count_ = 0;
-  std::vector<TokenId> list_;
-  std::vector<uint32_t> words_;  // empty while the list is used
-};
-
-// The terminal table seen by the walk below. Eager states only step to
-// eager states, so a walk started at one reads the dense table directly
-// (through local copies of the pointers: stores into the walk's uint32_t
-// arrays could otherwise alias the table's fields and force reloads). A lazy
-// start goes through TerminalTable::Step, which may build states, and gets
-// no subtree shortcut (finding a state's self-loop bytes would step every
-// byte class and could spend the lazy DFA's state budget).
-struct EagerTable {
-  explicit EagerTable(const parser::TerminalTable& t)
-      : next(t.next.data()), byte_class(t.byte_class.data()), classes(t.num_classes),
-        accepting(t.eager_accepting.data()) {}
-  uint32_t Step(uint32_t s, uint8_t byte) const {
-    return next[static_cast<size_t>(s) * classes + byte_class[byte]];
-  }
-  bool Accepting(uint32_t s) const { return accepting[s] != 0; }
-  static constexpr bool kHasLoops = true;
-  // The bytes on which `s` steps to itself.
-  TrieByteSet LoopBytes(uint32_t s) const {
-    TrieByteSet loop{};
-    const uint32_t* row = next + static_cast<size_t>(s) * classes;
-    for (uint32_t b = 0; b < 256; ++b) {
-      if (row[byte_class[b]] == s) loop[b / 64] |= uint64_t{1} << (b % 64);
-    }
-    return loop;
-  }
-  const uint32_t* next;
-  const uint8_t* byte_class;
-  uint32_t classes;
-  const uint8_t* accepting;
-};
-struct AnyTable {
-  const parser::TerminalTable& t;
-  uint32_t Step(uint32_t s, uint8_t byte) const { return t.Step(s, byte); }
-  bool Accepting(uint32_t s) const { return t.accepting(s); }
-  static constexpr bool kHasLoops = false;
-  TrieByteSet LoopBytes(uint32_t) const { return {}; }
-};
-
-bool IsSubset(const TrieByteSet& a, const TrieByteSet& b) {
-  return ((a[0] & ~b[0]) | (a[1] & ~b[1]) | (a[2] & ~b[2]) | (a[3] & ~b[3])) == 0;
-}
-
-// Self-loop byte sets of the states a walk meets, computed once each: a
-// small direct-mapped cache (a miss recomputes; collisions only cost time).
-template <typename Table>
-class LoopCache {
- public:
-  explicit LoopCache(const Table& table) : table_(table) { keys_.fill(kEmpty); }
-  const TrieByteSet& Get(uint32_t s) {
-    const size_t slot = (s * 0x9E3779B1u) >> (32 - kBits);
-    if (keys_[slot] != s) {
-      keys_[slot] = s;
-      sets_[slot] = table_.LoopBytes(s);
-    }
-    return sets_[slot];
-  }
-
- private:
-  static constexpr int kBits = 6;
-  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
-  const Table& table_;
-  std::array<uint32_t, 1u << kBits> keys_;
-  std::array<TrieByteSet, 1u << kBits> sets_;
-};
-
-// Depth-first over the trie with the terminal's DFA started at `start` (a
-// live state). A node is certain while the DFA stays alive (not dead, not
-// kOverflow); the terminal could have ended on the way to a node when an
-// accepting state came strictly before its last byte (depth 0 excluded:
-// there the item has completed already, through other items of the set), or
-// the lazy DFA ran out of states. A node where the DFA leaves the live
-// states is an uncertain root if it could have ended (the parser decides its
-// subtree), else its subtree is rejected.
-//
-// Per depth d of the current path: state[d] is the DFA state after the
-// path's first d bytes and ended_before[d] says whether an accepting state
-// came at depth 1..d (so a child at depth d+1 could end the terminal before
-// its own byte). Fixed arrays of the trie's height: no per-node allocation.
-// Accepted ids go to `accepted`.
-//
-// Subtree shortcut (eager tables): when the parent state p steps to itself
-// on every byte of node i's subtree (TokenTrie::SubtreeBytes), every node
-// below stays in p, which is live: the whole subtree is accepted and holds
-// no uncertain root, so its tokens (one slice, TokenTrie::SubtreeTokens) are
-// added at once and the walk jumps past it. Inside a JSON string this
-// settles ~210k of Llama 3's ~275k nodes in ~15k jumps. `use_subtrees`
-// false walks every node (the differential tests' reference).
-template <typename Table>
-void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t start,
-                            bool use_subtrees, AcceptedTokens* accepted,
-                            std::vector<uint32_t>* uncertain_roots) {
-  constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
-  if (start == 0) return;  // dead: every token is rejected
-  const TokenTrieNode* nodes = trie.nodes().data();
-  const uint32_t num_nodes = static_cast<uint32_t>(trie.nodes().size());
-  const size_t height = trie.max_depth() + 1u;
-  std::vector<uint32_t> state(height);
-  std::vector<uint8_t> ended_before(height);
-  // Per depth: the self-loop bytes of state[d] once looked up (else null).
-  std::vector<const TrieByteSet*> loop(height, nullptr);
-  LoopCache<Table> loops(table);
-  state[0] = start;
-  ended_before[0] = 0;
-  for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes;) {
-    const TokenTrieNode& node = nodes[i];
-    const uint32_t depth = node.depth;
-    const uint32_t parent = state[depth - 1];
-    const uint32_t next = table.Step(parent, node.byte);
-    if (next == 0 || next == kOverflow) {
-      if (ended_before[depth - 1] != 0 || next == kOverflow) uncertain_roots->push_back(i);
-      i = node.subtree_end;
-      continue;
-    }
-    if constexpr (Table::kHasLoops) {
-      if (next == parent && node.subtree_end > i + 1 && use_subtrees) {
-        if (loop[depth - 1] == nullptr) loop[depth - 1] = &loops.Get(parent);
-        if (IsSubset(trie.SubtreeBytes(i), *loop[depth - 1])) {
-          accepted->Add(trie.SubtreeTokens(i));
-          i = node.subtree_end;
-          continue;
-        }
-      }
-      loop[depth] = next == parent ? loop[depth - 1] : nullptr;
-    }
-    if (node.token_count != 0) accepted->Add(trie.TokensAt(i));
-    state[depth] = next;
-    ended_before[depth] = ended_before[depth - 1] | static_cast<uint8_t>(table.Accepting(next));
-    ++i;
-  }
-}
-
-}  // namespace
 
 StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state, bool use_subtrees) const {
-  const parser::TerminalTable& t = grammar_->terminals;
-  StateTokenSets out;
-  AcceptedTokens accepted(mask_words());
-  if (state < t.eager_states()) {
-    ClassifyTerminalTokens(*trie_, EagerTable(t), state, use_subtrees, &accepted, &out.uncertain_roots);
-  } else {
-    ClassifyTerminalTokens(*trie_, AnyTable{t}, state, use_subtrees, &accepted, &out.uncertain_roots);
-  }
-  std::move(accepted).Store(&out);
-  return out;
+  return BuildTerminalTokenSets(*trie_, grammar_->terminals, state, mask_words(), use_subtrees);
 }
 
 StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
@@ -397,6 +187,7 @@ std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
   const size_t bytes = sets->bytes() + 4 * key.size() + 96;
   if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
   subtree_bytes_ += bytes;
+  on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return subtree_sets_.try_emplace(std::move(key), std::move(sets)).first->second;
 }
 
@@ -487,48 +278,9 @@ const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state
   }
   std::vector<uint32_t> fire = BuildGuardFailures(guard_state, rank);
   std::lock_guard<std::mutex> lock(on_demand_mu_);
-  return guard_failures_.try_emplace(key, std::move(fire)).first->second;
-}
-
-int64_t CompiledGrammar::CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    ++cache_stats_.misses;
-    return -1;
-  }
-  ++cache_stats_.hits;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  std::copy(it->second.words.begin(), it->second.words.end(), words);
-  return static_cast<int64_t>(it->second.allowed);
-}
-
-void CompiledGrammar::CacheStore(const std::vector<uint32_t>& key, const uint32_t* words,
-                                 size_t allowed) const {
-  const size_t entry_bytes = 4 * (key.size() + mask_words()) + 64;
-  if (entry_bytes > cache_budget_bytes_) return;
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  auto [it, inserted] = cache_.try_emplace(key);
-  if (!inserted) return;
-  it->second.words.assign(words, words + mask_words());
-  it->second.allowed = allowed;
-  lru_.push_front(&it->first);
-  it->second.lru = lru_.begin();
-  ++cache_stats_.entries;
-  cache_stats_.bytes += entry_bytes;
-  while (cache_stats_.bytes > cache_budget_bytes_ && !lru_.empty()) {
-    const std::vector<uint32_t>* victim = lru_.back();
-    lru_.pop_back();
-    cache_stats_.bytes -= 4 * (victim->size() + mask_words()) + 64;
-    --cache_stats_.entries;
-    ++cache_stats_.evictions;
-    cache_.erase(*victim);
-  }
-}
-
-MaskCacheStats CompiledGrammar::cache_stats() const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  return cache_stats_;
+  auto [it, fresh] = guard_failures_.try_emplace(key, std::move(fire));
+  if (fresh) on_demand_bytes_.fetch_add(4 * it->second.size() + 64, std::memory_order_relaxed);
+  return it->second;
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(

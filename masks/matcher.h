@@ -23,8 +23,10 @@
 //    passes an accepting state and then dies. The trie nodes where it dies
 //    after such a point are the state's *uncertain roots*; only their
 //    subtrees are walked with the parser. Every other token is rejected.
-//    Built on first use per state (thread-safe, std::call_once) by one
-//    depth-first walk of the trie that steps the terminal's DFA (matcher.cc,
+//    Built on first use per state (thread-safe, std::call_once), or found
+//    built by another grammar of the same vocabulary: sets are shared per
+//    canonical reachable automaton (masks/token_sets.h). One depth-first
+//    walk of the trie steps the terminal's DFA (token_sets.cc,
 //    ClassifyTerminalTokens): accepted ids go straight into a bitset, and a
 //    subtree whose every byte the state loops on is accepted whole, its ids
 //    one slice of the trie (TokenTrie::SubtreeBytes / SubtreeTokens), so a
@@ -59,6 +61,7 @@
 #define ZAPGRAM_MASKS_MATCHER_H_
 
 #include <cstdint>
+#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -73,6 +76,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "masks/mask_cache.h"
+#include "masks/token_sets.h"
 #include "masks/token_trie.h"
 #include "masks/vocabulary.h"
 #include "parser/flat_grammar.h"
@@ -80,24 +85,6 @@
 #include "zapgram/limits.h"
 
 namespace zapgram::masks {
-
-// The tokens of one terminal state (see above).
-struct StateTokenSets {
-  std::vector<uint32_t> accepted_words;  // bitset, when smaller than the list
-  std::vector<TokenId> accepted_ids;     // else sorted ids
-  std::vector<uint32_t> uncertain_roots; // trie nodes, in DFS order
-  size_t bytes() const {
-    return 4 * (accepted_words.size() + accepted_ids.size() + uncertain_roots.size());
-  }
-};
-
-// Per eager state of `t`: the smallest state equivalent to it up to `depth`
-// bytes (same dead/live/accepting outcome on every string that short).
-std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth);
-
-struct MaskCacheStats {
-  uint64_t hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
-};
 
 class CompiledGrammar {
  public:
@@ -144,12 +131,30 @@ class CompiledGrammar {
                                                          const std::vector<uint32_t>& guards,
                                                          const std::vector<uint32_t>& tokens) const;
 
-  // The shared mask cache. Lookup copies the mask into `words` and returns
+  // The mask cache (shared with every grammar of this vocabulary, see
+  // masks/mask_cache.h). Lookup copies the mask into `words` and returns
   // its allowed count, or -1 on a miss.
-  int64_t CacheLookup(const std::vector<uint32_t>& key, uint32_t* words) const;
-  void CacheStore(const std::vector<uint32_t>& key, const uint32_t* words, size_t allowed) const;
-  MaskCacheStats cache_stats() const;
-  void set_cache_budget_bytes(size_t bytes) { cache_budget_bytes_ = bytes; }
+  int64_t CacheLookup(absl::Span<const uint32_t> key, uint32_t* words) const {
+    return cache_->Lookup(*account_, key, words);
+  }
+  void CacheStore(absl::Span<const uint32_t> key, const uint32_t* words, size_t allowed) const {
+    cache_->Store(account_, key, words, allowed);
+  }
+  // This grammar's share of the cache.
+  MaskCacheStats cache_stats() const { return account_->stats(); }
+
+  // Heap bytes this grammar holds, by kind.
+  struct Memory {
+    size_t grammar = 0;           // lowered grammar, tables, classes, slots
+    size_t token_sets_built = 0;  // terminal-state sets it built (also offered to the store)
+    size_t token_sets_found = 0;  // sets found built by an earlier grammar (shared, not its own)
+    size_t lexed_sets = 0;        // lexed and lazy-state sets, guard failures, subtree sets
+    size_t mask_cache = 0;        // its entries in the vocabulary's mask cache
+    // What this grammar adds to the process (found sets excluded).
+    size_t own() const { return grammar + token_sets_built + lexed_sets + mask_cache; }
+  };
+  Memory memory() const;
+  MaskCache& mask_cache() const { return *cache_; }
 
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
@@ -174,20 +179,14 @@ class CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::shared_ptr<const TokenTrie> trie_;  // shared through Vocabulary::SharedTrie
   std::vector<uint32_t> mask_class_;
-  // Per terminal state, built once on first use.
+  // Per eager terminal state, found in the vocabulary's TokenSetStore or
+  // built, once, on first use.
+  std::shared_ptr<TokenSetStore> set_store_;
   std::unique_ptr<std::once_flag[]> sets_once_;
-  mutable std::vector<StateTokenSets> sets_;
-  // Mask cache: key -> (mask, allowed); LRU order in `lru_` (front = newest).
-  struct CacheEntry {
-    std::vector<uint32_t> words;
-    size_t allowed;
-    std::list<const std::vector<uint32_t>*>::iterator lru;
-  };
-  mutable std::mutex cache_mu_;
-  mutable absl::node_hash_map<std::vector<uint32_t>, CacheEntry> cache_;
-  mutable std::list<const std::vector<uint32_t>*> lru_;
-  mutable MaskCacheStats cache_stats_;
-  size_t cache_budget_bytes_ = size_t{256} << 20;
+  mutable std::vector<std::shared_ptr<const StateTokenSets>> sets_;
+  mutable std::atomic<size_t> sets_built_bytes_{0}, sets_found_bytes_{0}, on_demand_bytes_{0};
+  std::shared_ptr<MaskCache> cache_;  // the vocabulary's
+  std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
 };
 
 struct MatcherOptions {

@@ -119,10 +119,13 @@ void TokenTrie::BuildSummaries() {
   // Subtree byte sets bottom up: in reverse pre-order every child comes
   // before its parent, so one backward pass folds each set into its parent's.
   std::vector<TrieByteSet> sets(n, TrieByteSet{});
+  subtree_height_.assign(n, 1);
   for (uint32_t i = n; i-- > kRoot + 1;) {
     sets[i][nodes_[i].byte / 64] |= uint64_t{1} << (nodes_[i].byte % 64);
     TrieByteSet& up = sets[parents_[i]];
     for (size_t w = 0; w < up.size(); ++w) up[w] |= sets[i][w];
+    uint16_t& height = subtree_height_[parents_[i]];
+    height = std::max<uint16_t>(height, static_cast<uint16_t>(subtree_height_[i] + 1));
   }
   absl::flat_hash_map<TrieByteSet, uint32_t> ids;
   subtree_byte_set_.resize(n);
@@ -168,6 +171,7 @@ std::vector<TokenId> TokenTrie::TokensPrefixOf(std::string_view bytes) const {
 size_t TokenTrie::memory_bytes() const {
   return nodes_.capacity() * sizeof(TokenTrieNode) + token_ids_.capacity() * sizeof(TokenId) +
          (parents_.capacity() + subtree_byte_set_.capacity()) * sizeof(uint32_t) +
+         subtree_height_.capacity() * sizeof(uint16_t) +
          byte_sets_.capacity() * sizeof(TrieByteSet);
 }
 

@@ -96,6 +96,8 @@ class TokenTrie {
   // The bytes on the edges of `node`'s subtree (its own byte included; the
   // root's set is every byte of the trie).
   const TrieByteSet& SubtreeBytes(uint32_t node) const { return byte_sets_[subtree_byte_set_[node]]; }
+  // How many levels `node`'s subtree spans, itself included (a leaf: 1).
+  uint32_t SubtreeHeight(uint32_t node) const { return subtree_height_[node]; }
   uint32_t parent(uint32_t node) const { return parents_[node]; }
   absl::Span<const uint32_t> parents() const { return parents_; }
   // The ids whose bytes are exactly node `node`'s string.
@@ -118,7 +120,7 @@ class TokenTrie {
 
  private:
   TokenTrie() = default;
-  // Fills parents_, subtree_byte_set_ and byte_sets_ from nodes_.
+  // Fills parents_, subtree_byte_set_, byte_sets_ and subtree_height_ from nodes_.
   void BuildSummaries();
 
   std::vector<TokenTrieNode> nodes_;
@@ -127,6 +129,7 @@ class TokenTrie {
   std::vector<uint32_t> parents_;           // per node
   std::vector<uint32_t> subtree_byte_set_;  // per node: index into byte_sets_
   std::vector<TrieByteSet> byte_sets_;      // distinct subtree byte sets
+  std::vector<uint16_t> subtree_height_;    // per node
 };
 
 }  // namespace zapgram::masks

@@ -685,6 +685,8 @@ absl::StatusOr<Vocabulary> VocabularyLoader::Load(std::string_view json_text, co
       }
     }
   }
+  vocabulary.trie_slot_->mask_cache_bytes = options.mask_cache_bytes;
+  vocabulary.trie_slot_->token_set_cache_bytes = options.token_set_cache_bytes;
   vocabulary.bytes_.shrink_to_fit();
   std::sort(vocabulary.eos_ids_.begin(), vocabulary.eos_ids_.end());
   vocabulary.eos_ids_.erase(std::unique(vocabulary.eos_ids_.begin(), vocabulary.eos_ids_.end()),

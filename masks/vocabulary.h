@@ -106,6 +106,13 @@ struct VocabularyOptions {
   std::optional<std::vector<TokenId>> eos_ids;
   // Contents of the special tokens that count as EOS when eos_ids is unset.
   std::vector<std::string> eos_token_contents = DefaultEosTokenContents();
+  // Byte budget of the mask cache shared by every grammar compiled on this
+  // vocabulary (masks/mask_cache.h); least recently used masks go first.
+  size_t mask_cache_bytes = size_t{128} << 20;
+  // Byte budget of the terminal-state token sets kept for grammars compiled
+  // later on this vocabulary (masks/token_sets.h); a live grammar keeps the
+  // sets it uses whatever this says.
+  size_t token_set_cache_bytes = size_t{64} << 20;
 };
 
 // One id's entry. 8 bytes, trivially copyable; one per id up to padded_size().
@@ -120,6 +127,8 @@ static_assert(sizeof(TokenRecord) == 8);
 static_assert(std::is_trivially_copyable_v<TokenRecord>);
 
 class TokenTrie;
+class MaskCache;
+class TokenSetStore;
 
 class Vocabulary {
  public:
@@ -175,6 +184,14 @@ class Vocabulary {
   // use and then shared by every copy of this vocabulary and every grammar
   // compiled against it (it depends on the tokens only). Thread-safe.
   absl::StatusOr<std::shared_ptr<const TokenTrie>> SharedTrie() const;
+  // The mask cache of every grammar compiled against this vocabulary (and
+  // its copies), created on first use with the budget of
+  // VocabularyOptions::mask_cache_bytes. Thread-safe.
+  std::shared_ptr<MaskCache> SharedMaskCache() const;
+  // The terminal-state token sets shared by every grammar compiled against
+  // this vocabulary (masks/token_sets.h), with the budget of
+  // VocabularyOptions::token_set_cache_bytes. Thread-safe.
+  std::shared_ptr<TokenSetStore> SharedTokenSets() const;
 
  private:
   Vocabulary() = default;
@@ -189,9 +206,14 @@ class Vocabulary {
   std::vector<TokenId> eos_ids_;
   TokenId size_ = 0;
   DecoderKind decoder_kind_ = DecoderKind::kText;
+  // What every copy of this vocabulary shares, built on first use.
   struct TrieSlot {
     std::mutex mu;
     std::shared_ptr<const TokenTrie> trie;
+    std::shared_ptr<MaskCache> mask_cache;
+    size_t mask_cache_bytes = VocabularyOptions().mask_cache_bytes;
+    std::shared_ptr<TokenSetStore> token_sets;
+    size_t token_set_cache_bytes = VocabularyOptions().token_set_cache_bytes;
   };
   std::shared_ptr<TrieSlot> trie_slot_ = std::make_shared<TrieSlot>();
 

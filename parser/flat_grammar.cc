@@ -874,4 +874,39 @@ std::string DumpFlatGrammar(const FlatGrammar& g) {
   return out;
 }
 
+namespace {
+
+template <typename T>
+size_t VectorBytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+size_t StringsBytes(const std::vector<std::string>& v) {
+  size_t bytes = VectorBytes(v);
+  for (const std::string& s : v) bytes += s.capacity() > 15 ? s.capacity() + 1 : 0;
+  return bytes;
+}
+
+}  // namespace
+
+size_t FlatGrammar::memory_bytes() const {
+  size_t bytes = VectorBytes(rhs) + VectorBytes(dot_lhs) + VectorBytes(production_begin) +
+                 VectorBytes(nt_production_begin) + StringsBytes(nt_names) + VectorBytes(nullable) +
+                 VectorBytes(predict_waiting_begin) + VectorBytes(predict_waiting) +
+                 VectorBytes(predict_scan_begin) + VectorBytes(predict_scan);
+  const TerminalTable& t = terminals;
+  bytes += VectorBytes(t.counted) + VectorBytes(t.start) + VectorBytes(t.next) + VectorBytes(t.eager_accepting) +
+           VectorBytes(t.eager_has_next) + VectorBytes(t.eager_live_bytes) + StringsBytes(t.names);
+  for (const TerminalTable::CountedSegment& seg : t.counted) bytes += seg.automaton->memory_bytes();
+  if (t.lazy != nullptr) bytes += t.lazy->memory_bytes();
+  if (lexer != nullptr) {
+    const LexerTable& x = *lexer;
+    bytes += StringsBytes(x.names) + VectorBytes(x.rank) + VectorBytes(x.ignored) + VectorBytes(x.in_lexer) +
+             VectorBytes(x.next) + VectorBytes(x.emit) + VectorBytes(x.emit_rank) +
+             VectorBytes(x.min_accepting_rank) + VectorBytes(x.min_rank_later) +
+             VectorBytes(x.ignored_can_continue) + VectorBytes(x.continue_bits);
+  }
+  return bytes;
+}
+
 }  // namespace zapgram::parser

@@ -159,6 +159,8 @@ struct FlatGrammar {
   std::shared_ptr<const LexerTable> lexer;
 
   bool lexed() const { return lexer != nullptr; }
+  // Heap bytes held (tables, names, the lazy automaton so far, the lexer).
+  size_t memory_bytes() const;
 
   uint32_t num_nonterminals() const { return static_cast<uint32_t>(nt_names.size()); }
   uint32_t num_productions() const { return static_cast<uint32_t>(production_begin.size()); }

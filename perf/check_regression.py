@@ -1,18 +1,33 @@
 #!/usr/bin/env python3
-"""Mask-speed regression check: `zapgram bench` on a fixed sample of the dev
-traces, compared with perf/regression_baseline.json.
+"""Mask-speed and memory regression check: `zapgram bench` on fixed samples
+of the dev traces and the stress traces, compared with
+perf/regression_baseline.json.
+
+Cases (issue 12's workloads, Llama 3):
+  json-docs          a grammar seen many times (builtin:json, 40 documents):
+                     the state cache's hit path
+  sql, go, java      SynCode's Lark grammars, 40 documents each (first masks
+                     included): lexed grammars, fresh states
+  maskbench-64       every 64th MaskBench record (182 documents, --lenient):
+                     a fresh JSON Schema per document; also compile time, time
+                     to first mask, bytes per grammar and peak RSS
+  deep-json, ambiguous  perf/make_stress_traces.sh (written when missing)
 
 Each case runs REPEATS times; the minimum of each figure is kept (the
 machines are shared: the minimum is the least disturbed run). A case fails
-when its minimum mean or p50 mask time exceeds the baseline times TOLERANCE.
+when a figure exceeds its baseline times the tolerance of its kind: TOLERANCE
+for means and medians, twice that for tails (p99), MEMORY_TOLERANCE for bytes.
 
 Why 1.5: on the 2-core development machine, two checks back to back (each
 the minimum of 3 runs) differed by 11% in mean and 8% in p50 mask time while
 another build was running; 1.5 keeps that noise from failing the check,
 while the regressions this guards against (a lost cache, lost token sets, an
-accidental full trie walk) cost 10x or more (bench --no-cache: 16x the mean).
+accidental full trie walk, per-grammar work back on the decode path) cost 3x
+to 10x or more (bench --no-cache: 16x the mean on json-docs; MaskBench
+without counted terminals: 4.7x the mean, 7x the p99).
 
 usage: perf/check_regression.py [--build DIR] [--update] [--repeats N] [--tolerance X]
+                                [--only NAME,...]
 exit status: 0 no regression, 1 regression, 2 could not run.
 """
 import argparse
@@ -20,24 +35,75 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(ROOT, "..", "shared", "data")
 BASELINE = os.path.join(HERE, "regression_baseline.json")
-# (name, tokenizer, trace set, documents)
-CASES = [
-    ("json-docs/llama3", "llama3", "json-docs", 40),
-    ("sql/llama3", "llama3", "sql", 40),
-]
+MEMORY_TOLERANCE = 1.25
+TRACES = os.path.join(DATA, "traces", "llama3")
+# name: (trace file, documents (None: all), stride, extra bench arguments, figures)
+CASES = {
+    "json-docs/llama3": ("json-docs.jsonl", 40, 1, [], ["mask_mean", "mask_p50", "mask_p99"]),
+    "sql/llama3": ("sql.jsonl", 40, 1, [], ["mask_mean", "mask_p50", "mask_p99"]),
+    "go/llama3": ("go.jsonl", 40, 1, [], ["mask_mean", "mask_p50", "mask_p99"]),
+    "java/llama3": ("java.jsonl", 40, 1, [], ["mask_mean", "mask_p50", "mask_p99"]),
+    "maskbench-64/llama3": ("maskbench.jsonl", None, 64, ["--lenient"],
+                            ["mask_mean", "mask_p50", "mask_p99", "compile_p50", "first_mask_p50",
+                             "bytes_per_grammar_p50", "peak_rss_mb"]),
+    "deep-json/llama3": ("@stress/deep-json.jsonl", None, 1, [], ["mask_mean", "peak_rss_mb"]),
+    "ambiguous/llama3": ("@stress/ambiguous.jsonl", None, 1, [], ["mask_mean"]),
+}
 
 
-def run_case(build, tokenizer, trace, limit):
-    cmd = [os.path.join(build, "zapgram"), "bench", "--json", "--limit", str(limit),
-           "--tokenizer", os.path.join(DATA, "tokenizers", tokenizer + ".tokenizer.json"),
-           "--trace", os.path.join(DATA, "traces", tokenizer, trace + ".jsonl")]
+def trace_path(build, name, stride, tmp):
+    if name.startswith("@stress/"):
+        path = os.path.join(build, "stress", "traces", "llama3", name[len("@stress/"):])
+        if not os.path.exists(path):
+            # The script runs build/zapgram from the repository's root.
+            subprocess.run([os.path.join(HERE, "make_stress_traces.sh"), os.path.join(build, "stress")],
+                           check=True, capture_output=True, cwd=ROOT)
+        return path
+    path = os.path.join(TRACES, name)
+    if stride == 1:
+        return path
+    sample = os.path.join(tmp, f"every{stride}-{name}")
+    with open(path) as src, open(sample, "w") as dst:
+        for k, line in enumerate(src):
+            if k % stride == 0:
+                dst.write(line)
+    return sample
+
+
+def figures_of(summary):
+    return {
+        "mask_mean": summary["mask_us"]["mean"],
+        "mask_p50": summary["mask_us"]["p50"],
+        "mask_p99": summary["mask_us"]["p99"],
+        "compile_p50": summary["compile_ms"]["p50"],
+        "first_mask_p50": summary.get("first_mask_ms", {}).get("p50", 0),
+        "bytes_per_grammar_p50": summary.get("bytes_per_grammar", {}).get("p50", 0),
+        "peak_rss_mb": summary["peak_rss_mb"],
+    }
+
+
+def run_case(build, trace, limit, extra):
+    # Dev traces name grammars under the data folder; the stress traces under
+    # their own root (bench's default: two levels above the trace's folder).
+    root = ["--data-root", DATA] if trace.startswith(TRACES) or trace.startswith(tempfile.gettempdir()) else []
+    cmd = [os.path.join(build, "zapgram"), "bench", "--json", *root,
+           "--tokenizer", os.path.join(DATA, "tokenizers", "llama3.tokenizer.json"), "--trace", trace] + extra
+    if limit is not None:
+        cmd += ["--limit", str(limit)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+def tolerance_of(figure, tolerance):
+    if figure in ("bytes_per_grammar_p50", "peak_rss_mb"):
+        return MEMORY_TOLERANCE
+    return 2 * tolerance if figure.endswith("p99") else tolerance
 
 
 def main():
@@ -46,28 +112,41 @@ def main():
     parser.add_argument("--update", action="store_true", help="write a new baseline")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tolerance", type=float, default=1.5)
+    parser.add_argument("--only", default="", help="comma-separated case names")
     args = parser.parse_args()
+    only = [n for n in args.only.split(",") if n]
     results = {}
-    for name, tokenizer, trace, limit in CASES:
-        runs = [run_case(args.build, tokenizer, trace, limit) for _ in range(args.repeats)]
-        if any(r["accepted"] != runs[0]["accepted"] for r in runs):
-            print(f"{name}: verdicts differ between runs", file=sys.stderr)
-            return 2
-        results[name] = {
-            "mask_us_mean": min(r["mask_us"]["mean"] for r in runs),
-            "mask_us_p50": min(r["mask_us"]["p50"] for r in runs),
-            "accepted": runs[0]["accepted"],
-        }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (trace, limit, stride, extra, wanted) in CASES.items():
+            if only and name not in only:
+                continue
+            try:
+                path = trace_path(args.build, trace, stride, tmp)
+                runs = [run_case(args.build, path, limit, extra) for _ in range(args.repeats)]
+            except (subprocess.CalledProcessError, OSError) as e:
+                print(f"{name}: could not run: {e}", file=sys.stderr)
+                return 2
+            if any(r["accepted"] != runs[0]["accepted"] for r in runs):
+                print(f"{name}: verdicts differ between runs", file=sys.stderr)
+                return 2
+            figures = [figures_of(r) for r in runs]
+            results[name] = {f: min(x[f] for x in figures) for f in wanted}
+            results[name]["accepted"] = runs[0]["accepted"]
     if args.update:
+        baseline = {}
+        if only and os.path.exists(BASELINE):
+            with open(BASELINE) as f:
+                baseline = json.load(f)
+        baseline.update(results)
         with open(BASELINE, "w") as f:
-            json.dump(results, f, indent=2, sort_keys=True)
+            json.dump(baseline, f, indent=2, sort_keys=True)
             f.write("\n")
         print(f"baseline written: {BASELINE}")
         return 0
     with open(BASELINE) as f:
         baseline = json.load(f)
     failed = False
-    print(f"{'case':<20} {'figure':<14} {'baseline':>10} {'now':>10} {'ratio':>7}")
+    print(f"{'case':<22} {'figure':<22} {'baseline':>10} {'now':>10} {'ratio':>7}")
     for name, now in results.items():
         base = baseline.get(name)
         if base is None:
@@ -77,11 +156,14 @@ def main():
         if now["accepted"] != base["accepted"]:
             print(f"{name}: accepted {now['accepted']} != baseline {base['accepted']}")
             failed = True
-        for figure in ("mask_us_mean", "mask_us_p50"):
-            ratio = now[figure] / max(base[figure], 1e-9)
-            flag = "  SLOWER" if ratio > args.tolerance else ""
-            failed |= ratio > args.tolerance
-            print(f"{name:<20} {figure:<14} {base[figure]:>10.1f} {now[figure]:>10.1f} {ratio:>7.2f}{flag}")
+        for figure, value in now.items():
+            if figure == "accepted" or figure not in base:
+                continue
+            limit = tolerance_of(figure, args.tolerance)
+            ratio = value / max(base[figure], 1e-9)
+            flag = "  WORSE" if ratio > limit else ""
+            failed |= ratio > limit
+            print(f"{name:<22} {figure:<22} {base[figure]:>10.1f} {value:>10.1f} {ratio:>7.2f}{flag}")
     return 1 if failed else 0
 
 

@@ -44,6 +44,11 @@ struct VocabularyOptions {
   // special tokens (<|end_of_text|>, <|eot_id|>, <|endoftext|>, <|im_end|>,
   // <eos>, <end_of_turn>, ...).
   std::optional<std::vector<int32_t>> eos_ids;
+  // Byte budgets of what every grammar compiled on this vocabulary shares
+  // (least recently used goes first): the mask cache, and the token sets of
+  // terminal states kept for grammars compiled later. 0 turns one off.
+  size_t mask_cache_bytes = size_t{128} << 20;
+  size_t token_set_cache_bytes = size_t{64} << 20;
 };
 
 class ZAPGRAM_EXPORT Vocabulary {
@@ -77,6 +82,10 @@ class ZAPGRAM_EXPORT CompiledGrammar {
     uint64_t hits = 0, misses = 0, entries = 0, bytes = 0;
   };
   CacheStats cache_stats() const;
+  // Heap bytes this grammar adds to the process: its tables, the token sets
+  // it built, and its entries in the shared mask cache (sets it found built
+  // by an earlier grammar are not counted).
+  size_t memory_bytes() const;
   const std::shared_ptr<const masks::CompiledGrammar>& impl() const { return impl_; }
 
  private:

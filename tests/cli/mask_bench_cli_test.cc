@@ -83,6 +83,34 @@ TEST(BenchCli, JsonSummaryAndPerDocumentLines) {
   EXPECT_EQ(summary["accepted"], summary["valid"]);
 }
 
+// Memory as budgets: bytes per compiled grammar are reported, and a
+// grammar budget of 0 MB (every grammar dropped after its document, as a
+// server's compiler cache would under pressure) changes no verdict; the
+// shared caches take their budgets from the command line.
+TEST(BenchCli, MemoryBudgetsAndBytesPerGrammar) {
+  const std::string trace = testing::DataPath("traces/llama3/maskbench.jsonl");
+  const std::vector<std::string> base = {"bench", "--tokenizer", Llama3(), "--trace", trace, "--limit", "6",
+                                         "--lenient", "--json"};
+  std::vector<nlohmann::json> summaries;
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, {"--grammar-cache-mb", "0", "--mask-cache-mb", "1", "--token-set-cache-mb", "0"}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    testing::CliResult r = Zapgram(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    summaries.push_back(nlohmann::json::parse(r.out));
+  }
+  for (const nlohmann::json& summary : summaries) {
+    EXPECT_GT(summary["bytes_per_grammar"]["p50"].get<double>(), 1000.0);
+    EXPECT_GE(summary["bytes_per_grammar"]["max"].get<double>(), summary["bytes_per_grammar"]["p50"].get<double>());
+  }
+  EXPECT_EQ(summaries[0]["accepted"], summaries[1]["accepted"]);
+  EXPECT_EQ(summaries[0]["tokens"], summaries[1]["tokens"]);
+  testing::CliResult bad = Zapgram({"bench", "--tokenizer", Llama3(), "--trace", trace, "--mask-cache-mb", "lots"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--mask-cache-mb needs a number"), std::string::npos) << bad.err;
+}
+
 // `trace` writes records that `bench` replays: the tokens are the
 // tokenizer's encoding of each file (the BPE encoder's own), valid and
 // invalid documents keep their verdicts, grammar paths resolve against the

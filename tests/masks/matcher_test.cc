@@ -713,6 +713,143 @@ TEST(TokenSets, LazyTerminalStatesMatchOracle) {
   EXPECT_GT(checked, 30);
 }
 
+// Counted terminals (a string of at most 100 characters, stepped
+// arithmetically) get the count-aware subtree shortcut: at every count,
+// from the opening quote to the bound, the sets equal the node-by-node walk
+// and the oracle.
+TEST(TokenSets, CountedTerminalStatesMatchOracle) {
+  auto vocab = LoadVocabulary("llama3");
+  auto g = CompileFor("regex:\"(?:[a-z ]){0,100}\"", vocab);
+  const parser::TerminalTable& t = g->grammar().terminals;
+  ASSERT_FALSE(t.counted.empty()) << "the string was not made a counted terminal";
+  int checked = 0;
+  size_t largest = 0;
+  for (size_t count : {0, 1, 30, 70, 90, 97, 99, 100}) {
+    RecognizerOptions options;
+    parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+    std::string text(count + 1, 'a');
+    text[0] = '"';
+    ASSERT_EQ(r.FeedBytes(text), count + 1);
+    std::vector<uint32_t> states;
+    r.CollectScanStates(&states);
+    for (uint32_t state : states) {
+      if (!t.is_counted(state)) continue;
+      largest = std::max(largest, CheckStateSets(*g, state, "count " + std::to_string(count)));
+      ++checked;
+    }
+  }
+  std::printf("counted token sets: %d states checked, largest accepts %zu tokens\n", checked, largest);
+  EXPECT_GE(checked, 8);
+  EXPECT_GT(largest, 1000u);
+}
+
+// Sharing token sets across grammars (masks/token_sets.h) is sound: states
+// whose canonical spellings are equal, in one grammar or two, have equal
+// sets; and the spelling shares for real (many states of different random
+// grammars spell alike).
+TEST(TokenSets, EqualSpellingsHaveEqualSetsAcrossGrammars) {
+  std::mt19937_64 rng(0x5BE11);
+  auto vocab = AlphabetVocabulary(rng);
+  struct Seen {
+    int grammar;
+    std::vector<TokenId> accepted;
+    std::vector<uint32_t> roots;
+  };
+  absl::flat_hash_map<std::vector<uint32_t>, Seen> seen;
+  int compared = 0, across_grammars = 0, grammars = 0;
+  for (int round = 0; round < 80; ++round) {
+    const grammar::Grammar ir = zapgram::testing::RandomGrammar(rng);
+    absl::StatusOr<parser::FlatGrammar> flat =
+        round % 2 == 0 ? parser::BuildFlatGrammar(ir) : zapgram::testing::CompileIr(ir);
+    if (!flat.ok()) continue;
+    auto shared_flat = std::make_shared<const parser::FlatGrammar>(*std::move(flat));
+    absl::StatusOr<std::shared_ptr<const CompiledGrammar>> g = CompiledGrammar::Build(shared_flat, vocab);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ++grammars;
+    for (uint32_t state = 1; state < shared_flat->terminals.eager_states(); ++state) {
+      const std::vector<uint32_t> spelling = CanonicalSubautomaton(shared_flat->terminals, state);
+      ASSERT_FALSE(spelling.empty());
+      const StateTokenSets sets = (*g)->BuildTokenSets(state, /*use_subtrees=*/false);
+      Seen now{round, AcceptedIds(sets), sets.uncertain_roots};
+      auto [it, fresh] = seen.try_emplace(spelling, now);
+      if (fresh) continue;
+      ++compared;
+      across_grammars += it->second.grammar != round;
+      EXPECT_EQ(it->second.accepted, now.accepted) << "round " << round << " state " << state;
+      EXPECT_EQ(it->second.roots, now.roots) << "round " << round << " state " << state;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  std::printf("token-set spellings: %d grammars, %zu distinct, %d repeats (%d across grammars)\n", grammars,
+              seen.size(), compared, across_grammars);
+  EXPECT_GT(across_grammars, 50);
+}
+
+// Two JSON Schemas on Llama 3 share the sets of equal states (an open
+// string among them): the second finds them in the vocabulary's store, the
+// very same object.
+TEST(TokenSets, JsonGrammarsShareSetsThroughTheVocabularyStore) {
+  auto vocab = LoadVocabulary("llama3");
+  auto first = CompileFor("schema:jsonschema/maskbench/BFCL_java_10.schema.json", vocab);
+  auto second = CompileFor("schema:jsonschema/maskbench/BFCL_java_11.schema.json", vocab);
+  const parser::TerminalTable& a = first->grammar().terminals;
+  const parser::TerminalTable& b = second->grammar().terminals;
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> in_first;
+  for (uint32_t s = 1; s < a.eager_states(); ++s) {
+    if (first->mask_classes()[s] == s) in_first.try_emplace(CanonicalSubautomaton(a, s), s);
+  }
+  int shared = 0;
+  size_t largest = 0;
+  for (uint32_t s = 1; s < b.eager_states(); ++s) {
+    if (second->mask_classes()[s] != s || b.live_bytes(s).count() < kSharedSetsMinLiveBytes) continue;
+    auto it = in_first.find(CanonicalSubautomaton(b, s));
+    if (it == in_first.end()) continue;
+    const StateTokenSets& from_first = first->TokenSets(it->second);
+    const TokenSetStoreStats before = vocab->SharedTokenSets()->stats();
+    const StateTokenSets& from_second = second->TokenSets(s);
+    EXPECT_EQ(&from_first, &from_second) << "state " << s;
+    EXPECT_EQ(vocab->SharedTokenSets()->stats().hits, before.hits + 1);
+    largest = std::max(largest, AcceptedIds(from_second).size());
+    ++shared;
+  }
+  std::printf("two MaskBench schemas share %d states' sets (largest accepts %zu tokens)\n", shared,
+              largest);
+  EXPECT_GT(shared, 2);
+  EXPECT_GT(largest, 100000u) << "an open-string state should be among them";
+}
+
+TEST(TokenSetStore, BoundedWithLeastRecentlyUsedEviction) {
+  auto sets_of = [](uint32_t n) {
+    StateTokenSets s;
+    s.accepted_ids.assign(n, 1);
+    return s;
+  };
+  TokenSetStore store(4 * (4 * 100 + 4 + 128));  // four entries of 100 ids
+  int builds = 0;
+  auto get = [&](uint32_t key) {
+    return store.GetOrBuild({key}, [&] {
+      ++builds;
+      return sets_of(100);
+    });
+  };
+  for (uint32_t k = 0; k < 4; ++k) get(k);
+  EXPECT_EQ(builds, 4);
+  get(0);  // a hit; 0 becomes the newest
+  EXPECT_EQ(builds, 4);
+  get(9);  // evicts 1, the oldest
+  EXPECT_EQ(store.stats().entries, 4u);
+  EXPECT_EQ(store.stats().evictions, 1u);
+  get(0);
+  EXPECT_EQ(builds, 5);
+  get(1);
+  EXPECT_EQ(builds, 6);
+  EXPECT_LE(store.stats().bytes, 4u * (4 * 100 + 4 + 128));
+  // Larger than the whole budget: built, returned, not kept.
+  std::shared_ptr<const StateTokenSets> big = store.GetOrBuild({77}, [&] { return sets_of(10000); });
+  EXPECT_EQ(big->accepted_ids.size(), 10000u);
+  EXPECT_EQ(store.stats().entries, 4u);
+}
+
 }  // namespace
 }  // namespace zapgram::masks
 

@@ -1,0 +1,165 @@
+// Token sets of terminal states: which tokens a terminal's automaton keeps
+// alive from a state, whatever the context (see masks/matcher.h for how a
+// mask uses them), and the store that shares them across grammars.
+//
+// The sets of an eager state s depend only on the automaton reachable from
+// s: a token is accepted when every prefix keeps it alive, and its trie
+// node is an uncertain root when the automaton dies after having passed an
+// accepting state (the terminal may end there and the parser must decide).
+// So two states, of two terminals or of two grammars, whose reachable
+// automata are equal (as automata with a start, up to renaming) have equal
+// sets. CanonicalSubautomaton spells that automaton in a canonical order
+// (breadth first from s, bytes in increasing order, each state's row as runs
+// of bytes with the same target), and TokenSetStore keeps sets under that
+// spelling once per vocabulary: the states inside a JSON string, a number or
+// the whitespace between tokens are the same in every schema, so a new
+// grammar finds those sets built (a cold JSON string state costs ~0.5 ms to
+// build, its spelling a few microseconds). Only automata of up to 64 states
+// are spelled: the shareable ones are small, and a large one (the names of
+// an object's properties) belongs to one grammar.
+//
+// The store is bounded in bytes (VocabularyOptions::token_set_cache_bytes)
+// with least-recently-used eviction; a grammar holds the sets it uses, so
+// eviction only forgets them for grammars compiled later.
+//
+// Tests: tests/masks/token_sets_test.cc (spellings equal exactly when the
+// sets must be, across grammars; store budget); tests/masks/matcher_test.cc
+// (TokenSets.*: each state's sets against a node-by-node oracle).
+#ifndef ZAPGRAM_MASKS_TOKEN_SETS_H_
+#define ZAPGRAM_MASKS_TOKEN_SETS_H_
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
+#include "masks/token_trie.h"
+#include "masks/vocabulary.h"
+#include "parser/flat_grammar.h"
+
+namespace zapgram::masks {
+
+// The tokens of one terminal state (see above).
+struct StateTokenSets {
+  std::vector<uint32_t> accepted_words;  // bitset, when smaller than the list
+  std::vector<TokenId> accepted_ids;     // else sorted ids
+  std::vector<uint32_t> uncertain_roots; // trie nodes, in DFS order
+  size_t bytes() const {
+    return 4 * (accepted_words.size() + accepted_ids.size() + uncertain_roots.size());
+  }
+};
+
+inline void SetBit(uint32_t* words, TokenId id) {
+  words[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
+}
+
+
+// The accepted ids of a walk, stored adaptively: a sorted list, or a bitset
+// when the list would not be smaller. Gathered in a short list first (a
+// sparse state pays nothing for the vocabulary's size), then in a bitset,
+// from which a list is read off in order (a dense state never sorts). Each
+// id is added at most once (an id sits on one trie node).
+class AcceptedTokens {
+ public:
+  explicit AcceptedTokens(size_t mask_words)
+      : mask_words_(mask_words), list_limit_(std::min<size_t>(mask_words, kListLimit)) {}
+
+  void Add(absl::Span<const TokenId> ids) {
+    count_ += ids.size();
+    if (words_.empty()) {
+      if (count_ < list_limit_) {
+        list_.insert(list_.end(), ids.begin(), ids.end());
+        return;
+      }
+      words_.assign(mask_words_, 0u);
+      for (TokenId id : list_) SetBit(words_.data(), id);
+      list_.clear();
+    }
+    for (TokenId id : ids) SetBit(words_.data(), id);
+  }
+
+  void Store(StateTokenSets* out) && {
+    if (words_.empty()) {  // fewer than list_limit_ <= mask_words_ ids
+      std::sort(list_.begin(), list_.end());
+      out->accepted_ids = std::move(list_);
+    } else if (count_ >= mask_words_) {
+      out->accepted_words = std::move(words_);
+    } else {  // listed in increasing order straight from the bitset
+      out->accepted_ids.reserve(count_);
+      for (size_t w = 0; w < words_.size(); ++w) {
+        for (uint32_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+          out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+        }
+      }
+    }
+  }
+
+ private:
+  // Up to this many ids a list is cheaper to gather and sort than a bitset
+  // of the whole vocabulary is to clear and scan.
+  static constexpr size_t kListLimit = 512;
+  size_t mask_words_;
+  size_t list_limit_;
+  size_t count_ = 0;
+  std::vector<TokenId> list_;
+  std::vector<uint32_t> words_;  // empty while the list is used
+};
+
+// The sets of terminal-table state `state` over `trie`, masks of
+// `mask_words` words. `use_subtrees` false turns off the whole-subtree
+// shortcut and steps every trie node (the differential tests' reference).
+StateTokenSets BuildTerminalTokenSets(const TokenTrie& trie, const parser::TerminalTable& table,
+                                      uint32_t state, size_t mask_words, bool use_subtrees = true);
+
+// Per eager state of `t`: the smallest state equivalent to it up to `depth`
+// bytes (same dead/live/accepting outcome on every string that short).
+std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth);
+
+// The canonical spelling of the eager automaton reachable from `state` (see
+// above); empty when it has more than `max_states` states (not shared).
+std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint32_t state,
+                                            uint32_t max_states = 64);
+
+// Terminal states that go on with fewer bytes than this build their token
+// sets themselves rather than through the store: their builds are cheaper
+// than a spelling and a lookup (the trie walk stops after a byte or two).
+inline constexpr size_t kSharedSetsMinLiveBytes = 32;
+
+struct TokenSetStoreStats {
+  uint64_t hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
+};
+
+class TokenSetStore {
+ public:
+  explicit TokenSetStore(size_t budget_bytes) : budget_bytes_(budget_bytes) {}
+  // The sets stored under `spelling`, else built by `build` (outside the
+  // lock; two threads may both build, the first stored wins) and stored.
+  std::shared_ptr<const StateTokenSets> GetOrBuild(const std::vector<uint32_t>& spelling,
+                                                   absl::FunctionRef<StateTokenSets()> build);
+  TokenSetStoreStats stats() const;
+  size_t budget_bytes() const { return budget_bytes_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const StateTokenSets> sets;
+    std::list<const std::vector<uint32_t>*>::iterator lru;
+    size_t bytes;
+  };
+  const size_t budget_bytes_;
+  mutable std::mutex mu_;
+  // Node map: the LRU list points at its keys, which must not move.
+  absl::node_hash_map<std::vector<uint32_t>, Entry> map_;
+  std::list<const std::vector<uint32_t>*> lru_;  // front = newest
+  TokenSetStoreStats stats_;
+};
+
+}  // namespace zapgram::masks
+
+#endif  // ZAPGRAM_MASKS_TOKEN_SETS_H_
