@@ -1,5 +1,5 @@
 // `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
-//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--data-root DIR]`: teacher-forced
+//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--data-root DIR] [--quiet]`: teacher-forced
 // mask benchmark over a trace file (format and output fixed by DESIGN.md,
 // since other engines are measured the same way).
 //
@@ -14,12 +14,15 @@
 // text). Peak RSS is the process's (getrusage).
 //
 // The default data root is ROOT for a trace at ROOT/traces/<tokenizer>/<set>.jsonl.
+// On a terminal, progress (documents done of the trace's lines, rate, time
+// left) is drawn on stderr (cli/progress.h); --quiet turns it off.
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Bench*).
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +33,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "nlohmann/json.hpp"
 #include "api/grammar_data.h"
 #include "masks/matcher.h"
@@ -43,7 +47,7 @@ constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
-    "                     [--mask-cache-mb N] [--token-set-cache-mb N]\n"
+    "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--quiet]\n"
     "\n"
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
     "token mask before each of its real tokens, check the token is allowed, accept it.\n"
@@ -59,7 +63,10 @@ constexpr std::string_view kHelp =
     "  --limit N           only the first N documents\n"
     "  --json              the summary as one JSON object\n"
     "  --per-doc OUT       one line per document: {\"id\",\"valid\",\"accepted\",\n"
-    "                      \"rejected_at_token\",\"error\"}\n"
+    "                      \"rejected_at_token\",\"error\"} and \"grammar\", \"mask_us_total\",\n"
+    "                      \"mask_us_max\", \"mask_us_each\" (every mask, 0.01 us), and\n"
+    "                      \"compile_ms\", \"first_mask_ms\" on the document that compiled\n"
+    "                      its grammar (perf/mask_report.py --plots draws them)\n"
     "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
     "  --no-cache          switch the state cache off (ablation)\n"
     "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
@@ -73,6 +80,8 @@ constexpr std::string_view kHelp =
     "  --mask-cache-mb N   the vocabulary's shared mask cache budget (default 128)\n"
     "  --token-set-cache-mb N  the vocabulary's shared token-set budget (default 64;\n"
     "                      0: every grammar builds its own sets)\n"
+    "  --quiet             no progress line on stderr (drawn only when stderr is a\n"
+    "                      terminal)\n"
     "\n"
     "exit status: 0 ran (whatever the verdicts), 2 usage error or unreadable input.\n";
 
@@ -81,6 +90,15 @@ double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(k, v.size() - 1)];
+}
+
+// Non-empty lines of the trace: the documents to expect, for the progress line.
+uint64_t CountLines(const std::string& path) {
+  std::ifstream in(path);
+  uint64_t lines = 0;
+  std::string line;
+  while (std::getline(in, line)) lines += !line.empty();
+  return lines;
 }
 
 struct CompiledEntry {
@@ -119,12 +137,14 @@ void DropLeastRecentlyUsed(size_t budget, std::map<std::string, CompiledEntry>* 
 int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
   std::string grammar_cache_text, mask_cache_text, token_set_cache_text;
-  bool json = false, pruning = true, use_cache = true, use_token_sets = true;
+  bool json = false, pruning = true, use_cache = true, use_token_sets = true, quiet = false;
   LoadOptions load_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--quiet") {
+      quiet = true;
     } else if (arg == "--lenient") {
       load_options.schema.lenient = true;
     } else if (arg == "--no-pruning") {
@@ -209,6 +229,9 @@ int RunBench(const std::vector<std::string>& args) {
   size_t docs = 0, tokens = 0, accepted = 0, valid = 0;
   std::vector<uint32_t> words;
   std::string line;
+  const bool show_progress = ProgressWanted(quiet);
+  Progress progress("bench", "docs", show_progress ? std::min<uint64_t>(CountLines(trace), limit) : 0,
+                    show_progress);
   while (docs < limit && std::getline(in, line)) {
     nlohmann::json record;
     try {
@@ -241,7 +264,7 @@ int RunBench(const std::vector<std::string>& args) {
       }
     }
     nlohmann::json doc = {{"id", id}, {"valid", is_valid}, {"accepted", false},
-                          {"rejected_at_token", nullptr}, {"error", nullptr}};
+                          {"rejected_at_token", nullptr}, {"error", nullptr}, {"grammar", spec}};
     if (doc_compile_ms > 0) doc["compile_ms"] = doc_compile_ms;
     if (!entry.grammar.has_value()) {
       doc["error"] = entry.error;
@@ -251,6 +274,7 @@ int RunBench(const std::vector<std::string>& args) {
       const std::vector<int32_t> ids = record.at("tokens").get<std::vector<int32_t>>();
       bool ok = true;
       double doc_mask_us = 0, doc_max_us = 0;
+      std::vector<double> doc_each_us;
       for (size_t k = 0; k < ids.size() && ok; ++k) {
         const auto start = std::chrono::steady_clock::now();
         matcher.ComputeMask(words.data());
@@ -259,7 +283,11 @@ int RunBench(const std::vector<std::string>& args) {
         mask_us.push_back(us);
         doc_mask_us += us;
         doc_max_us = std::max(doc_max_us, us);
-        if (k == 0 && doc_compile_ms > 0) first_mask_ms.push_back(doc_compile_ms + us / 1000);
+        doc_each_us.push_back(std::round(us * 100) / 100);
+        if (k == 0 && doc_compile_ms > 0) {
+          first_mask_ms.push_back(doc_compile_ms + us / 1000);
+          doc["first_mask_ms"] = first_mask_ms.back();
+        }
         ++tokens;
         const int32_t t = ids[k];
         const bool allowed = t >= 0 && t < vocab->padded_size() && ((words[t / 32] >> (t % 32)) & 1);
@@ -271,6 +299,7 @@ int RunBench(const std::vector<std::string>& args) {
       }
       doc["mask_us_total"] = doc_mask_us;
       doc["mask_us_max"] = doc_max_us;
+      doc["mask_us_each"] = doc_each_us;
       if (ok) {
         if (matcher.IsAccepting()) {
           doc["accepted"] = true;
@@ -292,7 +321,9 @@ int RunBench(const std::vector<std::string>& args) {
     }
     if (per_doc.is_open()) per_doc << doc.dump() << "\n";
     if (grammar_cache_bytes != SIZE_MAX) DropLeastRecentlyUsed(grammar_cache_bytes, &compiled);
+    progress.Update(docs);
   }
+  progress.Finish(docs);
   double mean = 0;
   for (double v : mask_us) mean += v;
   if (!mask_us.empty()) mean /= static_cast<double>(mask_us.size());

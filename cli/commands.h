@@ -11,6 +11,16 @@
 //   2  the command could not run: bad usage, unreadable input, a grammar that
 //      does not load (for `parse`), or an engine budget that ran out.
 //
+// Options are parsed by hand, per command (IsOption, TakeOptionValue below),
+// not with abseil flags: absl flags are global to the binary (every command
+// would accept every other command's options, and two commands could not
+// give one name different types or help), absl::ParseCommandLine is the only
+// public parser and it takes the whole argv, prints its own messages
+// ("ERROR: Unknown command line flag ...") and exits with status 1 on a bad
+// flag, where our usage errors name the command, point at its help and exit
+// 2 (1 means "rejected"); and its generated --help lists flags, not our
+// per-command texts with their exit statuses.
+//
 // Layering: cli/ sees only include/zapgram/ and the grammar readers
 // (grammar/gbnf_reader.h, grammar/builtin.h); nothing includes cli/.
 //

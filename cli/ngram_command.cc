@@ -1,7 +1,7 @@
 // `zapgram ngram`: train a token n-gram language model, or describe one.
 //
 //   zapgram ngram train --tokenizer T --order N TEXTFILE... -o MODEL
-//                       [--per-line | --per-paragraph] [--discount D] [--eos-id ID]
+//                       [--per-line | --per-paragraph] [--discount D] [--eos-id ID] [--quiet]
 //   zapgram ngram info MODEL
 //
 // `train` tokenizes each file through T's BPE encoder (sampling/tokenize.h),
@@ -11,7 +11,9 @@
 // tokenizer's first EOS id to each document, counts, smooths (interpolated
 // Kneser-Ney down to a uniform distribution, sampling/ngram_model.h) and
 // writes MODEL. It prints what it did: documents, tokens, contexts, entries,
-// file size and time. `info` loads a model (checking the whole file) and
+// file size and time. On a terminal, progress (KiB of the inputs
+// tokenized, rate, time left, documents) is drawn on stderr (cli/progress.h)
+// unless --quiet. `info` loads a model (checking the whole file) and
 // prints its header. The samplers read the file through `--lm ngram:MODEL`.
 //
 // Exit status: 0 done; 2 usage error, unreadable input or a model that does
@@ -20,6 +22,7 @@
 // Tests: tests/cli/ngram_cli_test.cc.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -28,6 +31,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "sampling/ngram_model.h"
 #include "sampling/tokenize.h"
 #include "zapgram/matcher.h"
@@ -42,9 +46,22 @@ int Fail(const absl::Status& status) {
   return kExitError;
 }
 
+// The inputs' total size in KiB (0, unknown, when one is standard input or
+// cannot be sized).
+uint64_t InputKiB(const std::vector<std::string>& inputs) {
+  uint64_t bytes = 0;
+  for (const std::string& input : inputs) {
+    std::error_code error;
+    const uintmax_t size = input == "-" ? 0 : std::filesystem::file_size(input, error);
+    if (input == "-" || error) return 0;
+    bytes += size;
+  }
+  return bytes / 1024;
+}
+
 int Train(const std::vector<std::string>& args) {
   std::string tokenizer_path, output_path, order_text = "3", discount_text, eos_text;
-  bool per_line = false, per_paragraph = false;
+  bool per_line = false, per_paragraph = false, quiet = false;
   std::vector<std::string> inputs;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -65,6 +82,8 @@ int Train(const std::vector<std::string>& args) {
       per_line = true;
     } else if (arg == "--per-paragraph") {
       per_paragraph = true;
+    } else if (arg == "--quiet") {
+      quiet = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       return UsageError(kName, absl::StrCat("unknown option '", arg, "'"));
     } else {
@@ -97,6 +116,10 @@ int Train(const std::vector<std::string>& args) {
   }
   absl::StatusOr<sampling::NgramCounter> counter = sampling::NgramCounter::Create(options);
   if (!counter.ok()) return Fail(counter.status());
+  // Progress in KiB of input, since one file may hold all the documents.
+  const bool show_progress = ProgressWanted(quiet);
+  Progress progress("ngram train", "KiB", show_progress ? InputKiB(inputs) : 0, show_progress);
+  uint64_t bytes_before_file = 0;
   for (const std::string& input : inputs) {
     absl::StatusOr<std::string> text = ReadFileBytes(input);
     if (!text.ok()) return Fail(text.status());
@@ -109,8 +132,14 @@ int Train(const std::vector<std::string>& args) {
       if (absl::Status status = counter->AddDocument(ids); !status.ok()) {
         return Fail(absl::InvalidArgumentError(absl::StrCat(input, ": ", status.message())));
       }
+      if (progress.enabled()) {
+        const uint64_t bytes_done = bytes_before_file + (document.data() + document.size() - text->data());
+        progress.Update(bytes_done / 1024, absl::StrCat(counter->documents(), " documents"));
+      }
     }
+    bytes_before_file += text->size();
   }
+  progress.Finish(bytes_before_file / 1024, absl::StrCat(counter->documents(), " documents"));
   absl::StatusOr<std::unique_ptr<sampling::NgramModel>> model = counter->Build();
   if (!model.ok()) return Fail(model.status());
   if (absl::Status status = (*model)->Save(output_path); !status.ok()) return Fail(status);
@@ -153,6 +182,7 @@ const Command kNgramCommand = {
     "train a token n-gram language model (for `sample --lm ngram:MODEL`)",
     "usage: zapgram ngram train --tokenizer T --order N TEXTFILE... -o MODEL\n"
     "                           [--per-line | --per-paragraph] [--discount D] [--eos-id ID]\n"
+    "                           [--quiet]\n"
     "       zapgram ngram info MODEL\n"
     "\n"
     "train: tokenizes each TEXTFILE with the tokenizer T (tokenizer.json; byte-level\n"
@@ -162,7 +192,8 @@ const Command kNgramCommand = {
     "id (or ID) to each document, and writes an order-N model (default 3) with interpolated\n"
     "Kneser-Ney smoothing down to a uniform distribution: every token keeps a\n"
     "non-zero probability. --discount fixes the discount of every order (default:\n"
-    "estimated per order).\n"
+    "estimated per order). On a terminal, progress is drawn on stderr; --quiet\n"
+    "turns it off.\n"
     "info: loads MODEL (checking the whole file) and prints its header.\n"
     "\n"
     "exit status: 0 done, 2 usage error, unreadable input or corrupt model.\n",

@@ -40,7 +40,9 @@
 // rejected, 2 usage error, grammar that does not load, or a file error.
 //
 // FILE paths are taken as given ("-" is standard input); --data-root applies
-// to a relative GRAMMAR path only, as in the trace files.
+// to a relative GRAMMAR path only, as in the trace files. With several files
+// and stdout not a terminal (results going to a file or a pipe), progress is
+// drawn on a terminal's stderr (cli/progress.h) unless --quiet.
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Parse*).
 #include <algorithm>
@@ -59,6 +61,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "nlohmann/json.hpp"
 #include "zapgram/grammar.h"
 
@@ -67,7 +70,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--lenient]\n"
-    "                     [--data-root DIR] [--generation] [--texts F.jsonl]\n"
+    "                     [--data-root DIR] [--generation] [--texts F.jsonl] [--quiet]\n"
     "\n"
     "Feeds each FILE byte by byte to a recognizer for GRAMMAR and reports whether\n"
     "the file is a sentence of the grammar. For a rejected file it reports the\n"
@@ -103,6 +106,8 @@ constexpr std::string_view kHelp =
     "  --texts F.jsonl   also parse the documents of F, one per line: a JSON string or\n"
     "                    an object with a \"text\" string; reported as F:LINE\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
+    "  --quiet           no progress line on stderr (drawn only for several files,\n"
+    "                    with stderr a terminal and stdout not)\n"
     "\n"
     "exit status: 0 all accepted, 1 some rejected, 2 usage error, grammar error,\n"
     "unreadable file or exhausted budget.\n";
@@ -113,6 +118,7 @@ constexpr size_t kProfileSamples = 32;
 
 struct ParseOptions {
   bool json = false;
+  bool quiet = false;
   bool lenient = false;
   bool generation = false;
   std::vector<std::string> texts_files;
@@ -409,6 +415,8 @@ int RunParse(const std::vector<std::string>& args) {
         return UsageError("parse", "--texts needs a file");
       }
       options.texts_files.push_back(path);
+    } else if (arg == "--quiet") {
+      options.quiet = true;
     } else if (arg == "--stats") {
       options.stats = true;
     } else if (arg == "--no-pruning") {
@@ -446,8 +454,12 @@ int RunParse(const std::vector<std::string>& args) {
     any_error |= verdict == Verdict::kError;
     std::fflush(stdout);
   };
+  const size_t files = positional.size() - 1;
+  Progress progress("parse", "files", files,
+                    files > 1 && ProgressWanted(options.quiet, /*results_on_stdout=*/true));
   for (size_t i = 1; i < positional.size(); ++i) {
     tally(ParseDocument(*grammar, positional[i], ReadFileBytes(positional[i]), options));
+    progress.Update(i);
   }
   for (const std::string& path : options.texts_files) {
     absl::StatusOr<std::string> content = ReadFileBytes(path);
@@ -459,6 +471,7 @@ int RunParse(const std::vector<std::string>& args) {
       tally(ParseDocument(*grammar, absl::StrCat(path, ":", t.line), t.text, options));
     }
   }
+  progress.Finish(files);
   if (any_error) return kExitError;
   return any_rejected ? kExitNo : kExitOk;
 }

@@ -8,7 +8,9 @@
 // acceptance, trie nodes, bytes per node, trie reuse) go to stderr at the
 // end, and with --stats-json FILE as one JSON object (sampling::StatsJson,
 // plus the options and, with --exact, the distances to the enumerated
-// target). A progress bar is drawn on stderr only when stderr is a terminal.
+// target). A progress line (valid samples of N, rate, time left, draws and
+// acceptance; cli/progress.h) is drawn on stderr only when stderr is a
+// terminal and --quiet is not given.
 //
 // Exit status: 0 all N samples drawn; 1 stopped early (--max-draws,
 // --max-lm-calls, or no valid sequence has positive probability); 2 usage
@@ -16,8 +18,6 @@
 // or engine error.
 //
 // Tests: tests/cli/sample_cli_test.cc.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -28,7 +28,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "nlohmann/json.hpp"
 #include "sampling/exact_distribution.h"
 #include "sampling/language_model.h"
@@ -47,7 +49,7 @@ constexpr std::string_view kHelp =
     "                      [--max-tokens M] [--max-draws D] [--max-lm-calls C]\n"
     "                      [--freeze-after N] [--freeze-below MASS] [--jsonl]\n"
     "                      [--stats-json FILE] [--exact] [--max-trie-mb MB]\n"
-    "                      [--data-root DIR]\n"
+    "                      [--data-root DIR] [--quiet]\n"
     "\n"
     "Draws N samples from the language model restricted to GRAMMAR and to at most\n"
     "M tokens before EOS (default 256). cars, ars, rsft and rs are exact; gcd\n"
@@ -60,7 +62,8 @@ constexpr std::string_view kHelp =
     "that hold no record and strips model distributions (the model is asked again\n"
     "when a draw needs one), and freezes only when that is not enough. --exact\n"
     "enumerates the target (at most 2000 prefixes, else an error) and reports\n"
-    "KL, total variation and the chi-square p-value of the samples.\n"
+    "KL, total variation and the chi-square p-value of the samples. On a terminal,\n"
+    "progress is drawn on stderr; --quiet turns it off.\n"
     "\n"
     "exit status: 0 N samples drawn, 1 stopped early, 2 usage, input or model error.\n";
 
@@ -75,16 +78,8 @@ std::string SampleText(const Vocabulary& vocab, const std::vector<int32_t>& toke
   return text;
 }
 
-void DrawProgress(const sampling::SamplerStats& stats, int64_t wanted, bool final_line) {
-  constexpr int kWidth = 30;
-  const int filled = wanted == 0 ? kWidth : static_cast<int>(kWidth * stats.valid / wanted);
-  std::string bar(filled, '#');
-  bar.append(kWidth - filled, ' ');
-  std::fprintf(stderr, "\r[%s] %lld/%lld valid, %lld draws, acceptance %.3f", bar.c_str(),
-               static_cast<long long>(stats.valid), static_cast<long long>(wanted),
-               static_cast<long long>(stats.draws), stats.acceptance());
-  if (final_line) std::fprintf(stderr, "\n");
-  std::fflush(stderr);
+std::string ProgressDetail(const sampling::SamplerStats& stats) {
+  return absl::StrFormat("%d draws, acceptance %.3f", stats.draws, stats.acceptance());
 }
 
 bool ParseCount(const std::string& text, int64_t* out) { return absl::SimpleAtoi(text, out) && *out >= 0; }
@@ -93,7 +88,7 @@ int RunSample(const std::vector<std::string>& args) {
   std::string tokenizer, lm_spec, method_text, count_text, seed_text = "0", max_tokens_text = "256";
   std::string max_draws_text = "0", max_lm_text = "0", freeze_after_text = "0", freeze_below_text = "0";
   std::string stats_path, data_root, max_trie_mb_text = "1024";
-  bool jsonl = false, exact = false;
+  bool jsonl = false, exact = false, quiet = false;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -121,6 +116,8 @@ int RunSample(const std::vector<std::string>& args) {
     if (matched) continue;
     if (arg == "--jsonl") {
       jsonl = true;
+    } else if (arg == "--quiet") {
+      quiet = true;
     } else if (arg == "--exact") {
       exact = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -172,21 +169,16 @@ int RunSample(const std::vector<std::string>& args) {
       sampling::Sampler::Create(*method, *compiled, model->get(), options);
   if (!sampler.ok()) return Fail(sampler.status());
 
-  const bool progress = isatty(STDERR_FILENO) != 0;
-  auto last_draw = std::chrono::steady_clock::now();
-  const auto started = last_draw;
+  Progress progress("sample", "samples", static_cast<uint64_t>(count), ProgressWanted(quiet));
+  const auto started = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<std::vector<int32_t>>> samples =
       (*sampler)->Sample(count, [&](const sampling::SamplerStats& stats) {
-        if (!progress) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - last_draw < std::chrono::milliseconds(100)) return;
-        last_draw = now;
-        DrawProgress(stats, count, false);
+        if (progress.enabled()) progress.Update(stats.valid, ProgressDetail(stats));
       });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!samples.ok()) return Fail(samples.status());
   const sampling::SamplerStats& stats = (*sampler)->stats();
-  if (progress) DrawProgress(stats, count, true);
+  progress.Finish(stats.valid, ProgressDetail(stats));
 
   for (const std::vector<int32_t>& tokens : *samples) {
     const std::string text = SampleText(*vocab, tokens);

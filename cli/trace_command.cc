@@ -5,7 +5,9 @@
 // perf/make_stress_traces.sh. The record's id is the file's name, its
 // grammar the argument G as given (bench resolves it against its data root),
 // "valid" false with --invalid. A file whose encoding does not spell its
-// bytes again (Llama 3 encodes every byte string exactly) is an error.
+// bytes again (Llama 3 encodes every byte string exactly) is an error. With
+// stdout a file or a pipe and stderr a terminal, progress over the files is
+// drawn on stderr (cli/progress.h) unless --quiet.
 //
 // Exit status: 0 written; 2 usage error or unreadable input.
 //
@@ -17,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "nlohmann/json.hpp"
 #include "sampling/tokenize.h"
 #include "zapgram/matcher.h"
@@ -27,7 +30,7 @@ namespace {
 constexpr std::string_view kName = "trace";
 
 constexpr std::string_view kHelp =
-    "usage: zapgram trace --tokenizer T.json --grammar G [--invalid] FILE...\n"
+    "usage: zapgram trace --tokenizer T.json --grammar G [--invalid] [--quiet] FILE...\n"
     "\n"
     "Writes a trace for `zapgram bench` on standard output: one JSON line\n"
     "{\"id\",\"grammar\",\"text\",\"tokens\",\"valid\"} per FILE, its tokens T's BPE\n"
@@ -37,6 +40,8 @@ constexpr std::string_view kHelp =
     "  --tokenizer T.json  Hugging Face tokenizer.json (byte-level or SentencePiece BPE)\n"
     "  --grammar G         the records' grammar argument, written as given\n"
     "  --invalid           mark the documents \"valid\": false\n"
+    "  --quiet             no progress line on stderr (drawn only when stderr is a\n"
+    "                      terminal and stdout is not)\n"
     "\n"
     "exit status: 0 written, 2 usage error or unreadable input.\n";
 
@@ -47,7 +52,7 @@ int Fail(absl::string_view message) {
 
 int RunTrace(const std::vector<std::string>& args) {
   std::string tokenizer_path, grammar;
-  bool valid = true;
+  bool valid = true, quiet = false;
   std::vector<std::string> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -57,6 +62,8 @@ int RunTrace(const std::vector<std::string>& args) {
       if (!TakeOptionValue(args, &i, "--grammar", &grammar)) return UsageError(kName, "--grammar needs a value");
     } else if (arg == "--invalid") {
       valid = false;
+    } else if (arg == "--quiet") {
+      quiet = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       return UsageError(kName, absl::StrCat("unknown option '", arg, "'"));
     } else {
@@ -69,7 +76,10 @@ int RunTrace(const std::vector<std::string>& args) {
   if (!encoder.ok()) return Fail(encoder.status().message());
   absl::StatusOr<Vocabulary> vocabulary = Vocabulary::Load(tokenizer_path);
   if (!vocabulary.ok()) return Fail(vocabulary.status().message());
-  for (const std::string& file : files) {
+  Progress progress("trace", "files", files.size(), ProgressWanted(quiet, /*results_on_stdout=*/true));
+  for (size_t done = 0; done < files.size(); ++done) {
+    const std::string& file = files[done];
+    progress.Update(done);
     absl::StatusOr<std::string> text = ReadFileBytes(file);
     if (!text.ok()) return Fail(text.status().message());
     const std::vector<int32_t> tokens = encoder->Encode(*text);
@@ -83,6 +93,7 @@ int RunTrace(const std::vector<std::string>& args) {
                              {"valid", valid}};
     std::printf("%s\n", record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
+  progress.Finish(files.size());
   return kExitOk;
 }
 

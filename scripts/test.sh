@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite: the Release build under ctest
 # (the GoogleTest suites and, as Python.pytest, the Python package's tests
-# against build/python), then the package installed with pip into a venv as
+# against build/python), then zapgram installed from build/ into a temporary
+# prefix with C and C++ programs built against it (scripts/test_install.sh),
+# then the package installed with pip into a venv as
 # a user installs it (reusing build/'s module) and its examples run from
 # there, then the C++ tests built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (iteration counts of the heavy differential tests
@@ -16,6 +18,7 @@ jobs=${JOBS:-2}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+scripts/test_install.sh build
 
 # pip install from this checkout into a venv that sees Debian's packages.
 /usr/bin/python3 -m venv --system-site-packages build/venv

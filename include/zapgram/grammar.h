@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "zapgram/export.h"
 #include "zapgram/limits.h"
 
 namespace zapgram {
@@ -89,7 +90,7 @@ enum class GrammarFormat {
                 // read with options.schema, as in a schema:PATH file
 };
 
-class Grammar {
+class ZAPGRAM_EXPORT Grammar {
  public:
   static absl::StatusOr<Grammar> Load(std::string_view spec, std::string_view data_root,
                                       const LoadOptions& options);
@@ -119,7 +120,7 @@ class Grammar {
   std::shared_ptr<const internal::CompiledGrammarData> data_;
 };
 
-class Recognizer {
+class ZAPGRAM_EXPORT Recognizer {
  public:
   explicit Recognizer(const Grammar& grammar, const RecognizerOptions& options = {});
   ~Recognizer();

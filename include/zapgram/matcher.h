@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "zapgram/grammar.h"
+#include "zapgram/export.h"
 #include "zapgram/limits.h"
 
 namespace zapgram {
@@ -50,7 +51,7 @@ struct VocabularyOptions {
   size_t token_set_cache_bytes = size_t{64} << 20;
 };
 
-class Vocabulary {
+class ZAPGRAM_EXPORT Vocabulary {
  public:
   static absl::StatusOr<Vocabulary> Load(const std::string& tokenizer_json_path,
                                          const VocabularyOptions& options = {});
@@ -71,7 +72,7 @@ class Vocabulary {
   std::shared_ptr<const masks::Vocabulary> impl_;
 };
 
-class CompiledGrammar {
+class ZAPGRAM_EXPORT CompiledGrammar {
  public:
   static absl::StatusOr<CompiledGrammar> Compile(const Grammar& grammar, const Vocabulary& vocabulary);
   size_t mask_words() const;
@@ -106,7 +107,7 @@ struct MatcherOptions {
   ParserLimits limits;
 };
 
-class Matcher {
+class ZAPGRAM_EXPORT Matcher {
  public:
   explicit Matcher(const CompiledGrammar& grammar, const MatcherOptions& options = {});
   ~Matcher();
@@ -137,7 +138,7 @@ class Matcher {
 // Fills the masks of many matchers (matcher k's mask at words + k * mask_words)
 // on up to `threads` threads. Matchers must be distinct objects. Starts its
 // threads per call; a server's decode loop wants a BatchMasker.
-void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
+ZAPGRAM_EXPORT void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
                   int threads);
 
 // A persistent pool of threads for the masks of a batch (api/batch_masker.cc):
@@ -148,7 +149,7 @@ void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t m
 // Thread safety: Compute may be called from several threads; calls run one
 // after another. The matchers of one call must be distinct and not used
 // elsewhere during the call.
-class BatchMasker {
+class ZAPGRAM_EXPORT BatchMasker {
  public:
   // threads <= 0: half the hardware threads, at least 1.
   explicit BatchMasker(int threads);

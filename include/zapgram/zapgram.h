@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zapgram/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,16 +30,16 @@ typedef struct zapgram_grammar zapgram_grammar;
 typedef struct zapgram_matcher zapgram_matcher;
 
 /* A Hugging Face tokenizer.json. */
-zapgram_vocab* zapgram_vocab_load(const char* tokenizer_json_path, char** error);
-void zapgram_vocab_free(zapgram_vocab* vocab);
-int32_t zapgram_vocab_size(const zapgram_vocab* vocab); /* ids of a mask */
+ZAPGRAM_EXPORT zapgram_vocab* zapgram_vocab_load(const char* tokenizer_json_path, char** error);
+ZAPGRAM_EXPORT void zapgram_vocab_free(zapgram_vocab* vocab);
+ZAPGRAM_EXPORT int32_t zapgram_vocab_size(const zapgram_vocab* vocab); /* ids of a mask */
 /* Writes up to `capacity` EOS ids into `ids`; returns how many there are. */
-size_t zapgram_vocab_eos_ids(const zapgram_vocab* vocab, int32_t* ids, size_t capacity);
+ZAPGRAM_EXPORT size_t zapgram_vocab_eos_ids(const zapgram_vocab* vocab, int32_t* ids, size_t capacity);
 
 /* Reads and compiles a grammar for `vocab` (which may be freed afterwards),
  * with the default options (a schema:PATH grammar for generation). */
-zapgram_grammar* zapgram_grammar_compile(const char* spec, const char* data_root,
-                                         const zapgram_vocab* vocab, char** error);
+ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_compile(const char* spec, const char* data_root,
+                                                        const zapgram_vocab* vocab, char** error);
 
 /* How a grammar is read; zapgram_grammar_options_init sets the defaults. */
 typedef struct zapgram_grammar_options {
@@ -53,35 +55,35 @@ typedef struct zapgram_grammar_options {
   int schema_lenient;
 } zapgram_grammar_options;
 
-void zapgram_grammar_options_init(zapgram_grammar_options* options);
+ZAPGRAM_EXPORT void zapgram_grammar_options_init(zapgram_grammar_options* options);
 /* zapgram_grammar_compile with `options` (NULL = the defaults). */
-zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const char* data_root,
-                                                      const zapgram_vocab* vocab,
-                                                      const zapgram_grammar_options* options,
-                                                      char** error);
-void zapgram_grammar_free(zapgram_grammar* grammar);
-size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar);
+ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const char* data_root,
+                                                                     const zapgram_vocab* vocab,
+                                                                     const zapgram_grammar_options* options,
+                                                                     char** error);
+ZAPGRAM_EXPORT void zapgram_grammar_free(zapgram_grammar* grammar);
+ZAPGRAM_EXPORT size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar);
 
-zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar);
-void zapgram_matcher_free(zapgram_matcher* matcher);
+ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar);
+ZAPGRAM_EXPORT void zapgram_matcher_free(zapgram_matcher* matcher);
 /* Fills the mask; returns the number of allowed ids. */
-size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uint32_t* words);
+ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uint32_t* words);
 /* 1 when accepted, 0 when not allowed (the state is unchanged). */
-int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id);
-int zapgram_matcher_accept_bytes(zapgram_matcher* matcher, const char* bytes, size_t length);
+ZAPGRAM_EXPORT int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id);
+ZAPGRAM_EXPORT int zapgram_matcher_accept_bytes(zapgram_matcher* matcher, const char* bytes, size_t length);
 /* Undoes the last n accepted tokens; 0 beyond the rollback budget. */
-int zapgram_matcher_rollback(zapgram_matcher* matcher, size_t n);
-void zapgram_matcher_reset(zapgram_matcher* matcher);
-int zapgram_matcher_is_accepting(const zapgram_matcher* matcher);
-int zapgram_matcher_is_finished(const zapgram_matcher* matcher);
+ZAPGRAM_EXPORT int zapgram_matcher_rollback(zapgram_matcher* matcher, size_t n);
+ZAPGRAM_EXPORT void zapgram_matcher_reset(zapgram_matcher* matcher);
+ZAPGRAM_EXPORT int zapgram_matcher_is_accepting(const zapgram_matcher* matcher);
+ZAPGRAM_EXPORT int zapgram_matcher_is_finished(const zapgram_matcher* matcher);
 /* The matcher's error (a budget ran out), or NULL when there is none. */
-char* zapgram_matcher_error(const zapgram_matcher* matcher);
+ZAPGRAM_EXPORT char* zapgram_matcher_error(const zapgram_matcher* matcher);
 
-void zapgram_free_string(char* s);
+ZAPGRAM_EXPORT void zapgram_free_string(char* s);
 
 /* A vocabulary given directly (toy models, tests): id i has the bytes
  * tokens[i][0 .. lengths[i]); the ids in eos_ids are special EOS tokens. */
-zapgram_vocab* zapgram_vocab_from_tokens(const char* const* tokens, const size_t* lengths, size_t count,
+ZAPGRAM_EXPORT zapgram_vocab* zapgram_vocab_from_tokens(const char* const* tokens, const size_t* lengths, size_t count,
                                          const int32_t* eos_ids, size_t eos_count, char** error);
 
 /* ---- Exact constrained sampling (CARS, ARS, RSFT, RS; GCD for comparison) ----
@@ -101,22 +103,22 @@ typedef struct zapgram_sample_options {
   int64_t max_lm_calls; /* 0: no limit */
 } zapgram_sample_options;
 /* Defaults: max_tokens 256, seed 0, no limits. */
-void zapgram_sample_options_init(zapgram_sample_options* options);
+ZAPGRAM_EXPORT void zapgram_sample_options_init(zapgram_sample_options* options);
 
 typedef struct zapgram_samples zapgram_samples;
 /* Draws n samples of the model restricted to the grammar with `method`
  * ("cars", "ars", "rsft", "rs" or "gcd"; options NULL = defaults). Fewer
  * than n when a budget stopped the run. NULL on error (*error set). */
-zapgram_samples* zapgram_sample(const zapgram_grammar* grammar, zapgram_lm_callback lm, void* user_data,
+ZAPGRAM_EXPORT zapgram_samples* zapgram_sample(const zapgram_grammar* grammar, zapgram_lm_callback lm, void* user_data,
                                 const char* method, size_t n, const zapgram_sample_options* options,
                                 char** error);
-size_t zapgram_samples_count(const zapgram_samples* samples);
+ZAPGRAM_EXPORT size_t zapgram_samples_count(const zapgram_samples* samples);
 /* Sample i's token ids (ending with its EOS id); *length gets their count. */
-const int32_t* zapgram_samples_tokens(const zapgram_samples* samples, size_t i, size_t* length);
+ZAPGRAM_EXPORT const int32_t* zapgram_samples_tokens(const zapgram_samples* samples, size_t i, size_t* length);
 /* The run's statistics as a JSON object (free with zapgram_free_string):
  * method, draws, lm_calls, valid, trie_nodes, trie_bytes, trie_reuse, ... */
-char* zapgram_samples_stats_json(const zapgram_samples* samples);
-void zapgram_samples_free(zapgram_samples* samples);
+ZAPGRAM_EXPORT char* zapgram_samples_stats_json(const zapgram_samples* samples);
+ZAPGRAM_EXPORT void zapgram_samples_free(zapgram_samples* samples);
 
 #ifdef __cplusplus
 }

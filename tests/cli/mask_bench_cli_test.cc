@@ -61,6 +61,19 @@ TEST(BenchCli, JsonSummaryAndPerDocumentLines) {
     const nlohmann::json doc = nlohmann::json::parse(line);
     ++lines;
     agree += doc["accepted"] == doc["valid"];
+    // Every mask's time, for the latency plots (perf/mask_report.py --plots).
+    ASSERT_TRUE(doc["mask_us_each"].is_array()) << line;
+    double sum = 0;
+    for (const nlohmann::json& us : doc["mask_us_each"]) sum += us.get<double>();
+    EXPECT_NEAR(sum, doc["mask_us_total"].get<double>(), 0.01 * doc["mask_us_each"].size() + 1e-9);
+    const size_t masks = doc["mask_us_each"].size();
+    if (doc["accepted"] == true) {
+      EXPECT_GT(masks, 0u);
+    }
+    EXPECT_TRUE(doc["grammar"].is_string());
+    if (lines == 1) {
+      EXPECT_GT(doc["first_mask_ms"].get<double>(), doc["compile_ms"].get<double>());
+    }
     if (doc["accepted"] == false) {
       EXPECT_FALSE(doc["rejected_at_token"].is_null());
     }
