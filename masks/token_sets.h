@@ -22,9 +22,10 @@
 // with least-recently-used eviction; a grammar holds the sets it uses, so
 // eviction only forgets them for grammars compiled later.
 //
-// Tests: tests/masks/token_sets_test.cc (spellings equal exactly when the
-// sets must be, across grammars; store budget); tests/masks/matcher_test.cc
-// (TokenSets.*: each state's sets against a node-by-node oracle).
+// Tests: tests/masks/matcher_test.cc: TokenSets.* (each state's sets,
+// eager, lazy and counted, against a node-by-node oracle; equal spellings
+// give equal sets across random grammars; two schemas share one object
+// through the store) and TokenSetStore.* (budget, LRU order).
 #ifndef ZAPGRAM_MASKS_TOKEN_SETS_H_
 #define ZAPGRAM_MASKS_TOKEN_SETS_H_
 
