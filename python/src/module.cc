@@ -345,6 +345,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("grammar"), py::arg("vocabulary"))
       .def_property_readonly("mask_words", &CompiledGrammar::mask_words)
       .def_property_readonly("vocabulary", &CompiledGrammar::vocabulary)
+      .def_property_readonly("memory_bytes", &CompiledGrammar::memory_bytes)
       .def_property_readonly("cache_stats", [](const CompiledGrammar& g) {
         const CompiledGrammar::CacheStats s = g.cache_stats();
         py::dict d;

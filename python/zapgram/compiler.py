@@ -24,8 +24,10 @@ Inputs (XGrammar's method names; the formats zapgram reads):
 - ``compile_regex``, ``compile_builtin_json_grammar``, ``compile_lark``.
 
 The cache maps (kind, text, options) to the CompiledGrammar, bounded to
-``cache_limit`` entries, least recently used first out (XGrammar bounds its
-own in bytes). Errors are ValueError with the engine's message, which names
+``cache_limit`` entries and, as XGrammar's, to ``cache_limit_bytes`` bytes
+(-1: no byte bound) of what its grammars hold (``memory_bytes``: tables,
+token sets they built, their share of the vocabulary's mask cache), least
+recently used first out; the grammar just compiled always stays. Errors are ValueError with the engine's message, which names
 the place (``<text>:LINE:COL``, or a JSON pointer) and the reason.
 
 Tests: tests/python/test_api.py (Compiler*).
@@ -52,6 +54,7 @@ class GrammarCompiler:
         max_threads: int = 8,
         cache_enabled: bool = True,
         cache_limit: int = 64,
+        cache_limit_bytes: int = -1,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -59,6 +62,7 @@ class GrammarCompiler:
         self.max_threads = max_threads  # compiling is single-threaded; kept for XGrammar's signature
         self._cache_enabled = cache_enabled
         self._cache_limit = max(0, cache_limit)
+        self._cache_limit_bytes = cache_limit_bytes
         self._cache: "collections.OrderedDict[Tuple, CompiledGrammar]" = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -156,4 +160,8 @@ class GrammarCompiler:
                 self._cache.move_to_end(key)
                 while len(self._cache) > self._cache_limit:
                     self._cache.popitem(last=False)
+                if self._cache_limit_bytes >= 0:
+                    held = sum(g.memory_bytes for g in self._cache.values())
+                    while held > self._cache_limit_bytes and len(self._cache) > 1:
+                        held -= self._cache.popitem(last=False)[1].memory_bytes
         return compiled

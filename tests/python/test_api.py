@@ -181,6 +181,22 @@ def test_compiler_cache_is_bounded(small):
     assert uncached.compile_regex("a") is not uncached.compile_regex("a")
 
 
+def test_compiler_cache_is_bounded_in_bytes(small):
+    sizes = [zapgram.GrammarCompiler(small).compile_regex(p).memory_bytes for p in ("a+", "b+c", "(ab)*d")]
+    assert all(size > 0 for size in sizes)
+    limit = max(sizes) + min(sizes) // 2  # room for one grammar, not two
+    compiler = zapgram.GrammarCompiler(small, cache_limit_bytes=limit)
+    first = compiler.compile_regex("a+")
+    compiler.compile_regex("b+c")
+    compiler.compile_regex("(ab)*d")
+    assert compiler.cache_size == 1  # the newest stays, the others went
+    assert compiler.compile_regex("a+") is not first
+    unbounded = zapgram.GrammarCompiler(small)  # cache_limit_bytes=-1
+    for p in ("a+", "b+c", "(ab)*d"):
+        unbounded.compile_regex(p)
+    assert unbounded.cache_size == 3
+
+
 # ---- GrammarMatcher ----
 
 @pytest.fixture
