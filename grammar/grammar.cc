@@ -1,5 +1,7 @@
 #include "grammar/grammar.h"
 
+#include "grammar/heap_bytes.h"
+
 #include "grammar/regex_compiler.h"
 
 #include <algorithm>
@@ -157,21 +159,11 @@ int64_t Grammar::FindRule(std::string_view name) const {
   return -1;
 }
 
-namespace {
-
-size_t StringHeapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
-
-}  // namespace
-
 size_t Grammar::memory_bytes() const {
-  size_t bytes = StringHeapBytes(source_name) + rules.capacity() * sizeof(Rule) + exprs.capacity() * sizeof(Expr) +
-                 tokens.capacity() * sizeof(Token);
-  for (const Rule& r : rules) bytes += StringHeapBytes(r.name);
-  for (const Expr& e : exprs) {
-    bytes += StringHeapBytes(e.literal) + e.ranges.capacity() * sizeof(CodepointRange) +
-             e.children.capacity() * sizeof(ExprId);
-  }
-  for (const Token& t : tokens) bytes += StringHeapBytes(t.name) + StringHeapBytes(t.pattern) + StringHeapBytes(t.text);
+  size_t bytes = HeapBytes(source_name) + HeapBytes(rules) + HeapBytes(exprs) + HeapBytes(tokens);
+  for (const Rule& r : rules) bytes += HeapBytes(r.name);
+  for (const Expr& e : exprs) bytes += HeapBytes(e.literal) + HeapBytes(e.ranges) + HeapBytes(e.children);
+  for (const Token& t : tokens) bytes += HeapBytes(t.name) + HeapBytes(t.pattern) + HeapBytes(t.text);
   return bytes;
 }
 

@@ -64,6 +64,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
+#include "grammar/heap_bytes.h"
 #include "grammar/regex_compiler.h"
 
 namespace zapgram::parser {
@@ -874,37 +875,23 @@ std::string DumpFlatGrammar(const FlatGrammar& g) {
   return out;
 }
 
-namespace {
-
-template <typename T>
-size_t VectorBytes(const std::vector<T>& v) {
-  return v.capacity() * sizeof(T);
-}
-
-size_t StringsBytes(const std::vector<std::string>& v) {
-  size_t bytes = VectorBytes(v);
-  for (const std::string& s : v) bytes += s.capacity() > 15 ? s.capacity() + 1 : 0;
-  return bytes;
-}
-
-}  // namespace
-
 size_t FlatGrammar::memory_bytes() const {
-  size_t bytes = VectorBytes(rhs) + VectorBytes(dot_lhs) + VectorBytes(production_begin) +
-                 VectorBytes(nt_production_begin) + StringsBytes(nt_names) + VectorBytes(nullable) +
-                 VectorBytes(predict_waiting_begin) + VectorBytes(predict_waiting) +
-                 VectorBytes(predict_scan_begin) + VectorBytes(predict_scan);
+  using grammar::HeapBytes;
+  size_t bytes = HeapBytes(rhs) + HeapBytes(dot_lhs) + HeapBytes(production_begin) +
+                 HeapBytes(nt_production_begin) + HeapBytes(nt_names) + HeapBytes(nullable) +
+                 HeapBytes(predict_waiting_begin) + HeapBytes(predict_waiting) +
+                 HeapBytes(predict_scan_begin) + HeapBytes(predict_scan);
   const TerminalTable& t = terminals;
-  bytes += VectorBytes(t.counted) + VectorBytes(t.start) + VectorBytes(t.next) + VectorBytes(t.eager_accepting) +
-           VectorBytes(t.eager_has_next) + VectorBytes(t.eager_live_bytes) + StringsBytes(t.names);
+  bytes += HeapBytes(t.counted) + HeapBytes(t.start) + HeapBytes(t.next) + HeapBytes(t.eager_accepting) +
+           HeapBytes(t.eager_has_next) + HeapBytes(t.eager_live_bytes) + HeapBytes(t.names);
   for (const TerminalTable::CountedSegment& seg : t.counted) bytes += seg.automaton->memory_bytes();
   if (t.lazy != nullptr) bytes += t.lazy->memory_bytes();
   if (lexer != nullptr) {
     const LexerTable& x = *lexer;
-    bytes += StringsBytes(x.names) + VectorBytes(x.rank) + VectorBytes(x.ignored) + VectorBytes(x.in_lexer) +
-             VectorBytes(x.next) + VectorBytes(x.emit) + VectorBytes(x.emit_rank) +
-             VectorBytes(x.min_accepting_rank) + VectorBytes(x.min_rank_later) +
-             VectorBytes(x.ignored_can_continue) + VectorBytes(x.continue_bits);
+    bytes += HeapBytes(x.names) + HeapBytes(x.rank) + HeapBytes(x.ignored) + HeapBytes(x.in_lexer) +
+             HeapBytes(x.next) + HeapBytes(x.emit) + HeapBytes(x.emit_rank) +
+             HeapBytes(x.min_accepting_rank) + HeapBytes(x.min_rank_later) +
+             HeapBytes(x.ignored_can_continue) + HeapBytes(x.continue_bits);
   }
   return bytes;
 }
