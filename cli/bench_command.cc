@@ -119,18 +119,22 @@ bool ParseMegabytes(const std::string& text, size_t* bytes) {
 // Drops the least recently used compiled grammars until those kept hold at
 // most `budget` bytes (the one used last always stays).
 void DropLeastRecentlyUsed(size_t budget, std::map<std::string, CompiledEntry>* compiled) {
+  struct Kept {
+    uint64_t last_used;
+    size_t bytes;
+    std::string spec;
+  };
   size_t total = 0;
-  std::vector<std::pair<uint64_t, std::string>> by_age;
+  std::vector<Kept> by_age;
   for (const auto& [spec, entry] : *compiled) {
     if (!entry.grammar.has_value()) continue;
-    total += entry.grammar->memory_bytes();
-    by_age.emplace_back(entry.last_used, spec);
+    by_age.push_back({entry.last_used, entry.grammar->memory_bytes(), spec});
+    total += by_age.back().bytes;
   }
-  std::sort(by_age.begin(), by_age.end());
+  std::sort(by_age.begin(), by_age.end(), [](const Kept& a, const Kept& b) { return a.last_used < b.last_used; });
   for (size_t k = 0; k + 1 < by_age.size() && total > budget; ++k) {
-    CompiledEntry& entry = (*compiled)[by_age[k].second];
-    total -= entry.grammar->memory_bytes();
-    compiled->erase(by_age[k].second);
+    total -= by_age[k].bytes;
+    compiled->erase(by_age[k].spec);
   }
 }
 

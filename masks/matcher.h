@@ -44,8 +44,9 @@
 //    nested roots only, where a token may end. Lark masks got ~20x faster.
 //  - the state cache: masks keyed by the recognizer's canonical pruned state
 //    (Recognizer::CanonicalState, spelled in place from the live chart by
-//    the compactor: no copy, no allocation), shared by every matcher of the
-//    grammar, bounded in bytes with LRU eviction, with hit/miss counters.
+//    the compactor: no copy, no allocation), in the vocabulary's mask cache
+//    (masks/mask_cache.h: one byte budget and LRU eviction across every
+//    grammar), with hit/miss counters per grammar.
 //    The key is cut below MatcherOptions::key_sets kept sets, so deep
 //    nesting neither slows keys nor multiplies entries; a mask whose walk
 //    reached below the cut is stored under the whole state's key
@@ -62,7 +63,6 @@
 
 #include <cstdint>
 #include <atomic>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
