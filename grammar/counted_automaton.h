@@ -40,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/byte_automaton.h"
+#include "grammar/heap_bytes.h"
 
 namespace zapgram::grammar {
 
@@ -85,10 +86,9 @@ class CountedAutomaton {
   uint32_t units_step() const { return unit_states_; }  // body (c, u) -> (c + 1, u)
   // Heap bytes held (the parts and the per-position live-byte sets).
   size_t memory_bytes() const {
-    return parts_.prefix.capacity() + parts_.suffix.capacity() +
-           parts_.unit.next.capacity() * sizeof(parts_.unit.next[0]) + parts_.unit.accepting.capacity() +
-           sizeof(std::bitset<256>) * (prefix_live_.capacity() + body_below_min_.capacity() +
-                                       body_open_.capacity() + suffix_live_.capacity());
+    return HeapBytes(parts_.prefix) + HeapBytes(parts_.suffix) + HeapBytes(parts_.unit.next) +
+           HeapBytes(parts_.unit.accepting) + HeapBytes(prefix_live_) + HeapBytes(body_below_min_) +
+           HeapBytes(body_open_) + HeapBytes(suffix_live_);
   }
 
  private:
