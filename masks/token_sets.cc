@@ -466,7 +466,10 @@ TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, u
   core.states = {state};
   core.spelling = SpellBreadthFirst(t, &core.states, {kOut}, [&](uint32_t target) {
     auto where = index.find(target);
-    if (target != 0 && (where == index.end() || !in_core[where->second])) return kOut;
+    if (target != 0 && (where == index.end() || !in_core[where->second])) {
+      core.leaves = true;
+      return kOut;
+    }
     auto [it, fresh] = number.try_emplace(target, static_cast<uint32_t>(core.states.size() + 1));
     if (fresh) {
       if (core.states.size() >= max_states) return kNoSpelling;
@@ -506,6 +509,82 @@ StateTokenSets FinishSplitTokenSets(const TokenTrie& trie, const parser::Termina
   }
   std::move(accepted).Store(&out);
   out.core = std::move(core_sets);
+  return out;
+}
+
+uint32_t MajorityStep(const parser::TerminalTable& t, uint32_t state) {
+  if (state == 0 || state >= t.eager_states()) return 0;
+  std::vector<uint32_t> bytes_of_class(t.num_classes, 0);
+  for (uint32_t b = 0; b < 256; ++b) ++bytes_of_class[t.byte_class[b]];
+  const uint32_t* row = &t.next[static_cast<size_t>(state) * t.num_classes];
+  absl::flat_hash_map<uint32_t, uint32_t> bytes_to;
+  uint32_t best = 0, best_bytes = 0;
+  for (uint32_t c = 0; c < t.num_classes; ++c) {
+    if (row[c] == 0) continue;
+    const uint32_t n = bytes_to[row[c]] += bytes_of_class[c];
+    if (n > best_bytes) best = row[c], best_bytes = n;
+  }
+  return best;
+}
+
+StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTable& t,
+                               absl::Span<const uint32_t> mask_class, uint32_t state, uint32_t base,
+                               const StateTokenSets& base_sets, size_t mask_words) {
+  const absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  const uint32_t num_nodes = static_cast<uint32_t>(nodes.size());
+  // Root children in DFS order, and whether each is taken from `base`.
+  std::vector<uint32_t> children;
+  std::vector<uint8_t> borrowed;
+  for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes; i = nodes[i].subtree_end) {
+    children.push_back(i);
+    const uint32_t next = t.Step(state, nodes[i].byte), base_next = t.Step(base, nodes[i].byte);
+    borrowed.push_back(next != 0 && base_next != 0 && mask_class[next] == mask_class[base_next]);
+  }
+  auto is_borrowed = [&](uint32_t node) {
+    const size_t k = static_cast<size_t>(std::upper_bound(children.begin(), children.end(), node) - children.begin());
+    return k > 0 && borrowed[k - 1] != 0;
+  };
+  StateTokenSets out;
+  std::vector<uint32_t> words(mask_words, 0u);
+  for (const StateTokenSets* part : {base_sets.core.get(), &base_sets}) {
+    if (part == nullptr) continue;
+    for (size_t w = 0; w < part->accepted_words.size(); ++w) words[w] |= part->accepted_words[w];
+    for (TokenId id : part->accepted_ids) SetBit(words.data(), id);
+    for (uint32_t root : part->uncertain_roots) {
+      if (is_borrowed(root)) out.uncertain_roots.push_back(root);
+    }
+  }
+  // The other subtrees: their ids are cleared, then walked from `state`.
+  const EagerTable table(t);
+  std::vector<uint32_t> own_roots;
+  AcceptedTokens own(mask_words);
+  TerminalWalk<EagerTable> walk(trie, table, /*use_subtrees=*/true, &own, &own_roots);
+  for (size_t k = 0; k < children.size(); ++k) {
+    if (borrowed[k]) continue;
+    for (TokenId id : trie.SubtreeTokens(children[k])) {
+      words[static_cast<uint32_t>(id) / 32] &= ~(1u << (static_cast<uint32_t>(id) % 32));
+    }
+    if (t.Step(state, nodes[children[k]].byte) != 0) walk.Walk(children[k], nodes[children[k]].subtree_end, state, false);
+  }
+  StateTokenSets walked;
+  std::move(own).Store(&walked);
+  for (size_t w = 0; w < walked.accepted_words.size(); ++w) words[w] |= walked.accepted_words[w];
+  for (TokenId id : walked.accepted_ids) SetBit(words.data(), id);
+  out.uncertain_roots.insert(out.uncertain_roots.end(), own_roots.begin(), own_roots.end());
+  std::sort(out.uncertain_roots.begin(), out.uncertain_roots.end());
+  // Stored like a walk's: a list when smaller than the bitset.
+  size_t count = 0;
+  for (uint32_t w : words) count += static_cast<size_t>(std::popcount(w));
+  if (count >= mask_words) {
+    out.accepted_words = std::move(words);
+    return out;
+  }
+  out.accepted_ids.reserve(count);
+  for (size_t w = 0; w < words.size(); ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      out.accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+    }
+  }
   return out;
 }
 

@@ -593,6 +593,17 @@ std::vector<TokenId> AcceptedIds(const StateTokenSets& sets) {
   return ids;  // sorted: the list is sorted and a grammar's sets use one form
 }
 
+// The accepted ids of a state's sets, a split state's core included.
+std::vector<TokenId> AllAcceptedIds(const StateTokenSets& sets) {
+  std::vector<TokenId> ids = AcceptedIds(sets);
+  if (sets.core != nullptr) {
+    const std::vector<TokenId> core = AcceptedIds(*sets.core);
+    ids.insert(ids.end(), core.begin(), core.end());
+    std::sort(ids.begin(), ids.end());
+  }
+  return ids;
+}
+
 // Checks `state` of `g` three ways; returns how many tokens the state accepts.
 size_t CheckStateSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
   const StateTokenSets fast = g.BuildTokenSets(state, /*use_subtrees=*/true);
@@ -621,10 +632,7 @@ bool CheckSplitSets(const CompiledGrammar& g, uint32_t state, const std::string&
   auto core_sets = std::make_shared<const StateTokenSets>(BuildCoreTokenSets(g.trie(), t, core, g.mask_words()));
   const StateTokenSets split = FinishSplitTokenSets(g.trie(), t, core, core_sets, g.mask_words());
   EXPECT_EQ(split.core, core_sets) << where;
-  std::vector<TokenId> accepted = AcceptedIds(*core_sets);
-  const std::vector<TokenId> own = AcceptedIds(split);
-  accepted.insert(accepted.end(), own.begin(), own.end());
-  std::sort(accepted.begin(), accepted.end());
+  const std::vector<TokenId> accepted = AllAcceptedIds(split);
   std::vector<uint32_t> roots = core_sets->uncertain_roots;
   roots.insert(roots.end(), split.uncertain_roots.begin(), split.uncertain_roots.end());
   std::sort(roots.begin(), roots.end());
@@ -632,6 +640,25 @@ bool CheckSplitSets(const CompiledGrammar& g, uint32_t state, const std::string&
   std::sort(oracle.roots.begin(), oracle.roots.end());
   EXPECT_EQ(accepted, oracle.accepted) << where << " split state " << state;
   EXPECT_EQ(roots, oracle.roots) << where << " split state " << state;
+  return true;
+}
+
+// Borrowed builds (token_sets.h, BorrowTokenSets): a state read off the
+// sets of the state most bytes take it to equals the oracle. Returns whether
+// `state` has such a base.
+bool CheckBorrowedSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
+  const parser::TerminalTable& t = g.grammar().terminals;
+  const uint32_t step = MajorityStep(t, state);
+  if (step == 0 || step >= g.mask_classes().size()) return false;
+  const uint32_t base = g.mask_classes()[step];
+  if (base == state || MajorityStep(t, base) != base) return false;
+  const StateTokenSets borrowed =
+      BorrowTokenSets(g.trie(), t, g.mask_classes(), state, base, g.TokenSets(base), g.mask_words());
+  OracleSets oracle = ClassifyNodesOneByOne(g, state);
+  std::sort(oracle.roots.begin(), oracle.roots.end());
+  EXPECT_EQ(AcceptedIds(borrowed), oracle.accepted) << where << " borrowing state " << state;
+  EXPECT_EQ(borrowed.uncertain_roots, oracle.roots) << where << " borrowing state " << state;
+  EXPECT_EQ(borrowed.accepted_words.empty(), oracle.accepted.size() < g.mask_words()) << where;
   return true;
 }
 
@@ -654,7 +681,7 @@ std::shared_ptr<const Vocabulary> AlphabetVocabulary(std::mt19937_64& rng) {
 
 TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
   std::mt19937_64 rng(0x70CE'5E75ull);
-  int grammars = 0, states = 0, loaded_states = 0, split_states = 0;
+  int grammars = 0, states = 0, loaded_states = 0, split_states = 0, borrowing_states = 0;
   for (int round = 0; round < 120; ++round) {
     auto vocab = AlphabetVocabulary(rng);
     const grammar::Grammar ir = zapgram::testing::RandomGrammar(rng);
@@ -670,16 +697,18 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
     for (uint32_t state = 0; state < shared_flat->terminals.eager_states(); ++state) {
       const size_t accepted = CheckStateSets(**g, state, "round " + std::to_string(round));
       split_states += CheckSplitSets(**g, state, "round " + std::to_string(round));
+      borrowing_states += CheckBorrowedSets(**g, state, "round " + std::to_string(round));
       ++states;
       loaded_states += accepted >= 20;
       if (::testing::Test::HasFailure()) return;
     }
   }
-  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens, %d split)\n", grammars,
-              states, loaded_states, split_states);
+  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens, %d split, %d borrowing)\n",
+              grammars, states, loaded_states, split_states, borrowing_states);
   EXPECT_GT(grammars, 60);
   EXPECT_GT(loaded_states, 50);
   EXPECT_GT(split_states, 5);
+  EXPECT_GT(borrowing_states, 5);
 }
 
 // Real grammars with Llama 3: builtin:json and MaskBench schemas, a spread of
@@ -687,10 +716,11 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
 TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
   auto vocab = LoadVocabulary("llama3");
   size_t largest = 0;
-  int checked = 0, mid_sized = 0, split_checked = 0;
+  int checked = 0, mid_sized = 0, split_checked = 0, borrowing_checked = 0;
   for (const char* spec : {"builtin:json", "schema:jsonschema/maskbench/BFCL_java_10.schema.json",
                            "schema:jsonschema/maskbench/Github_easy---o10008.schema.json",
-                           "schema:jsonschema/maskbench/Snowplow---sp_298_Normalized.schema.json"}) {
+                           "schema:jsonschema/maskbench/Snowplow---sp_298_Normalized.schema.json",
+                           "schema:jsonschema/maskbench/Snowplow---sp_116_Normalized.schema.json"}) {
     if (std::string(spec).starts_with("schema:") &&
         !std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) {
       continue;  // not in this data snapshot
@@ -715,6 +745,14 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
       split += CheckSplitSets(*g, s, spec);
     }
     split_checked += split;
+    // States that read their sets off another's (a key that must not be one
+    // of the schema's names, where the schema allows other properties).
+    for (uint32_t s = 1, checked_here = 0; s < eager && checked_here < 6; ++s) {
+      if (g->mask_classes()[s] != s || g->grammar().terminals.live_bytes(s).count() < kSharedSetsMinLiveBytes) continue;
+      const bool borrowing = CheckBorrowedSets(*g, s, spec);
+      checked_here += borrowing;
+      borrowing_checked += borrowing;
+    }
     for (uint32_t state : states) {
       if (state >= eager) continue;
       const size_t accepted = CheckStateSets(*g, state, spec);
@@ -724,8 +762,10 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
       ++checked;
     }
   }
-  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids, %d split), largest accepts %zu tokens\n",
-              checked, mid_sized, split_checked, largest);
+  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids, %d split, %d borrowing), largest "
+              "accepts %zu tokens\n",
+              checked, mid_sized, split_checked, borrowing_checked, largest);
+  EXPECT_GT(borrowing_checked, 0) << "no state reading its sets off another's was checked";
   EXPECT_GT(split_checked, 2) << "no string value fused with its followers was checked";
   EXPECT_GT(largest, 100000u) << "no open-string state was checked";
   EXPECT_GT(mid_sized, 0) << "no state stored as a list from the bitset was checked";
@@ -849,7 +889,7 @@ TEST(TokenSets, JsonGrammarsShareSetsThroughTheVocabularyStore) {
     const StateTokenSets& from_second = second->TokenSets(s);
     EXPECT_EQ(&from_first, &from_second) << "state " << s;
     EXPECT_EQ(vocab->SharedTokenSets()->stats().hits, before.hits + 1);
-    largest = std::max(largest, AcceptedIds(from_second).size());
+    largest = std::max(largest, AllAcceptedIds(from_second).size());
     ++shared;
   }
   std::printf("two MaskBench schemas share %d states' sets (largest accepts %zu tokens)\n", shared,
