@@ -19,6 +19,7 @@
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 #include "pruning/compact.h"
+#include "sampling/tokenize.h"
 #include "transforms/regular_terminals.h"
 #include "tests/support/ir_compile.h"
 #include "tests/support/random_grammar.h"
@@ -928,6 +929,67 @@ TEST(TokenSetStore, BoundedWithLeastRecentlyUsedEviction) {
   std::shared_ptr<const StateTokenSets> big = store.GetOrBuild({77}, [&] { return sets_of(10000); });
   EXPECT_EQ(big->accepted_ids.size(), 10000u);
   EXPECT_EQ(store.stats().entries, 4u);
+}
+
+// ---------------------------------------------------------------- tag dispatch
+
+// Free text with tool calls (XGrammar's TagDispatch and structural tags,
+// grammar/xgrammar_macros.h): teacher-forced through prose, a trigger split
+// across tokens however the tokenizer splits it, the tag's body, and prose
+// again; every mask against the brute force, then a short random walk.
+struct TagDispatchCase {
+  std::string spec;  // a grammar argument
+  std::string text;  // a sentence of the grammar
+};
+
+void CheckTagDispatch(const std::string& tokenizer, const TagDispatchCase& c, int* masks,
+                      int* mismatches) {
+  auto vocab = LoadVocabulary(tokenizer);
+  absl::StatusOr<sampling::TextEncoder> encoder =
+      sampling::TextEncoder::Load(testing::DataPath("tokenizers/" + tokenizer + ".tokenizer.json"));
+  ASSERT_TRUE(encoder.ok()) << encoder.status();
+  auto g = CompileFor(c.spec, vocab);
+  Matcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  std::string text;
+  for (int32_t id : encoder->Encode(c.text)) {
+    m.ComputeMask(words.data());
+    *mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
+                                c.spec + " after \"" + text + "\"");
+    ++*masks;
+    ASSERT_TRUE(Allowed(words, static_cast<TokenId>(id))) << c.spec << " after \"" << text << "\"";
+    ASSERT_TRUE(m.AcceptToken(static_cast<TokenId>(id)));
+    text += vocab->token_bytes(static_cast<TokenId>(id));
+  }
+  EXPECT_TRUE(m.IsAccepting()) << c.spec;
+  RandomWalk(g, MatcherOptions{}, 7, 4, /*require_progress=*/false, c.spec, masks, mismatches);
+}
+
+TEST(MatcherTagDispatch, MasksMatchBruteForceOnLlama3AndQwen) {
+  const std::string dir = testing::SourcePath("tests/testdata/structural_tags/");
+  const TagDispatchCase cases[] = {
+      {"structural:" + dir + "weather_qwen2_5.json",
+       "Let me look that up.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+       "\"Paris\", \"unit\": \"celsius\"}}\n</tool_call> Done, <tool_ca is not a tag."},
+      {"structural:" + dir + "weather_llama3.json",
+       "Sure. {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 3}} ok"},
+      {"structural:" + dir + "function_tags.json",
+       "<function=add>{\"a\": 1, \"b\": 22}</function> and <function=say>hi there</function>."},
+      {"grammars/ebnf/xgrammar/test_grammar_matcher_macro/test_excluded_str__grammar_str.ebnf",
+       "think it over start12345 then</think>"},
+      {"grammars/ebnf/xgrammar/test_grammar_matcher_macro/"
+       "test_regression_multiple_tag_dispatch__grammar_str.ebnf",
+       "xtag1tag2abcdpp llw"},
+  };
+  int masks = 0, mismatches = 0;
+  for (const std::string tokenizer : {"llama3", "qwen2_5"}) {
+    for (const TagDispatchCase& c : cases) {
+      ASSERT_NO_FATAL_FAILURE(CheckTagDispatch(tokenizer, c, &masks, &mismatches));
+    }
+  }
+  std::printf("tag dispatch: %d masks checked against the brute force, %d mismatches\n", masks,
+              mismatches);
+  EXPECT_EQ(mismatches, 0);
 }
 
 }  // namespace
