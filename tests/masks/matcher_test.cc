@@ -841,7 +841,8 @@ TEST(TokenSets, CountedProfilesMatchOracle) {
     for (uint32_t count = 0; count <= a.parts().max; ++count) {
       RecognizerOptions options;
       parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
-      const std::string text = "\"" + std::string(count, 'q');
+      std::string text(count + 1, 'q');
+      text[0] = '"';
       if (r.FeedBytes(text) != text.size()) break;
       std::vector<uint32_t> states;
       r.CollectScanStates(&states);
