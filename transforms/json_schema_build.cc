@@ -6,7 +6,10 @@
 //      branch, each the conjunction plus that branch with the combinator
 //      marked as expanded (so siblings of anyOf constrain every branch).
 //      oneOf is read as anyOf: the grammar accepts an instance matching
-//      several branches (exclusivity is not context-free in general);
+//      several branches (exclusivity is not context-free in general),
+//      except a oneOf whose branches only list `required` keys, a common
+//      "one of these key sets" (OneOfOfRequired: each branch forbids one key
+//      of every other branch; exact);
 //   2b. if/then/else  -> (if and then) | (not-if and else), for an `if`
 //      testing one property, whose negation is a schema node written here
 //      (NegatedIf: the key there and failing the test, or absent when `if`
@@ -25,8 +28,11 @@
 //
 // Tests: tests/transforms/json_schema_test.cc, the suite's type, enum,
 // const, anyOf, oneOf, not and numeric groups.
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +58,8 @@ constexpr std::string_view kIntegerAnySpellingRegex =
     "-?(?:0|[1-9][0-9]*)(?:\\.0+)?(?:[eE]\\+?[0-9]+)?";
 // if/then/else of one conjunction expanded at most (2^n cases).
 constexpr uint32_t kMaxConditionals = 4;
+// OneOfOfRequired: most alternatives an exact oneOf of `required` lists makes.
+constexpr size_t kMaxOneOfChoices = 64;
 constexpr std::string_view kNumberRegex = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
 
 bool HasNumericKeywords(const MergedSchema& m) {
@@ -304,6 +312,77 @@ absl::StatusOr<const Json*> Converter::NegatedIf(const Json* if_node) {
   return node;
 }
 
+std::optional<std::vector<ExprId>> Converter::OneOfOfRequired(const Json& holder,
+                                                              const std::vector<ConjItem>& base) {
+  const Json& branches = holder["oneOf"];
+  if (branches.size() < 2) return std::nullopt;
+  std::vector<std::vector<std::string>> required;
+  for (const Json& b : branches) {
+    if (!b.is_object()) return std::nullopt;
+    std::vector<std::string> keys;
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      if (it.key() == "required" && it->is_array()) {
+        for (const Json& k : *it) {
+          if (!k.is_string()) return std::nullopt;
+          keys.push_back(k.get<std::string>());
+        }
+      } else if (it.key() != "description" && it.key() != "title" && it.key() != "$comment") {
+        return std::nullopt;
+      }
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    required.push_back(std::move(keys));
+  }
+  // Per branch i, per other branch j: the keys of j that i does not require.
+  std::vector<std::vector<std::vector<std::string>>> outside(required.size());
+  size_t total = 0;
+  for (size_t i = 0; i < required.size(); ++i) {
+    size_t choices = 1;
+    for (size_t j = 0; j < required.size() && choices > 0; ++j) {
+      if (j == i) continue;
+      std::vector<std::string> d;
+      std::set_difference(required[j].begin(), required[j].end(), required[i].begin(), required[i].end(),
+                          std::back_inserter(d));
+      choices *= d.size();  // empty: j holds whenever i does, so i never holds alone
+      outside[i].push_back(std::move(d));
+    }
+    if (choices > kMaxOneOfChoices) return std::nullopt;
+    if (choices == 0) outside[i].clear();
+    total += choices;
+  }
+  if (total > kMaxOneOfChoices) return std::nullopt;
+  const std::string at = PointerOf(&holder);
+  std::vector<ExprId> alternatives;
+  for (size_t i = 0; i < required.size(); ++i) {
+    if (outside[i].empty()) continue;
+    // Every choice of one key per other branch (mixed radix).
+    std::vector<size_t> pick(outside[i].size(), 0);
+    for (size_t choice = 0;; ++choice) {
+      const std::string key = absl::StrCat(at, "#", i, "#", choice);
+      const Json*& node = oneof_exclusions_[key];
+      if (node == nullptr) {
+        Json forbid = Json::object();
+        forbid["type"] = "object";
+        Json& properties = forbid["properties"] = Json::object();
+        for (size_t j = 0; j < pick.size(); ++j) properties[outside[i][j][pick[j]]] = false;
+        node = AddSynthetic(std::move(forbid), absl::StrCat(at, "/oneOf/", i, " (exclusive)"));
+        for (auto it = (*node)["properties"].begin(); it != (*node)["properties"].end(); ++it) {
+          pointer_of_[&*it] = absl::StrCat(at, "/oneOf/", i, " (exclusive)/properties/", it.key());
+        }
+      }
+      std::vector<ConjItem> items = base;
+      items.push_back({&branches[i], 0});
+      items.push_back({node, 0});
+      alternatives.push_back(RefTo(MakeConj(std::move(items))));
+      size_t d = 0;
+      while (d < pick.size() && ++pick[d] == outside[i][d].size()) pick[d++] = 0;
+      if (d == pick.size()) break;
+    }
+  }
+  return alternatives;
+}
+
 absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   if (conj.empty()) return AnyValue();
   absl::StatusOr<MergedSchema> merged = Merge(conj);
@@ -315,6 +394,12 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   if (m.disjunction_node != nullptr) {
     const char* key = m.disjunction_bit == kSkipAnyOf ? "anyOf" : "oneOf";
     const std::vector<ConjItem> base = Expanded(conj, m.disjunction_node, m.disjunction_bit);
+    if (m.disjunction_bit == kSkipOneOf) {
+      if (std::optional<std::vector<ExprId>> exact = OneOfOfRequired(*m.disjunction_node, base)) {
+        if (exact->empty()) return Void();
+        return g().AddChoice(*std::move(exact));
+      }
+    }
     std::vector<ExprId> alternatives;
     for (const Json& branch : (*m.disjunction_node)[key]) {
       std::vector<ConjItem> items = base;
