@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "zapgram/grammar.h"
 
@@ -149,6 +150,39 @@ TEST(Budgets, AmbiguousGrammarRunsOutOfWork) {
                       std::string(200, 'a'));
   EXPECT_TRUE(small.status.ok()) << small.status;
   EXPECT_TRUE(small.accepted);
+}
+
+// An any-order object with 10 required keys in the generation grammar
+// (bounded whitespace, so every subset rule is regular): the 1,024 subset
+// rules stay rules (Rule::keep_as_rule, carried through every transform),
+// not one DFA per subset over every order of the rest. Before, MaskBench
+// o76764 compiled 637 terminals of 387,489 automaton states in 15 s / 1.8 GB.
+TEST(Budgets, AnyOrderGenerationKeepsSubsetRulesAsRules) {
+  std::string props, required;
+  for (int i = 0; i < 10; ++i) {
+    absl::StrAppend(&props, i ? ", " : "", "\"key", i, "\": {\"type\": \"string\"}");
+    absl::StrAppend(&required, i ? ", " : "", "\"key", i, "\"");
+  }
+  const std::string schema = absl::StrCat(R"({"type": "object", "properties": {)", props,
+                                          R"(}, "required": [)", required, R"(], "additionalProperties": false})");
+  LoadOptions options;
+  options.schema.any_order = true;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Grammar> g = Grammar::FromText(GrammarFormat::kJsonSchema, schema, options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::printf("budget case %-28s %9.1f ms  %zu terminals, %zu terminal states\n", "any order, 10 required",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+              g->stats().terminals, g->stats().terminal_states);
+  EXPECT_LT(g->stats().terminal_states, 2000u);
+  Recognizer r(*g);
+  const std::string reversed = R"({"key9": "a", "key8": "b", "key7": "", "key6": "", "key5": "", "key4": "",
+      "key3": "", "key2": "", "key1": "", "key0": ""})";
+  std::string text;
+  for (char c : reversed) {
+    if (c != '\n' && !(c == ' ' && !text.empty() && text.back() == ' ')) text += c;
+  }
+  EXPECT_EQ(r.FeedBytes(text), text.size()) << text;
+  EXPECT_TRUE(r.IsAccepting());
 }
 
 }  // namespace
