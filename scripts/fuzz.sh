@@ -2,15 +2,16 @@
 # Builds the libFuzzer targets (fuzz/, clang-19 + libFuzzer, ASan + UBSan;
 # build-fuzz/) and runs them.
 #
-#   scripts/fuzz.sh [--seconds N] [--seeds N] [--jobs J] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--seeds N] [--max-bytes B] [--timeout S] [--jobs J] [TARGET...]
 #     A campaign: each target replays its corpus (build-fuzz/corpus/<target>,
 #     kept between runs, plus the generated seeds and fuzz/seeds/<target>),
 #     then fuzzes for N seconds (default 600) with J workers (default 1),
 #     adding what it finds to its corpus. Crashes go to build-fuzz/artifacts/.
 #   scripts/fuzz.sh --ci
-#     What CI runs (scripts/test.sh): a small seed set (--seeds 60) replayed,
-#     then a 20-second campaign per target from a scratch corpus; any crash,
-#     hang (-timeout 10 s), leak or sanitizer report fails.
+#     What CI runs (scripts/test.sh): a small seed set (--seeds 60, inputs up
+#     to 4 KiB) replayed, then a 20-second campaign per target from a scratch
+#     corpus; any crash, hang (one input over --timeout, 30 s), leak or
+#     sanitizer report fails.
 #
 # Seeds come from the shared data (scripts/fuzz_seeds.py; nothing is copied
 # into the repository); --seeds N keeps N per target (0: all, the default
@@ -19,11 +20,13 @@
 # build-fuzz/fuzz-summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=600 seeds=0 jobs=1 ci=0
+seconds=600 seeds=0 jobs=1 ci=0 max_bytes=16384 timeout=30
 targets=()
 while (($#)); do
   case "$1" in
-    --ci) ci=1 seconds=20 seeds=60 ;;
+    --ci) ci=1 seconds=20 seeds=60 max_bytes=4096 ;;
+    --max-bytes) max_bytes=$2; shift ;;
+    --timeout) timeout=$2; shift ;;
     --seconds) seconds=$2; shift ;;
     --seeds) seeds=$2; shift ;;
     --jobs) jobs=$2; shift ;;
@@ -42,7 +45,8 @@ CC=clang-19 CXX=clang++-19 cmake -S . -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=RelW
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 \
   -DZAPGRAM_FUZZ=ON -DZAPGRAM_DATA_DIR="$data" >/dev/null
 cmake --build "$out" -j "${JOBS:-2}" --target "${targets[@]}"
-/usr/bin/python3 scripts/fuzz_seeds.py --data "$data" --out "$out/seeds" --max "$seeds" >/dev/null
+/usr/bin/python3 scripts/fuzz_seeds.py --data "$data" --out "$out/seeds" --max "$seeds" \
+  --max-bytes "$max_bytes" >/dev/null
 
 mkdir -p "$out/artifacts"
 summary=$out/fuzz-summary.txt
@@ -51,7 +55,7 @@ summary=$out/fuzz-summary.txt
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 [[ -x /usr/lib/llvm-19/bin/llvm-symbolizer ]] && export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-19/bin/llvm-symbolizer
-flags=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=2048 -max_len=16384
+flags=(-timeout="$timeout" -rss_limit_mb=2560 -malloc_limit_mb=2048
        -print_final_stats=1 -artifact_prefix="$out/artifacts/")
 for t in "${targets[@]}"; do
   bin=$out/$t
@@ -62,16 +66,20 @@ for t in "${targets[@]}"; do
     mkdir -p "$corpus"
   fi
   log=$out/$t.log
+  # tokenizer.json seeds are tens of KiB (cut-down real tokenizers).
+  len=$max_bytes
+  [[ $t == vocabulary_fuzzer ]] && len=131072
+  tflags=("${flags[@]}" -max_len="$len")
   # Replay: every corpus and seed input once (-runs=0), then the campaign.
-  "$bin" "${flags[@]}" -runs=0 "$corpus" "$out/seeds/$t" "fuzz/seeds/$t" >"$log.replay" 2>&1 ||
+  "$bin" "${tflags[@]}" -runs=0 "$corpus" "$out/seeds/$t" "fuzz/seeds/$t" >"$log.replay" 2>&1 ||
     { tail -n 40 "$log.replay"; echo "fuzz: $t failed on its corpus (log $log.replay)" >&2; exit 1; }
   start=$(date +%s)
   if ((jobs > 1)); then
-    "$bin" "${flags[@]}" -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" \
+    "$bin" "${tflags[@]}" -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" \
       "$corpus" "$out/seeds/$t" "fuzz/seeds/$t" >"$log" 2>&1 || status=$?
     cat fuzz-*.log >>"$log" 2>/dev/null && rm -f fuzz-*.log
   else
-    "$bin" "${flags[@]}" -max_total_time="$seconds" \
+    "$bin" "${tflags[@]}" -max_total_time="$seconds" \
       "$corpus" "$out/seeds/$t" "fuzz/seeds/$t" >"$log" 2>&1 || status=$?
   fi
   if [[ ${status:-0} != 0 ]]; then

@@ -14,6 +14,10 @@
 //      testing one property, whose negation is a schema node written here
 //      (NegatedIf: the key there and failing the test, or absent when `if`
 //      required it); other `if`s are unsupported;
+//   2c. dependentSchemas (and draft-07 schema-valued `dependencies`) ->
+//      a non-object | for each subset P of the triggers, an object with
+//      exactly P's triggers present and every schema of P; at most
+//      kMaxDependentSchemas triggers per node;
 //   3. `not`: a negated schema that only restricts types removes those
 //      types (`not: {}` is false); one of string keywords (pattern, format,
 //      lengths) or of a list of strings leaves the strings it does not
@@ -58,6 +62,8 @@ constexpr std::string_view kIntegerAnySpellingRegex =
     "-?(?:0|[1-9][0-9]*)(?:\\.0+)?(?:[eE]\\+?[0-9]+)?";
 // if/then/else of one conjunction expanded at most (2^n cases).
 constexpr uint32_t kMaxConditionals = 4;
+// dependentSchemas: most schema-valued triggers of one node (2^n cases).
+constexpr size_t kMaxDependentSchemas = 4;
 // OneOfOfRequired: most alternatives an exact oneOf of `required` lists makes.
 constexpr size_t kMaxOneOfChoices = 64;
 constexpr std::string_view kNumberRegex = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
@@ -383,6 +389,52 @@ std::optional<std::vector<ExprId>> Converter::OneOfOfRequired(const Json& holder
   return alternatives;
 }
 
+ExprId Converter::BuildDependentSchemas(const Conj& conj, const MergedSchema& m) {
+  const std::vector<ConjItem> base = Expanded(conj, m.dependency_node, kSkipDependentSchemas);
+  const std::string at = PointerOf(m.dependency_node);
+  std::vector<ExprId> alternatives;
+  // Not an object: no dependency applies.
+  const std::string other_key = absl::StrCat(at, "#other");
+  const Json*& other = dependency_cases_[other_key];
+  if (other == nullptr) {
+    other = AddSynthetic(Json::parse(R"({"type": ["null", "boolean", "number", "string", "array"]})"),
+                         absl::StrCat(at, " (dependentSchemas: not an object)"));
+  }
+  std::vector<ConjItem> items = base;
+  items.push_back({other, 0});
+  alternatives.push_back(RefTo(MakeConj(std::move(items))));
+  const size_t n = m.dependent_schemas.size();
+  for (uint32_t subset = 0; subset < (1u << n); ++subset) {
+    const std::string key = absl::StrCat(at, "#", subset);
+    const Json*& present = dependency_cases_[key];
+    if (present == nullptr) {
+      Json node = Json::object();
+      node["type"] = "object";
+      node["required"] = Json::array();
+      node["properties"] = Json::object();
+      for (size_t t = 0; t < n; ++t) {
+        const std::string& trigger = m.dependent_schemas[t].first;
+        if (subset & (1u << t)) {
+          node["required"].push_back(trigger);
+        } else {
+          node["properties"][trigger] = false;
+        }
+      }
+      present = AddSynthetic(std::move(node), absl::StrCat(at, " (dependentSchemas case ", subset, ")"));
+      for (auto it = (*present)["properties"].begin(); it != (*present)["properties"].end(); ++it) {
+        pointer_of_[&*it] = absl::StrCat(at, " (dependentSchemas case ", subset, ")/properties/", it.key());
+      }
+    }
+    std::vector<ConjItem> case_items = base;
+    case_items.push_back({present, 0});
+    for (size_t t = 0; t < n; ++t) {
+      if (subset & (1u << t)) case_items.push_back({m.dependent_schemas[t].second, 0});
+    }
+    alternatives.push_back(RefTo(MakeConj(std::move(case_items))));
+  }
+  return g().AddChoice(std::move(alternatives));
+}
+
 absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   if (conj.empty()) return AnyValue();
   absl::StatusOr<MergedSchema> merged = Merge(conj);
@@ -411,6 +463,19 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
 
   // 2b. if/then/else.
   if (m.conditional_node != nullptr) return BuildConditional(conj, m);
+
+  // 2c. dependentSchemas.
+  if (m.dependency_node != nullptr) {
+    if (m.dependent_schemas.size() > kMaxDependentSchemas) {
+      absl::Status st = Unsupported(
+          "dependentSchemas", PointerOf(m.dependency_node),
+          absl::StrFormat("%d conditional schemas (one grammar per subset of triggers; at most %d)",
+                          m.dependent_schemas.size(), kMaxDependentSchemas));
+      if (!st.ok()) return st;
+      return RefTo(MakeConj(Expanded(conj, m.dependency_node, kSkipDependentSchemas)));
+    }
+    return BuildDependentSchemas(conj, m);
+  }
 
   // 3. not. One of required keys is rewritten as a schema node first.
   for (const MergedSchema::Negation& negation : m.negations) {

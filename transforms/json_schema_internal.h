@@ -45,6 +45,7 @@ inline constexpr uint8_t kSkipAnyOf = 1;
 inline constexpr uint8_t kSkipOneOf = 2;
 inline constexpr uint8_t kSkipIf = 4;   // if/then/else
 inline constexpr uint8_t kSkipNot = 8;  // a `not` rewritten as a schema node (NegatedRequired)
+inline constexpr uint8_t kSkipDependentSchemas = 16;  // dependentSchemas / schema-valued dependencies
 
 struct ConjItem {
   const Json* node = nullptr;
@@ -110,6 +111,10 @@ struct MergedSchema {
   const Json* disjunction_node = nullptr;  // first anyOf/oneOf not yet expanded
   uint8_t disjunction_bit = 0;              // kSkipAnyOf or kSkipOneOf
   const Json* conditional_node = nullptr;   // first node whose if/then/else is not yet expanded
+  // First node whose schema-valued dependencies (dependentSchemas, draft-07
+  // `dependencies` objects) are not yet expanded: (trigger key, schema).
+  const Json* dependency_node = nullptr;
+  std::vector<std::pair<std::string, const Json*>> dependent_schemas;
   uint32_t pending_conditionals = 0;        // how many such nodes
   // Booleans a `not` excludes (null is removed from `types`).
   bool no_true = false, no_false = false;
@@ -219,6 +224,10 @@ class Converter {
   // if/then/else of m.conditional_node as (if and then) or (not-if and
   // else), for an `if` whose negation has a grammar (NegatedIf).
   absl::StatusOr<grammar::ExprId> BuildConditional(const Conj& conj, const MergedSchema& m);
+  // dependentSchemas of m.dependency_node: a non-object, or an object with
+  // exactly the triggers of one subset present, under their schemas (one
+  // alternative per subset, at most 2^kMaxDependentSchemas).
+  grammar::ExprId BuildDependentSchemas(const Conj& conj, const MergedSchema& m);
   // A schema node (owned here) for the negation of `if_node`: an `if` that
   // tests one property ({properties: {k: S}}, maybe required [k]) is negated
   // as an object whose k is there and fails S (or, if `if` required k, is
@@ -336,6 +345,9 @@ class Converter {
   // synthetic node forbidding one key of every other branch (made once, so
   // a recursive schema meets the same conjunctions again).
   absl::flat_hash_map<std::string, const Json*> oneof_exclusions_;
+  // BuildDependentSchemas: "<node pointer>#<subset>" -> the synthetic node
+  // requiring the subset's triggers and forbidding the others.
+  absl::flat_hash_map<std::string, const Json*> dependency_cases_;
   // Document order of the nodes (IndexDocument numbers the subschemas in the
   // order they are found; a node reached otherwise gets the next number when
   // first sorted): MakeConj's sort key.

@@ -388,7 +388,8 @@ TEST(JsonSchema, UnsupportedIsAnErrorOrAWarning) {
 
   for (const char* s : {R"({"if": {"type": "string"}, "then": {"minLength": 1}})",  // not one property
                         R"({"contains": {"type": "string"}})",
-                        R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
+                        R"({"dependentSchemas": {"a": {"required": ["b"]}, "b": false, "c": {},
+                              "d": {"minProperties": 2}, "e": {"required": ["a"]}, "f": false}})",
                         R"({"not": {"minimum": 3}})",
                         R"({"unevaluatedProperties": false})"}) {
     absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(s, "s.json");
@@ -564,11 +565,15 @@ TEST(JsonSchema, DependentRequired) {
   // a trigger needs first.
   ExpectLanguage(R"({"dependentRequired": {"x": ["y"]}})", {R"({"y": 2, "x": 1})", R"({"y": 1, "z": 2})"},
                  {R"({"x": 1})", R"({"x": 1, "y": 2})"});
-  absl::StatusOr<JsonSchemaGrammar> conditional = JsonSchemaToGrammar(
-      R"({"dependencies": {"a": {"required": ["b"]}}})", "s.json");
-  ASSERT_FALSE(conditional.ok());
-  EXPECT_NE(conditional.status().message().find("unsupported: dependencies at #"), std::string::npos)
-      << conditional.status();
+  // Schema-valued dependencies (draft-07) and dependentSchemas: the schema
+  // applies when its trigger is present (one case per subset of triggers);
+  // a non-object satisfies them all.
+  ExpectLanguage(R"({"properties": {"a": {}, "b": {}, "c": {"type": "integer"}},
+                     "dependencies": {"a": {"required": ["b"]}, "c": {"properties": {"b": {"type": "string"}}}}})",
+                 {"{}", R"({"a": 1, "b": 2})", R"({"b": 2})", R"({"b": "x", "c": 1})", R"({"a": 1, "b": "x", "c": 2})",
+                  "3", "[1]"},
+                 {R"({"a": 1})", R"({"b": 2, "c": 1})", R"({"a": 1, "b": 2, "c": 3})"});
+  ExpectLanguage(R"({"dependentSchemas": {"x": false}})", {R"({"y": 1})", "null"}, {R"({"x": 1})"});
   std::string many = R"({"dependentRequired": {)";
   for (int i = 0; i < 6; ++i) absl::StrAppend(&many, i ? ", " : "", "\"k", i, "\": [\"z\"]");
   many += "}}";
