@@ -45,6 +45,11 @@
 namespace zapgram::grammar {
 
 // The parts of P U{min,max} S (grammar/regex_compiler.h SplitCountedRegex).
+// Counted repetitions with a smaller bound are unrolled into ordinary DFAs
+// (parser/flat_grammar.cc); from this bound on a P U{m,n} S regex is a
+// counted terminal, and transforms/regular_terminals.cc keeps it one.
+inline constexpr uint32_t kCountedMinBound = 32;
+
 struct CountedParts {
   std::string prefix;
   ByteDfa unit;  // trimmed: state 0 dead, 1 start

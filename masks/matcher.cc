@@ -43,7 +43,7 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
                                  std::shared_ptr<const Vocabulary> vocabulary,
                                  std::shared_ptr<const TokenTrie> trie)
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), trie_(std::move(trie)),
-      cache_(vocabulary_->SharedMaskCache()), set_store_(vocabulary_->SharedTokenSets()) {
+      set_store_(vocabulary_->SharedTokenSets()), cache_(vocabulary_->SharedMaskCache()) {
   // Eager terminal states get a slot each; lazy ones (created while parsing)
   // share the on-demand map with the lexed grammars' sets.
   const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.eager_states();
@@ -94,10 +94,26 @@ const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
     // walked); the others are built faster than spelled and looked up.
     const bool share = set_store_->budget_bytes() != 0 &&
                        grammar_->terminals.live_bytes(state).count() >= kSharedSetsMinLiveBytes;
-    const std::vector<uint32_t> spelling =
-        share ? CanonicalSubautomaton(grammar_->terminals, state) : std::vector<uint32_t>();
-    sets_[state] = spelling.empty() ? std::make_shared<const StateTokenSets>(build())
-                                    : set_store_->GetOrBuild(spelling, build);
+    const parser::TerminalTable& t = grammar_->terminals;
+    const std::vector<uint32_t> spelling = share ? CanonicalSubautomaton(t, state) : std::vector<uint32_t>();
+    const TerminalCore core = share && spelling.empty() ? SpellTerminalCore(t, state) : TerminalCore();
+    if (!spelling.empty()) {
+      sets_[state] = set_store_->GetOrBuild(spelling, build);
+    } else if (!core.empty()) {
+      // Too large to share whole (a string value fused with the names that
+      // follow it): its core is shared, the walks past the core's exits are
+      // this grammar's own.
+      std::shared_ptr<const StateTokenSets> core_sets = set_store_->GetOrBuild(core.spelling, [&] {
+        built = true;
+        return BuildCoreTokenSets(*trie_, t, core, mask_words());
+      });
+      (built ? sets_built_bytes_ : sets_found_bytes_).fetch_add(core_sets->bytes(), std::memory_order_relaxed);
+      sets_[state] = std::make_shared<const StateTokenSets>(
+          FinishSplitTokenSets(*trie_, t, core, std::move(core_sets), mask_words()));
+      built = true;
+    } else {
+      sets_[state] = std::make_shared<const StateTokenSets>(build());
+    }
     (built ? sets_built_bytes_ : sets_found_bytes_).fetch_add(sets_[state]->bytes(), std::memory_order_relaxed);
   });
   return *sets_[state];
@@ -346,6 +362,7 @@ size_t Matcher::ComputeMask(uint32_t* words) {
 }
 
 void Matcher::AddTokenSets(const StateTokenSets& sets, uint32_t* words) {
+  if (sets.core != nullptr) AddTokenSets(*sets.core, words);
   for (size_t w = 0; w < sets.accepted_words.size(); ++w) words[w] |= sets.accepted_words[w];
   for (TokenId id : sets.accepted_ids) SetBit(words, id);
   roots_.insert(roots_.end(), sets.uncertain_roots.begin(), sets.uncertain_roots.end());

@@ -3,9 +3,9 @@
 
 #include <array>
 #include <bitset>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include <utility>
 
 namespace zapgram::masks {
 
@@ -132,57 +132,118 @@ class LoopCache {
 // have their own form of it (CountedTable above): near the bound of a
 // string with maxLength 150 a set was a 10-15 ms walk of every node.
 // `use_subtrees` false walks every node (the differential tests' reference).
-template <typename Table>
-void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t start,
-                            bool use_subtrees, AcceptedTokens* accepted,
-                            std::vector<uint32_t>* uncertain_roots) {
-  constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
-  if (start == 0) return;  // dead: every token is rejected
-  const TokenTrieNode* nodes = trie.nodes().data();
-  const uint32_t num_nodes = static_cast<uint32_t>(trie.nodes().size());
-  const size_t height = trie.max_depth() + 1u;
-  std::vector<uint32_t> state(height);
-  std::vector<uint8_t> ended_before(height);
-  // Per depth: the self-loop bytes of state[d] once looked up (else null).
-  std::vector<const TrieByteSet*> loop(height, nullptr);
-  LoopCache<Table> loops(table);
-  state[0] = start;
-  ended_before[0] = 0;
-  for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes;) {
-    const TokenTrieNode& node = nodes[i];
-    const uint32_t depth = node.depth;
-    const uint32_t parent = state[depth - 1];
-    if constexpr (Table::kCounted) {
-      if (use_subtrees && node.subtree_end > i + 1 && trie.SubtreeHeight(i) <= table.UnitsLeftAtUnitStart(parent) &&
-          IsSubset(trie.SubtreeBytes(i), table.one_byte_units)) {
-        accepted->Add(trie.SubtreeTokens(i));
-        i = node.subtree_end;
-        continue;
-      }
-    }
-    const uint32_t next = table.Step(parent, node.byte);
-    if (next == 0 || next == kOverflow) {
-      if (ended_before[depth - 1] != 0 || next == kOverflow) uncertain_roots->push_back(i);
-      i = node.subtree_end;
-      continue;
-    }
-    if constexpr (Table::kHasLoops) {
-      if (next == parent && node.subtree_end > i + 1 && use_subtrees) {
-        if (loop[depth - 1] == nullptr) loop[depth - 1] = &loops.Get(parent);
-        if (IsSubset(trie.SubtreeBytes(i), *loop[depth - 1])) {
-          accepted->Add(trie.SubtreeTokens(i));
+//
+// A walk may also stop where the DFA leaves a set of states (`Exits`, the
+// core of a split build, see token_sets.h): the node is recorded with the
+// state it left from and the walk jumps past its subtree, which a later
+// Walk over [node, subtree end) from that state finishes.
+struct NoExits {
+  static constexpr bool kActive = false;
+  bool Leaves(uint32_t) const { return false; }
+  void Record(uint32_t, uint32_t, bool) {}
+};
+
+template <typename Table, typename Exits = NoExits>
+class TerminalWalk {
+ public:
+  TerminalWalk(const TokenTrie& trie, const Table& table, bool use_subtrees, AcceptedTokens* accepted,
+               std::vector<uint32_t>* uncertain_roots, Exits exits = Exits())
+      : trie_(trie), table_(table), use_subtrees_(use_subtrees), accepted_(accepted),
+        uncertain_roots_(uncertain_roots), exits_(std::move(exits)), state_(trie.max_depth() + 1u),
+        ended_before_(trie.max_depth() + 1u), loop_(trie.max_depth() + 1u, nullptr), loops_(table) {}
+
+  // Nodes [begin, end): the root's children, or one node's subtree, whose
+  // parent path left the DFA in `parent_state` (live), having passed an
+  // accepting state below the root when `parent_ended`.
+  void Walk(uint32_t begin, uint32_t end, uint32_t parent_state, bool parent_ended) {
+    constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
+    const TokenTrieNode* nodes = trie_.nodes().data();
+    const uint32_t top = nodes[begin].depth - 1u;
+    state_[top] = parent_state;
+    ended_before_[top] = parent_ended ? 1 : 0;
+    loop_[top] = nullptr;
+    for (uint32_t i = begin; i < end;) {
+      const TokenTrieNode& node = nodes[i];
+      const uint32_t depth = node.depth;
+      const uint32_t parent = state_[depth - 1];
+      if constexpr (Table::kCounted) {
+        if (use_subtrees_ && node.subtree_end > i + 1 &&
+            trie_.SubtreeHeight(i) <= table_.UnitsLeftAtUnitStart(parent) &&
+            IsSubset(trie_.SubtreeBytes(i), table_.one_byte_units)) {
+          accepted_->Add(trie_.SubtreeTokens(i));
           i = node.subtree_end;
           continue;
         }
       }
-      loop[depth] = next == parent ? loop[depth - 1] : nullptr;
+      const uint32_t next = table_.Step(parent, node.byte);
+      if (next == 0 || next == kOverflow) {
+        if (ended_before_[depth - 1] != 0 || next == kOverflow) uncertain_roots_->push_back(i);
+        i = node.subtree_end;
+        continue;
+      }
+      if constexpr (Exits::kActive) {
+        if (next != parent && exits_.Leaves(next)) {
+          exits_.Record(i, parent, ended_before_[depth - 1] != 0);
+          i = node.subtree_end;
+          continue;
+        }
+      }
+      if constexpr (Table::kHasLoops) {
+        if (next == parent && node.subtree_end > i + 1 && use_subtrees_) {
+          if (loop_[depth - 1] == nullptr) loop_[depth - 1] = &loops_.Get(parent);
+          if (IsSubset(trie_.SubtreeBytes(i), *loop_[depth - 1])) {
+            accepted_->Add(trie_.SubtreeTokens(i));
+            i = node.subtree_end;
+            continue;
+          }
+        }
+        loop_[depth] = next == parent ? loop_[depth - 1] : nullptr;
+      }
+      if (node.token_count != 0) accepted_->Add(trie_.TokensAt(i));
+      state_[depth] = next;
+      ended_before_[depth] = ended_before_[depth - 1] | static_cast<uint8_t>(table_.Accepting(next));
+      ++i;
     }
-    if (node.token_count != 0) accepted->Add(trie.TokensAt(i));
-    state[depth] = next;
-    ended_before[depth] = ended_before[depth - 1] | static_cast<uint8_t>(table.Accepting(next));
-    ++i;
   }
+
+  void WalkAll(uint32_t start) {
+    if (start == 0) return;  // dead: every token is rejected
+    const uint32_t num_nodes = static_cast<uint32_t>(trie_.nodes().size());
+    if (num_nodes > TokenTrie::kRoot + 1) Walk(TokenTrie::kRoot + 1, num_nodes, start, false);
+  }
+
+ private:
+  const TokenTrie& trie_;
+  const Table& table_;
+  const bool use_subtrees_;
+  AcceptedTokens* accepted_;
+  std::vector<uint32_t>* uncertain_roots_;
+  Exits exits_;
+  std::vector<uint32_t> state_;
+  std::vector<uint8_t> ended_before_;
+  // Per depth: the self-loop bytes of state_[d] once looked up (else null).
+  std::vector<const TrieByteSet*> loop_;
+  LoopCache<Table> loops_;
+};
+
+template <typename Table>
+void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t start, bool use_subtrees,
+                            AcceptedTokens* accepted, std::vector<uint32_t>* uncertain_roots) {
+  TerminalWalk<Table>(trie, table, use_subtrees, accepted, uncertain_roots).WalkAll(start);
 }
+
+// The exits of a core walk: the DFA leaves the core (states numbered by
+// `label`), recorded as (node, label of the state left | ended flag).
+struct CoreExits {
+  static constexpr bool kActive = true;
+  const absl::flat_hash_map<uint32_t, uint32_t>* label;
+  std::vector<uint32_t>* out;
+  bool Leaves(uint32_t next) const { return !label->contains(next); }
+  void Record(uint32_t node, uint32_t from, bool ended) {
+    out->push_back(node);
+    out->push_back(label->at(from) | (ended ? kCoreExitEnded : 0u));
+  }
+};
 
 }  // namespace
 
@@ -238,29 +299,28 @@ std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_
   return out;
 }
 
-std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
-  // Breadth first from `state`; states are numbered in the order found
-  // (the dead state is 0, the start 1). Each state's entry: its accepting
-  // flag, its number of runs, then per run (last byte, target number).
-  std::vector<uint32_t> spelling;
-  if (state == 0 || state >= t.eager_states()) return spelling;
-  absl::flat_hash_map<uint32_t, uint32_t> number = {{0u, 0u}, {state, 1u}};
-  std::vector<uint32_t> order = {state};
+namespace {
+
+// Spells breadth first the states of `order` (it grows while spelled):
+// per state its accepting flag, its number of runs, then per run (last
+// byte, number of the target). `number(target)` names a target, appending
+// the states it meets for the first time to `order`; kNoSpelling from it
+// gives up (empty spelling).
+constexpr uint32_t kNoSpelling = UINT32_MAX;
+template <typename Number>
+std::vector<uint32_t> SpellBreadthFirst(const parser::TerminalTable& t, std::vector<uint32_t>* order,
+                                        std::vector<uint32_t> spelling, Number number) {
   std::vector<uint32_t> class_target(t.num_classes);
-  for (size_t k = 0; k < order.size(); ++k) {
-    const uint32_t s = order[k];
+  for (size_t k = 0; k < order->size(); ++k) {
+    const uint32_t s = (*order)[k];
     const uint32_t* row = &t.next[static_cast<size_t>(s) * t.num_classes];
     // Targets are numbered in byte order (classes are not ordered).
-    std::fill(class_target.begin(), class_target.end(), UINT32_MAX);
+    std::fill(class_target.begin(), class_target.end(), kNoSpelling);
     for (uint32_t b = 0; b < 256; ++b) {
       uint32_t& target = class_target[t.byte_class[b]];
-      if (target != UINT32_MAX) continue;
-      auto [it, fresh] = number.try_emplace(row[t.byte_class[b]], static_cast<uint32_t>(order.size() + 1));
-      if (fresh) {
-        if (order.size() >= max_states) return {};
-        order.push_back(row[t.byte_class[b]]);
-      }
-      target = it->second;
+      if (target != kNoSpelling) continue;
+      target = number(row[t.byte_class[b]]);
+      if (target == kNoSpelling) return {};
     }
     spelling.push_back(t.eager_accepting[s]);
     const size_t runs_at = spelling.size();
@@ -277,6 +337,176 @@ std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint
     }
   }
   return spelling;
+}
+
+}  // namespace
+
+std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
+  // States are numbered in the order found (the dead state is 0, the start 1).
+  if (state == 0 || state >= t.eager_states()) return {};
+  absl::flat_hash_map<uint32_t, uint32_t> number = {{0u, 0u}, {state, 1u}};
+  std::vector<uint32_t> order = {state};
+  return SpellBreadthFirst(t, &order, {}, [&](uint32_t target) {
+    auto [it, fresh] = number.try_emplace(target, static_cast<uint32_t>(order.size() + 1));
+    if (fresh) {
+      if (order.size() >= max_states) return kNoSpelling;
+      order.push_back(target);
+    }
+    return it->second;
+  });
+}
+
+namespace {
+
+// Strongly connected components of a small graph (successor lists), by
+// Tarjan's algorithm with an explicit stack: per node its component's
+// number, and whether that component has a cycle (two nodes or more, or a
+// self-loop).
+struct Components {
+  std::vector<uint32_t> of;
+  std::vector<uint8_t> cyclic;
+};
+Components StronglyConnected(const std::vector<std::vector<uint32_t>>& successors) {
+  const uint32_t n = static_cast<uint32_t>(successors.size());
+  constexpr uint32_t kUnseen = UINT32_MAX;
+  Components out{std::vector<uint32_t>(n, kUnseen), {}};
+  std::vector<uint32_t> order(n, kUnseen), low(n, 0), component_stack;
+  std::vector<uint8_t> on_stack(n, 0);
+  std::vector<std::pair<uint32_t, uint32_t>> frames;  // (node, next successor)
+  uint32_t counter = 0;
+  for (uint32_t root = 0; root < n; ++root) {
+    if (order[root] != kUnseen) continue;
+    frames.push_back({root, 0});
+    order[root] = low[root] = counter++;
+    component_stack.push_back(root), on_stack[root] = 1;
+    while (!frames.empty()) {
+      auto& [v, k] = frames.back();
+      if (k < successors[v].size()) {
+        const uint32_t w = successors[v][k++];
+        if (order[w] == kUnseen) {
+          order[w] = low[w] = counter++;
+          component_stack.push_back(w), on_stack[w] = 1;
+          frames.push_back({w, 0});
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], order[w]);
+        }
+        continue;
+      }
+      const uint32_t done = v;
+      frames.pop_back();
+      if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+      if (low[done] != order[done]) continue;
+      const uint32_t id = static_cast<uint32_t>(out.cyclic.size());
+      uint32_t size = 0, w;
+      do {
+        w = component_stack.back();
+        component_stack.pop_back(), on_stack[w] = 0;
+        out.of[w] = id;
+        ++size;
+      } while (w != done);
+      const std::vector<uint32_t>& own = successors[done];
+      out.cyclic.push_back(size > 1 || std::find(own.begin(), own.end(), done) != own.end());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
+  constexpr uint32_t kCoreDepth = 4;
+  TerminalCore core;
+  if (state == 0 || state >= t.eager_states()) return core;
+  // The states within kCoreDepth bytes of `state`. A core is any set of
+  // states holding `state` (the walk is exact whatever the set); it pays
+  // when its walk is the same in many grammars. So: `state`, and the near
+  // cycles it is on or steps into (a string's body with its escapes and
+  // multi-byte characters, entered from the start of a key that must not
+  // be one of the schema's names), found among states close by, so that
+  // the way back through what follows the string (a comma, the next key)
+  // does not tie the core to this grammar.
+  absl::flat_hash_map<uint32_t, uint32_t> index = {{state, 0u}};
+  std::vector<uint32_t> reached = {state};
+  std::vector<std::vector<uint32_t>> successors(1);
+  size_t level_end = 1;
+  uint32_t depth = 0;
+  for (size_t k = 0; k < reached.size(); ++k) {
+    if (k == level_end) {
+      level_end = reached.size();
+      ++depth;
+    }
+    const uint32_t* row = &t.next[static_cast<size_t>(reached[k]) * t.num_classes];
+    for (uint32_t c = 0; c < t.num_classes; ++c) {
+      if (row[c] == 0) continue;
+      auto it = index.find(row[c]);
+      if (it == index.end()) {
+        if (depth + 1 > kCoreDepth || reached.size() >= 4 * max_states) continue;
+        it = index.try_emplace(row[c], static_cast<uint32_t>(reached.size())).first;
+        reached.push_back(row[c]);
+        successors.emplace_back();
+      }
+      std::vector<uint32_t>& out = successors[k];
+      if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+    }
+  }
+  const Components components = StronglyConnected(successors);
+  std::vector<uint8_t> in_core(reached.size(), 0);
+  std::vector<uint8_t> chosen(components.cyclic.size(), 0);
+  chosen[components.of[0]] = 1;
+  for (uint32_t w : successors[0]) chosen[components.of[w]] |= components.cyclic[components.of[w]];
+  size_t core_states = 0;
+  for (size_t k = 0; k < reached.size(); ++k) {
+    in_core[k] = chosen[components.of[k]];
+    core_states += in_core[k];
+  }
+  if (core_states == 1) return core;  // no cycle near: nothing to share
+  // Spelled from `state`: dead 0, core states 1.., any step out one mark.
+  constexpr uint32_t kOut = kNoSpelling - 1;
+  absl::flat_hash_map<uint32_t, uint32_t> number = {{0u, 0u}, {state, 1u}};
+  core.states = {state};
+  core.spelling = SpellBreadthFirst(t, &core.states, {kOut}, [&](uint32_t target) {
+    auto where = index.find(target);
+    if (target != 0 && (where == index.end() || !in_core[where->second])) return kOut;
+    auto [it, fresh] = number.try_emplace(target, static_cast<uint32_t>(core.states.size() + 1));
+    if (fresh) {
+      if (core.states.size() >= max_states) return kNoSpelling;
+      core.states.push_back(target);
+    }
+    return it->second;
+  });
+  if (core.spelling.empty()) core.states.clear();
+  return core;
+}
+
+StateTokenSets BuildCoreTokenSets(const TokenTrie& trie, const parser::TerminalTable& t, const TerminalCore& core,
+                                  size_t mask_words) {
+  StateTokenSets out;
+  AcceptedTokens accepted(mask_words);
+  absl::flat_hash_map<uint32_t, uint32_t> label;
+  for (uint32_t k = 0; k < core.states.size(); ++k) label.try_emplace(core.states[k], k);
+  const EagerTable table(t);
+  TerminalWalk<EagerTable, CoreExits>(trie, table, /*use_subtrees=*/true, &accepted, &out.uncertain_roots,
+                                      CoreExits{&label, &out.core_exits})
+      .WalkAll(core.states[0]);
+  std::move(accepted).Store(&out);
+  return out;
+}
+
+StateTokenSets FinishSplitTokenSets(const TokenTrie& trie, const parser::TerminalTable& t, const TerminalCore& core,
+                                    std::shared_ptr<const StateTokenSets> core_sets, size_t mask_words) {
+  StateTokenSets out;
+  AcceptedTokens accepted(mask_words);
+  const EagerTable table(t);
+  TerminalWalk<EagerTable> walk(trie, table, /*use_subtrees=*/true, &accepted, &out.uncertain_roots);
+  const std::vector<uint32_t>& exits = core_sets->core_exits;
+  for (size_t k = 0; k + 1 < exits.size(); k += 2) {
+    const uint32_t node = exits[k];
+    walk.Walk(node, trie.nodes()[node].subtree_end, core.states[exits[k + 1] & ~kCoreExitEnded],
+              (exits[k + 1] & kCoreExitEnded) != 0);
+  }
+  std::move(accepted).Store(&out);
+  out.core = std::move(core_sets);
+  return out;
 }
 
 std::shared_ptr<const StateTokenSets> TokenSetStore::GetOrBuild(const std::vector<uint32_t>& spelling,

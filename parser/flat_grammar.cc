@@ -159,8 +159,6 @@ class Lowering {
     std::shared_ptr<const grammar::CountedAutomaton> automaton;
   };
   std::vector<CountedTerminal> counted_terminals_;
-  // Counted repetitions up to this bound stay ordinary (eager) DFAs.
-  static constexpr uint32_t kCountedMinBound = 32;
   std::vector<std::string> terminal_names_;
   uint64_t rhs_symbols_ = 0;
   uint32_t never_nt_ = kNone;
@@ -216,7 +214,7 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   // P(?:U){m,n}S with a large bound: a counted terminal, never unrolled.
   absl::StatusOr<std::optional<grammar::CountedParts>> split =
       grammar::SplitCountedRegex(e.literal, e.flags);
-  if (split.ok() && split->has_value() && (*split)->max >= kCountedMinBound) {
+  if (split.ok() && split->has_value() && (*split)->max >= grammar::kCountedMinBound) {
     absl::StatusOr<grammar::CountedAutomaton> counted =
         grammar::CountedAutomaton::Build(**std::move(split));
     if (counted.ok()) {

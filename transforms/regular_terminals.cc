@@ -61,6 +61,16 @@ class Merger {
     std::string regex;
   };
   std::vector<Piece> PlanSequence(const Expr& e);
+  // A regex the lowering matches as a counted terminal (a string with a
+  // maxLength of 32 or more): merged with its neighbours it would be
+  // unrolled into (max + 1) x |unit| eager states with no loop, which made
+  // every mask inside the string a walk of the whole token trie. It stays a
+  // terminal of its own, and counts as not regular for its parents.
+  static bool IsCountedRegex(const Expr& e) {
+    if (e.kind != ExprKind::kRegex || e.literal.find('{') == std::string::npos) return false;
+    absl::StatusOr<std::optional<grammar::CountedParts>> split = grammar::SplitCountedRegex(e.literal, e.flags);
+    return split.ok() && split->has_value() && (*split)->max >= grammar::kCountedMinBound;
+  }
   bool Mergeable(ExprId id) const {
     const ExprKind k = g_.exprs[id].kind;
     return regular_node_[id] && (k == ExprKind::kSequence || k == ExprKind::kChoice ||
@@ -90,7 +100,8 @@ void Merger::FindRegularRules() {
   const size_t n = g_.rules.size();
   std::vector<std::vector<RuleId>> users(n);
   std::vector<uint32_t> pending(n, 0);
-  std::vector<uint8_t> has_token(n, 0);
+  // Rules holding a token or a counted regex are not regular.
+  std::vector<uint8_t> opaque(n, 0);
   std::vector<uint32_t> seen(g_.exprs.size(), 0xFFFFFFFFu);
   for (RuleId r = 0; r < n; ++r) {
     std::vector<ExprId> stack = {g_.rules[r].body};
@@ -102,7 +113,7 @@ void Merger::FindRegularRules() {
       seen[id] = r;
       const Expr& e = g_.exprs[id];
       if (e.kind == ExprKind::kRuleRef) deps.push_back(e.rule);
-      if (e.kind == ExprKind::kToken) has_token[r] = 1;
+      if (e.kind == ExprKind::kToken || IsCountedRegex(e)) opaque[r] = 1;
       for (ExprId c : e.children) stack.push_back(c);
     }
     std::sort(deps.begin(), deps.end());
@@ -111,7 +122,7 @@ void Merger::FindRegularRules() {
     for (RuleId d : deps) users[d].push_back(r);
   }
   regular_rule_.assign(n, 0);
-  std::vector<uint8_t> spoiled = has_token;
+  std::vector<uint8_t> spoiled = opaque;
   std::vector<RuleId> ready;
   for (RuleId r = 0; r < n; ++r) {
     if (pending[r] == 0) ready.push_back(r);
@@ -147,7 +158,7 @@ void Merger::FindRegularNodes() {
       stack.pop_back();
       if (state[id] == 2) continue;
       state[id] = 2;
-      bool regular = e.kind != ExprKind::kToken;
+      bool regular = e.kind != ExprKind::kToken && !IsCountedRegex(e);
       if (e.kind == ExprKind::kRuleRef) regular = regular_rule_[e.rule] != 0;
       for (ExprId c : e.children) regular = regular && regular_node_[c];
       regular_node_[id] = regular;

@@ -610,6 +610,31 @@ size_t CheckStateSets(const CompiledGrammar& g, uint32_t state, const std::strin
   return accepted.size();
 }
 
+// Split builds (token_sets.h, TerminalCore): the core's sets plus the walks
+// past its exits give the oracle's sets, each token once. Returns whether
+// `state` has a core.
+bool CheckSplitSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
+  const parser::TerminalTable& t = g.grammar().terminals;
+  const TerminalCore core = SpellTerminalCore(t, state);
+  if (core.empty()) return false;
+  EXPECT_EQ(core.states[0], state) << where;
+  auto core_sets = std::make_shared<const StateTokenSets>(BuildCoreTokenSets(g.trie(), t, core, g.mask_words()));
+  const StateTokenSets split = FinishSplitTokenSets(g.trie(), t, core, core_sets, g.mask_words());
+  EXPECT_EQ(split.core, core_sets) << where;
+  std::vector<TokenId> accepted = AcceptedIds(*core_sets);
+  const std::vector<TokenId> own = AcceptedIds(split);
+  accepted.insert(accepted.end(), own.begin(), own.end());
+  std::sort(accepted.begin(), accepted.end());
+  std::vector<uint32_t> roots = core_sets->uncertain_roots;
+  roots.insert(roots.end(), split.uncertain_roots.begin(), split.uncertain_roots.end());
+  std::sort(roots.begin(), roots.end());
+  OracleSets oracle = ClassifyNodesOneByOne(g, state);
+  std::sort(oracle.roots.begin(), oracle.roots.end());
+  EXPECT_EQ(accepted, oracle.accepted) << where << " split state " << state;
+  EXPECT_EQ(roots, oracle.roots) << where << " split state " << state;
+  return true;
+}
+
 // A vocabulary over the random grammars' alphabet (a, b, c, d, é, stray
 // halves of é): every single byte of it plus random strings up to 8 bytes,
 // so subtrees are deep and some share bytes a state loops on.
@@ -629,7 +654,7 @@ std::shared_ptr<const Vocabulary> AlphabetVocabulary(std::mt19937_64& rng) {
 
 TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
   std::mt19937_64 rng(0x70CE'5E75ull);
-  int grammars = 0, states = 0, loaded_states = 0;
+  int grammars = 0, states = 0, loaded_states = 0, split_states = 0;
   for (int round = 0; round < 120; ++round) {
     auto vocab = AlphabetVocabulary(rng);
     const grammar::Grammar ir = zapgram::testing::RandomGrammar(rng);
@@ -644,15 +669,17 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
     ++grammars;
     for (uint32_t state = 0; state < shared_flat->terminals.eager_states(); ++state) {
       const size_t accepted = CheckStateSets(**g, state, "round " + std::to_string(round));
+      split_states += CheckSplitSets(**g, state, "round " + std::to_string(round));
       ++states;
       loaded_states += accepted >= 20;
       if (::testing::Test::HasFailure()) return;
     }
   }
-  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens)\n", grammars, states,
-              loaded_states);
+  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens, %d split)\n", grammars,
+              states, loaded_states, split_states);
   EXPECT_GT(grammars, 60);
   EXPECT_GT(loaded_states, 50);
+  EXPECT_GT(split_states, 5);
 }
 
 // Real grammars with Llama 3: builtin:json and MaskBench schemas, a spread of
@@ -660,9 +687,10 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
 TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
   auto vocab = LoadVocabulary("llama3");
   size_t largest = 0;
-  int checked = 0, mid_sized = 0;
+  int checked = 0, mid_sized = 0, split_checked = 0;
   for (const char* spec : {"builtin:json", "schema:jsonschema/maskbench/BFCL_java_10.schema.json",
-                           "schema:jsonschema/maskbench/Github_easy---o10008.schema.json"}) {
+                           "schema:jsonschema/maskbench/Github_easy---o10008.schema.json",
+                           "schema:jsonschema/maskbench/Snowplow---sp_298_Normalized.schema.json"}) {
     if (std::string(spec).starts_with("schema:") &&
         !std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) {
       continue;  // not in this data snapshot
@@ -676,6 +704,17 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
     r.CollectScanStates(&states);
     const uint32_t eager = g->grammar().terminals.eager_states();
     for (uint32_t s = 1; s < eager; s += std::max<uint32_t>(1, eager / 12)) states.push_back(s);
+    // States too large to share whole that have a core (a string value
+    // fused with the names after it): split, against the oracle.
+    int split = 0;
+    for (uint32_t s = 1; s < eager && split < 6; ++s) {
+      if (g->grammar().terminals.live_bytes(s).count() < kSharedSetsMinLiveBytes ||
+          !CanonicalSubautomaton(g->grammar().terminals, s).empty()) {
+        continue;
+      }
+      split += CheckSplitSets(*g, s, spec);
+    }
+    split_checked += split;
     for (uint32_t state : states) {
       if (state >= eager) continue;
       const size_t accepted = CheckStateSets(*g, state, spec);
@@ -685,8 +724,9 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
       ++checked;
     }
   }
-  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids), largest accepts %zu tokens\n",
-              checked, mid_sized, largest);
+  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids, %d split), largest accepts %zu tokens\n",
+              checked, mid_sized, split_checked, largest);
+  EXPECT_GT(split_checked, 2) << "no string value fused with its followers was checked";
   EXPECT_GT(largest, 100000u) << "no open-string state was checked";
   EXPECT_GT(mid_sized, 0) << "no state stored as a list from the bitset was checked";
 }

@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "api/grammar_data.h"
+#include "grammar/gbnf_reader.h"
 #include "parser/flat_grammar.h"
 #include "pruning/compact.h"
 #include "tests/support/random_grammar.h"
@@ -181,6 +183,45 @@ TEST(RegularTerminals, NumberAutomataRenderAndCompileEachNodeOnce) {
       accepted += accepts;
     }
     EXPECT_GT(accepted, 100) << c.multiple_of;
+  }
+}
+
+// A counted regex (a JSON string with maxLength >= 32) stays a terminal of
+// its own, so the lowering matches it as a counted automaton; merged with
+// its neighbours it was unrolled into (max + 1) x |unit| eager states with
+// no loop. Below the bound the whole member merges into one regex.
+TEST(RegularTerminals, CountedRegexesStayTerminalsOfTheirOwn) {
+  for (const int bound : {256, 16}) {
+    const std::string text = absl::StrCat(
+        "root ::= \"{\" ws \"\\\"a\\\"\" ws \":\" ws /\"[a-z]{0,", bound, "}\"/ ws \"}\"\n",
+        "ws ::= [ ]{0,2}\n");
+    absl::StatusOr<grammar::Grammar> g = grammar::ReadGbnf(text, "counted.gbnf");
+    ASSERT_TRUE(g.ok()) << g.status();
+    absl::StatusOr<grammar::Grammar> out = MergeRegularTerminals(*g);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const bool root_is_one_regex = out->exprs[out->rules[out->root].body].kind == grammar::ExprKind::kRegex;
+    int counted_alone = 0;
+    for (const grammar::Expr& e : out->exprs) {
+      counted_alone += e.kind == grammar::ExprKind::kRegex && e.literal == absl::StrCat("\"[a-z]{0,", bound, "}\"");
+    }
+    absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*out);
+    ASSERT_TRUE(flat.ok()) << flat.status();
+    if (bound >= grammar::kCountedMinBound) {
+      EXPECT_EQ(counted_alone, 1) << grammar::Dump(*out);
+      EXPECT_FALSE(root_is_one_regex);
+      EXPECT_EQ(flat->terminals.counted.size(), 1u);
+      EXPECT_LT(flat->terminals.eager_states(), 64u);
+    } else {
+      EXPECT_TRUE(root_is_one_regex) << grammar::Dump(*out);
+      EXPECT_EQ(counted_alone, 0);
+      EXPECT_TRUE(flat->terminals.counted.empty());
+    }
+    for (const std::string& doc : {absl::StrCat("{\"a\": \"", std::string(bound, 'x'), "\"}"),
+                                   absl::StrCat("{\"a\":\"", std::string(bound + 1, 'x'), "\" }")}) {
+      parser::Recognizer r = pruning::MakeRecognizer(&*flat);
+      const bool accepted = r.FeedBytes(doc) == doc.size() && r.IsAccepting();
+      EXPECT_EQ(accepted, doc.size() < static_cast<size_t>(bound) + 10) << doc;
+    }
   }
 }
 
