@@ -105,8 +105,7 @@ TEST(Budgets, HundredThousandLevelsOfNesting) {
                absl::StatusCode::kInvalidArgument, "max_nesting");
   ExpectBudget(RunCase("regex 100k groups", GrammarFormat::kRegex, open + "a" + close, "a"),
                absl::StatusCode::kInvalidArgument, "max_nesting");
-  std::string schema = R"({"type":"integer"})";
-  for (int i = 0; i < kDeep; ++i) schema = R"({"items":)" + schema + "}";
+  const std::string schema = Repeat(R"({"items":)", kDeep) + R"({"type":"integer"})" + Repeat("}", kDeep);
   ExpectBudget(RunCase("schema 100k items", GrammarFormat::kJsonSchema, schema, "[]"),
                absl::StatusCode::kResourceExhausted, "max_depth");
   // A document 100,000 levels deep: pruning keeps one set per open level.
