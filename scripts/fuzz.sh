@@ -94,5 +94,5 @@ for t in "${targets[@]}"; do
   corp=$(sed -n 's/.*corp: \([0-9]*\).*/\1/p' <<<"$last")
   printf '%-22s %4ss  execs %9s  cov %6s  ft %7s  corpus %6s\n' "$t" "$(( $(date +%s) - start ))" \
     "$execs" "${cov:-?}" "${ft:-?}" "${corp:-?}" | tee -a "$summary"
-  ((ci)) && rm -rf "$corpus"
+  if ((ci)); then rm -rf "$corpus"; fi
 done
