@@ -304,9 +304,14 @@ TEST(MaskBench, ValidationAcceptsValidRejectsInvalid) {
               t.valid_accepted, t.valid, valid_accepted, t.invalid_rejected, invalid_compiled,
               invalid_rejected);
   if (!OnlyFilter().empty() || kStride != 16) return;
+  // The bars, on the sample and on the whole set
+  // (ZAPGRAM_MASKBENCH_ALL=1: 99.95 % / 99.84 % strict, 99.94 % / 99.37 %
+  // with lenient fallback).
   EXPECT_GE(strict_valid, 99.5);
   EXPECT_GE(strict_invalid, 99.0);
   EXPECT_GE(valid_accepted, 99.5);
+  EXPECT_GE(invalid_rejected, 99.0);
+  if (RunAll()) return;
   // Pinned on the sample: every miss is a lenient grammar's (a dropped `not`
   // of patternProperties, a lookahead `pattern`).
   EXPECT_EQ(t.strict_valid_accepted, t.strict_valid);
