@@ -23,10 +23,6 @@ namespace zapgram {
 
 namespace internal {
 
-namespace {
-
-// A JSON Schema's text to IR; `source_name` prefixes errors. Warnings of
-// lenient conversion are appended to `warnings` (may be null).
 absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::string_view source_name,
                                                 const SchemaOptions& schema, bool draft7,
                                                 std::vector<std::string>* warnings) {
@@ -53,25 +49,41 @@ absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::stri
   return std::move(converted->grammar);
 }
 
+namespace {
+
+// The text of the file at `path_text` (relative to `data_root`), or an error
+// naming what it was to be.
+absl::StatusOr<std::string> ReadSpecFile(std::string_view path_text, std::string_view data_root,
+                                         std::string_view what, std::string* resolved) {
+  std::filesystem::path path{std::string(path_text)};
+  if (path.is_relative() && !data_root.empty()) {
+    path = std::filesystem::path(std::string(data_root)) / path;
+  }
+  *resolved = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", absl::string_view(what.data(), what.size()),
+                                            " file '", path.string(), "'"));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
 // schema:PATH. A schema without `$schema` is read as draft 2020-12, except
 // under a folder named draft7 or draft-07 (the JSON-Schema-Test-Suite's layout).
 absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
                                                 std::string_view data_root,
                                                 const SchemaOptions& schema,
                                                 std::vector<std::string>* warnings) {
-  std::filesystem::path path{std::string(path_text)};
-  if (path.is_relative() && !data_root.empty()) {
-    path = std::filesystem::path(std::string(data_root)) / path;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read schema file '", path.string(), "'"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  std::string resolved;
+  absl::StatusOr<std::string> text = ReadSpecFile(path_text, data_root, "schema", &resolved);
+  if (!text.ok()) return text.status();
   bool draft7 = false;
-  for (const std::filesystem::path& part : path) {
+  for (const std::filesystem::path& part : std::filesystem::path(resolved)) {
     draft7 = draft7 || part == "draft7" || part == "draft-07";
   }
-  return ReadSchemaText(buffer.str(), path.string(), schema, draft7, warnings);
+  return ReadSchemaText(*text, resolved, schema, draft7, warnings);
 }
 
 // regex:PATTERN: the whole text must match the pattern (Python `re`
@@ -98,6 +110,13 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
                                                  std::vector<std::string>* warnings) {
   if (spec.starts_with("schema:")) {
     return ReadSchemaSpec(spec.substr(7), data_root, schema, warnings);
+  }
+  if (spec.starts_with("structural:")) {
+    std::string path;
+    absl::StatusOr<std::string> text =
+        ReadSpecFile(spec.substr(11), data_root, "structural-tag", &path);
+    if (!text.ok()) return text.status();
+    return ReadStructuralTags(*text, path, schema, warnings);
   }
   // Debian's abseil keeps its own string_view type: StrFormat takes
   // std::string_view, StrCat does not.
@@ -126,7 +145,7 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
   if (ext != ".gbnf" && ext != ".ebnf" && ext != ".lark") {
     return absl::InvalidArgumentError(absl::StrFormat(
         "cannot tell the grammar format of '%s': expected a .gbnf, .ebnf or .lark path, "
-        "builtin:NAME, regex:PATTERN or schema:PATH",
+        "builtin:NAME, regex:PATTERN, schema:PATH or structural:PATH",
         spec));
   }
   std::ifstream in(path, std::ios::binary);
@@ -211,6 +230,9 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
       break;
     case GrammarFormat::kJsonSchema:
       ir = internal::ReadSchemaText(text, source_name, options.schema, /*draft7=*/false, &warnings);
+      break;
+    case GrammarFormat::kStructuralTags:
+      ir = internal::ReadStructuralTags(text, source_name, options.schema, &warnings);
       break;
   }
   auto data = Compile(std::move(ir), options.limits, std::move(warnings));

@@ -33,6 +33,18 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
                                                  const SchemaOptions& schema,
                                                  std::vector<std::string>* warnings);
 
+// A JSON Schema's text to IR under `schema`; `source_name` prefixes errors.
+// Lenient-conversion warnings are appended to `warnings` (may be null).
+absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::string_view source_name,
+                                                const SchemaOptions& schema, bool draft7,
+                                                std::vector<std::string>* warnings);
+
+// A structural-tag specification (JSON, api/structural_tags.cc) to IR.
+absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
+                                                    std::string_view source_name,
+                                                    const SchemaOptions& schema,
+                                                    std::vector<std::string>* warnings);
+
 }  // namespace zapgram::internal
 
 #endif  // ZAPGRAM_API_GRAMMAR_DATA_H_

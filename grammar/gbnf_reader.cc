@@ -55,9 +55,15 @@
 // bounds every number in braces. Exceeding either is an error at the offending
 // character.
 //
+// Macros. `Name(` with a macro name starts an XGrammar macro call: its
+// arguments (strings, integers, true/false, rule names, tuples, name=value)
+// are read with an explicit stack of open tuples into a MacroCall, and
+// grammar/xgrammar_macros.h checks them and builds the IR (rule names in the
+// arguments are bound like any reference).
+//
 // Refusals. XGrammar constructs that change what a grammar matches and that
 // the engine does not implement are errors, never silently dropped:
-// lookahead assertions `(= ...)`, macro calls (`TagDispatch(`, `Regex(`, ...),
+// lookahead assertions `(= ...)`, the token-level macros (`Token(`, ...),
 // and rule attributes (`r[max_tokens=3] ::= ...`). llama.cpp token
 // references (`<[1234]>`, `<think>`, `!<...>`) are refused as well: zapgram
 // grammars match bytes, not token ids.
@@ -79,17 +85,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/utf8.h"
+#include "grammar/xgrammar_macros.h"
 
 namespace zapgram::grammar {
 namespace {
 
 constexpr std::string_view kDefinitionOperator = "::=";
-
-// XGrammar's built-in macro functions; `NAME(` (no blank before the parenthesis)
-// with one of these names is a macro call.
-constexpr std::string_view kXGrammarMacroNames[] = {
-    "TagDispatch", "TokenTagDispatch", "Regex", "Substring", "Token", "ExcludeToken",
-};
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -142,7 +143,7 @@ struct GroupFrame {
   std::vector<Item> items;  // the sequence being read
 };
 
-class GbnfReader {
+class GbnfReader : public MacroBuilder {
  public:
   GbnfReader(std::string_view text, std::string_view source_name, const GbnfReadOptions& options)
       : text_(text), source_name_(source_name), options_(options) {
@@ -151,10 +152,14 @@ class GbnfReader {
 
   absl::StatusOr<Grammar> Read();
 
+  // ---- MacroBuilder ----
+  Grammar& grammar() override { return grammar_; }
+  SourceLocation LocationOf(size_t offset) const override;
+  ExprId ReferenceRule(std::string_view name, size_t offset) override;
+  absl::Status ErrorAt(size_t offset, std::string_view message) const override;
+
  private:
   // ---- positions and messages ----
-  SourceLocation LocationOf(size_t offset) const;
-  absl::Status ErrorAt(size_t offset, std::string_view message) const;
   absl::Status NestingError(size_t offset) const;
   std::string LineColOf(size_t offset) const;
 
@@ -180,7 +185,12 @@ class GbnfReader {
   // Reads one code point inside a literal or class, raw or escaped. The
   // caller has checked that the input does not end here.
   absl::StatusOr<uint32_t> ReadCodepoint();
+  // The bytes of a quoted string at pos_ ("..." or '...').
+  absl::StatusOr<std::string> ReadQuoted();
   absl::StatusOr<ExprId> ReadLiteral();
+  // The arguments of the XGrammar macro call whose name ends at pos_ (at '(').
+  absl::StatusOr<MacroCall> ReadMacroCall(std::string name, size_t name_offset);
+  absl::StatusOr<MacroValue> ReadMacroScalar();
   absl::StatusOr<ExprId> ReadCharClass();
   // A regex terminal /pattern/flags, as Dump prints one (zapgram's own).
   absl::StatusOr<ExprId> ReadRegex();
@@ -404,7 +414,7 @@ absl::StatusOr<uint32_t> GbnfReader::ReadCodepoint() {
   return ch.codepoint;
 }
 
-absl::StatusOr<ExprId> GbnfReader::ReadLiteral() {
+absl::StatusOr<std::string> GbnfReader::ReadQuoted() {
   const size_t open_offset = pos_;
   const char quote = text_[pos_++];
   std::string bytes;
@@ -425,7 +435,147 @@ absl::StatusOr<ExprId> GbnfReader::ReadLiteral() {
     }
     AppendUtf8(*codepoint, &bytes);
   }
-  return grammar_.AddLiteral(std::move(bytes), LocationOf(open_offset));
+  return bytes;
+}
+
+absl::StatusOr<ExprId> GbnfReader::ReadLiteral() {
+  const size_t open_offset = pos_;
+  absl::StatusOr<std::string> bytes = ReadQuoted();
+  if (!bytes.ok()) return bytes.status();
+  return grammar_.AddLiteral(std::move(*bytes), LocationOf(open_offset));
+}
+
+absl::StatusOr<MacroValue> GbnfReader::ReadMacroScalar() {
+  MacroValue value;
+  value.offset = pos_;
+  const char c = CharAt(pos_);
+  if (c == '"' || c == '\'') {
+    absl::StatusOr<std::string> bytes = ReadQuoted();
+    if (!bytes.ok()) return bytes.status();
+    value.kind = MacroValue::Kind::kString;
+    value.text = std::move(*bytes);
+    return value;
+  }
+  const bool negative = c == '-' && IsDigit(CharAt(pos_ + 1));
+  if (IsDigit(c) || negative) {
+    if (negative) ++pos_;
+    uint64_t magnitude = 0;
+    while (IsDigit(CharAt(pos_))) {
+      magnitude = std::min<uint64_t>(magnitude * 10 + static_cast<uint64_t>(text_[pos_] - '0'),
+                                     uint64_t{1} << 40);
+      ++pos_;
+    }
+    if (IsNameChar(CharAt(pos_))) {
+      return ErrorAt(value.offset, "a macro argument that starts with a digit must be an integer");
+    }
+    value.kind = MacroValue::Kind::kInteger;
+    value.integer = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    return value;
+  }
+  if (IsNameChar(c)) {
+    pos_ = NameEndFrom(pos_);
+    const std::string_view word = text_.substr(value.offset, pos_ - value.offset);
+    if (word == "true" || word == "false") {
+      value.kind = MacroValue::Kind::kBoolean;
+      value.boolean = word == "true";
+    } else {
+      value.kind = MacroValue::Kind::kName;
+      value.text = std::string(word);
+    }
+    return value;
+  }
+  return ErrorAt(pos_, absl::StrCat("expected a macro argument (a string, an integer, true, "
+                                    "false, a rule name or a tuple) but found ",
+                                    DescribeCharAt(text_, pos_)));
+}
+
+// The argument list is read with an explicit stack of open tuples (frame 0 is
+// the call itself), so nesting depth costs memory, never C++ stack.
+absl::StatusOr<MacroCall> GbnfReader::ReadMacroCall(std::string name, size_t name_offset) {
+  MacroCall call;
+  call.name = std::move(name);
+  call.offset = name_offset;
+  struct Frame {
+    size_t open_offset;
+    MacroValue tuple;         // the values read so far (frame 0: unused)
+    std::string arg_name;     // frame 0: the name of the argument being read
+    size_t arg_name_offset = 0;
+  };
+  std::vector<Frame> frames;
+  frames.push_back({pos_, {}, {}, 0});
+  ++pos_;  // '('
+  // Hands a finished value to the innermost open frame.
+  auto deliver = [&](MacroValue value) {
+    if (frames.size() == 1) {
+      call.arguments.push_back({std::move(frames[0].arg_name), frames[0].arg_name_offset,
+                                std::move(value)});
+      frames[0].arg_name.clear();
+    } else {
+      frames.back().tuple.elements.push_back(std::move(value));
+    }
+  };
+  bool expect_value = true;  // after '(' or ','
+  while (true) {
+    SkipBlanksAndComments();
+    const size_t token_offset = pos_;
+    const char c = CharAt(pos_);
+    if (AtEnd()) {
+      return ErrorAt(frames.back().open_offset,
+                     absl::StrCat("unterminated ", frames.size() == 1 ? "macro call" : "tuple",
+                                  " (expected ')')"));
+    }
+    if (c == ')') {
+      if (frames.size() == 1 && !frames[0].arg_name.empty()) {
+        return ErrorAt(token_offset, absl::StrCat("expected a value for '", frames[0].arg_name,
+                                                  "=' before ')'"));
+      }
+      if (frames.size() == 1 && expect_value && !call.arguments.empty()) {
+        return ErrorAt(token_offset, "a macro call must not end with ','");
+      }
+      ++pos_;
+      if (frames.size() == 1) break;
+      MacroValue tuple = std::move(frames.back().tuple);
+      frames.pop_back();
+      deliver(std::move(tuple));
+      expect_value = false;
+      continue;
+    }
+    if (!expect_value) {
+      if (c != ',') {
+        return ErrorAt(token_offset, absl::StrCat("expected ',' or ')' in the arguments of ",
+                                                  call.name, "(...) but found ",
+                                                  DescribeCharAt(text_, token_offset)));
+      }
+      ++pos_;
+      expect_value = true;
+      continue;
+    }
+    if (c == '(') {
+      if (frames.size() > options_.max_nesting) return NestingError(token_offset);
+      Frame frame{token_offset, {}, {}, 0};
+      frame.tuple.kind = MacroValue::Kind::kTuple;
+      frame.tuple.offset = token_offset;
+      frames.push_back(std::move(frame));
+      ++pos_;
+      continue;
+    }
+    // `name = value` at the top level.
+    if (frames.size() == 1 && frames[0].arg_name.empty() && IsNameChar(c)) {
+      const size_t name_end = NameEndFrom(pos_);
+      const size_t after = SkipBlanksAndCommentsFrom(name_end);
+      if (CharAt(after) == '=' && name_end > pos_) {
+        frames[0].arg_name = std::string(text_.substr(pos_, name_end - pos_));
+        frames[0].arg_name_offset = pos_;
+        pos_ = after + 1;
+        continue;
+      }
+    }
+    absl::StatusOr<MacroValue> value = ReadMacroScalar();
+    if (!value.ok()) return value.status();
+    deliver(std::move(*value));
+    expect_value = false;
+  }
+  return call;
 }
 
 absl::StatusOr<ExprId> GbnfReader::ReadRegex() {
@@ -721,14 +871,18 @@ absl::StatusOr<ExprId> GbnfReader::ReadReference(std::string* line_leading_name)
   std::string name(text_.substr(name_offset, pos_ - name_offset));
   // Only `Name(` with nothing in between is a macro call, so that `Token ("x")`
   // stays a reference followed by a group, as Dump prints it.
-  if (CharAt(pos_) == '(' &&
-      std::find(std::begin(kXGrammarMacroNames), std::end(kXGrammarMacroNames), name) !=
-          std::end(kXGrammarMacroNames)) {
-    return ErrorAt(name_offset, absl::StrCat("XGrammar macro '", name, "(...)' is not supported"));
+  if (CharAt(pos_) == '(' && IsXGrammarMacroName(name)) {
+    absl::StatusOr<MacroCall> call = ReadMacroCall(std::move(name), name_offset);
+    if (!call.ok()) return call.status();
+    return LowerXGrammarMacro(*call, *this);
   }
-  const ExprId ref = grammar_.AddRuleRef(0, LocationOf(name_offset));  // bound in ResolveReferences
   if (IsLineLeading(name_offset)) *line_leading_name = name;
-  references_.push_back({ref, std::move(name), name_offset});
+  return ReferenceRule(name, name_offset);
+}
+
+ExprId GbnfReader::ReferenceRule(std::string_view name, size_t offset) {
+  const ExprId ref = grammar_.AddRuleRef(0, LocationOf(offset));  // bound in ResolveReferences
+  references_.push_back({ref, std::string(name), offset});
   return ref;
 }
 

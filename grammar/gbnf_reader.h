@@ -10,9 +10,12 @@
 //   comments  : `#` to end of line.  Names: [A-Za-z_][A-Za-z0-9_.-]* (also leading digits/`-`, as llama.cpp).
 //   escapes   : \n \r \t \\ \" \' \[ \] \- \^ \/ \? \e \xNN \uNNNN \UNNNNNNNN — every escape denotes a
 //               code point, stored UTF-8 encoded (so "\xff" is U+00FF, two bytes).
+//   XGrammar macro calls `Regex(...)`, `Substring(...)`, `TagDispatch(...)` (Name directly followed
+//   by '('): read and lowered by grammar/xgrammar_macros.h.
 //   Refused with a clear error (each would change the language if ignored): XGrammar lookahead
-//   assertions `rule ::= body (= lookahead)`, XGrammar macro calls (`TagDispatch(`, `Regex(`, ...),
-//   XGrammar rule attributes (`r[max_tokens=3] ::=`), llama.cpp token references (`<[id]>`, `!<...>`).
+//   assertions `rule ::= body (= lookahead)`, the token-level macros (`Token(`, `ExcludeToken(`,
+//   `TokenTagDispatch(`), XGrammar rule attributes (`r[max_tokens=3] ::=`), llama.cpp token
+//   references (`<[id]>`, `!<...>`).
 // The start rule is `root`. Errors name source:line:col and say what was expected there.
 #ifndef ZAPGRAM_GRAMMAR_GBNF_READER_H_
 #define ZAPGRAM_GRAMMAR_GBNF_READER_H_

@@ -63,6 +63,25 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, 
   return WithoutSurrogates(merged);
 }
 
+absl::StatusOr<RuleId> AppendGrammar(Grammar& into, const Grammar& from, std::string_view prefix) {
+  if (from.lexed()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(from.source_name, ": a lexed grammar cannot be embedded in another"));
+  }
+  const auto expr_offset = static_cast<ExprId>(into.exprs.size());
+  const auto rule_offset = static_cast<RuleId>(into.rules.size());
+  for (Expr expr : from.exprs) {
+    for (ExprId& child : expr.children) child += expr_offset;
+    if (expr.kind == ExprKind::kRuleRef) expr.rule += rule_offset;
+    into.exprs.push_back(std::move(expr));
+  }
+  for (const Rule& rule : from.rules) {
+    into.rules.push_back({absl::StrCat(absl::string_view(prefix.data(), prefix.size()), rule.name),
+                          rule.body + expr_offset, rule.loc});
+  }
+  return from.root + rule_offset;
+}
+
 ExprId Grammar::AddEmpty(SourceLocation loc) {
   Expr e;
   e.kind = ExprKind::kEmpty;

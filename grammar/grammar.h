@@ -157,6 +157,11 @@ class Grammar {
   size_t memory_bytes() const;
 };
 
+// Copies every rule and expression of `from` (not lexed) into `into`, each
+// rule renamed `prefix` + its name; returns the id `from`'s root has in `into`.
+// Used to put whole grammars (JSON Schema bodies) under structural tags.
+absl::StatusOr<RuleId> AppendGrammar(Grammar& into, const Grammar& from, std::string_view prefix);
+
 // Sorts, merges and (when `negated`) complements ranges within [0, kMaxCodepoint].
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negated);
 

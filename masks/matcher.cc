@@ -82,7 +82,7 @@ uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
   state = MaskClass(state);
-  if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildTokenSets(state); });
+  if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildOnDemandSets(state); });
   std::call_once(sets_once_[state], [&] {
     bool built = false;
     auto build = [&] {
@@ -92,27 +92,40 @@ const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
     // Shared through the store: states whose sets are costly to build,
     // those that go on with many bytes (inside a string: the whole trie is
     // walked); the others are built faster than spelled and looked up.
-    const bool share = set_store_->budget_bytes() != 0 &&
-                       grammar_->terminals.live_bytes(state).count() >= kSharedSetsMinLiveBytes;
     const parser::TerminalTable& t = grammar_->terminals;
-    const std::vector<uint32_t> spelling = share ? CanonicalSubautomaton(t, state) : std::vector<uint32_t>();
-    const TerminalCore core = share && spelling.empty() ? SpellTerminalCore(t, state) : TerminalCore();
-    if (!spelling.empty()) {
-      sets_[state] = set_store_->GetOrBuild(spelling, build);
-    } else if (!core.empty()) {
-      // Too large to share whole (a string value fused with the names that
-      // follow it): its core is shared, the walks past the core's exits are
-      // this grammar's own.
-      std::shared_ptr<const StateTokenSets> core_sets = set_store_->GetOrBuild(core.spelling, [&] {
-        built = true;
-        return BuildCoreTokenSets(*trie_, t, core, mask_words());
-      });
-      (built ? sets_built_bytes_ : sets_found_bytes_).fetch_add(core_sets->bytes(), std::memory_order_relaxed);
-      sets_[state] = std::make_shared<const StateTokenSets>(
-          FinishSplitTokenSets(*trie_, t, core, std::move(core_sets), mask_words()));
-      built = true;
-    } else {
+    if (set_store_->budget_bytes() == 0 || t.live_bytes(state).count() < kSharedSetsMinLiveBytes) {
       sets_[state] = std::make_shared<const StateTokenSets>(build());
+    } else {
+      // A state new to the store is built in the cheapest exact way:
+      //  - one that most bytes take to a state looping on itself (the start
+      //    of a key that must not be one of the schema's names) reads its
+      //    sets off that state's (`base` loops on itself, so its own build
+      //    never borrows: no recursion past one level);
+      //  - one that steps out of its core (a string value fused with the
+      //    names that may follow it) is split: the core's sets come from the
+      //    store, the walks past the core's exits are this grammar's;
+      //  - any other is walked whole.
+      auto build_split = [&] {
+        const uint32_t step = MajorityStep(t, state);
+        const uint32_t base = step == 0 ? 0 : MaskClass(step);
+        if (base != 0 && base != state && base < sets_.size() && MajorityStep(t, base) == base) {
+          const StateTokenSets& base_sets = TokenSets(base);
+          built = true;
+          return BorrowTokenSets(*trie_, t, mask_class_, state, base, base_sets, mask_words());
+        }
+        const TerminalCore core = SpellTerminalCore(t, state);
+        if (core.empty() || !core.leaves) return build();
+        std::shared_ptr<const StateTokenSets> core_sets = set_store_->GetOrBuild(core.spelling, [&] {
+          built = true;
+          return BuildCoreTokenSets(*trie_, t, core, mask_words());
+        });
+        (built ? sets_built_bytes_ : sets_found_bytes_).fetch_add(core_sets->bytes(), std::memory_order_relaxed);
+        built = true;
+        return FinishSplitTokenSets(*trie_, t, core, std::move(core_sets), mask_words());
+      };
+      const std::vector<uint32_t> spelling = CanonicalSubautomaton(t, state);
+      sets_[state] = spelling.empty() ? std::make_shared<const StateTokenSets>(build_split())
+                                      : set_store_->GetOrBuild(spelling, build_split);
     }
     (built ? sets_built_bytes_ : sets_found_bytes_).fetch_add(sets_[state]->bytes(), std::memory_order_relaxed);
   });
@@ -142,6 +155,26 @@ CompiledGrammar::Memory CompiledGrammar::memory() const {
   m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);
   m.mask_cache = account_->stats().bytes;
   return m;
+}
+
+StateTokenSets CompiledGrammar::BuildOnDemandSets(uint32_t state) const {
+  // A counted terminal's unit start reads its sets off the vocabulary's
+  // profile of the terminal's unit and suffix (token_sets.h).
+  const parser::TerminalTable& t = grammar_->terminals;
+  if (set_store_->budget_bytes() != 0 && t.is_counted(state)) {
+    const parser::TerminalTable::CountedSegment& segment = t.SegmentOf(state);
+    const grammar::CountedAutomaton& automaton = *segment.automaton;
+    const uint32_t local = state - segment.base;
+    if (automaton.IsUnitStart(local)) {
+      std::shared_ptr<const CountedProfile> profile = set_store_->GetOrBuildAs<CountedProfile>(
+          CountedProfileSpelling(automaton), [&] { return BuildCountedProfile(*trie_, automaton, mask_words()); });
+      const uint32_t read = automaton.UnitsRead(local);
+      const grammar::CountedParts& parts = automaton.parts();
+      return CountedSetsFromProfile(*profile, parts.max - read, parts.min > read ? parts.min - read : 0,
+                                    mask_words());
+    }
+  }
+  return BuildTokenSets(state);
 }
 
 StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state, bool use_subtrees) const {

@@ -7,6 +7,8 @@
 //   regex:PATTERN           texts matching PATTERN as a whole (Python `re` syntax)
 //   schema:PATH             JSON texts valid under the JSON Schema in PATH
 //                           (docs/json-schema.md; SchemaOptions below)
+//   structural:PATH         free text with tool calls: the structural tags in PATH
+//                           (JSON; docs/structural_tags.md)
 // Relative paths are resolved against `data_root` when given.
 //
 // zapgram::Grammar is immutable after Load and safe to share across threads
@@ -88,6 +90,10 @@ enum class GrammarFormat {
   kRegex,       // a pattern the whole text must match, as after regex:
   kJsonSchema,  // JSON Schema text (draft 2020-12 unless it says `$schema`),
                 // read with options.schema, as in a schema:PATH file
+  kStructuralTags,  // structural tags (JSON: tags of begin, schema or grammar, end, plus
+                    // triggers; or a ready-made format and tools), as in a
+                    // structural:PATH file. Free text outside the tags, exactly
+                    // the body inside. docs/structural_tags.md
 };
 
 class ZAPGRAM_EXPORT Grammar {

@@ -269,7 +269,9 @@ GrammarFormat ParseFormat(const std::string& name) {
   if (name == "lark") return GrammarFormat::kLark;
   if (name == "regex") return GrammarFormat::kRegex;
   if (name == "json_schema") return GrammarFormat::kJsonSchema;
-  throw py::value_error("unknown grammar format '" + name + "' (gbnf, ebnf, lark, regex or json_schema)");
+  if (name == "structural_tags") return GrammarFormat::kStructuralTags;
+  throw py::value_error("unknown grammar format '" + name +
+                        "' (gbnf, ebnf, lark, regex, json_schema or structural_tags)");
 }
 
 LoadOptions MakeLoadOptions(bool lenient, bool compact, uint32_t max_whitespace, bool any_order,

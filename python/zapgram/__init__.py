@@ -26,11 +26,12 @@ README's Python section.
 
 from ._core import BatchGrammarMatcher, CompiledGrammar, GrammarMatcher, apply_token_bitmask_inplace
 from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
-from .compiler import GrammarCompiler
+from .compiler import GrammarCompiler, StructuralTagItem
 from .logits_processor import LogitsProcessor
 from .tokenizer_info import TokenizerInfo, VocabType
 
 __all__ = [
+    "StructuralTagItem",
     "BatchGrammarMatcher",
     "CompiledGrammar",
     "GrammarCompiler",

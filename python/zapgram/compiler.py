@@ -44,6 +44,27 @@ from .tokenizer_info import TokenizerInfo
 CompiledGrammar = _core.CompiledGrammar
 
 
+class StructuralTagItem:
+    """One structural tag (XGrammar's name): `begin`, a body under `schema`
+    (a JSON Schema as dict, str or pydantic class), `end`."""
+
+    def __init__(self, *, begin: str, schema: Any, end: str):
+        self.begin, self.schema, self.end = begin, schema, end
+
+
+def _schema_object(schema: Any) -> Any:
+    """A JSON Schema as a JSON value: dicts and bools as they are, JSON text
+    parsed, pydantic classes through model_json_schema()."""
+    if hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    if isinstance(schema, str):
+        try:
+            return json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"schema is not JSON: {e}") from None
+    return schema
+
+
 class GrammarCompiler:
     """Compiles grammars for one TokenizerInfo."""
 
@@ -76,6 +97,37 @@ class GrammarCompiler:
         if format == "builtin":
             return self._compile(("builtin", grammar), lambda: _core.Grammar.load("builtin:" + grammar))
         return self._compile((format, grammar), lambda: _core.Grammar.from_text(format, grammar))
+
+    def compile_structural_tag(self, tags, triggers) -> CompiledGrammar:
+        """XGrammar's structural tags: free text until one of `triggers`
+        occurs, then one of the tags whose begin starts with it, exactly:
+        the rest of its begin, its body (a JSON Schema: dict, str or pydantic
+        class; or {"grammar": GBNF text}), its end; then free text again.
+        `tags` are StructuralTagItem(begin=, schema=, end=) or dicts with the
+        same keys (docs/structural_tags.md)."""
+        items = []
+        for tag in tags:
+            if isinstance(tag, StructuralTagItem):
+                begin, schema, end = tag.begin, tag.schema, tag.end
+            elif isinstance(tag, dict):
+                begin, schema, end = tag.get("begin"), tag.get("schema", tag.get("grammar")), tag.get("end")
+            else:
+                raise TypeError(f"a tag must be a StructuralTagItem or a dict, got {type(tag).__name__}")
+            item = {"begin": begin, "end": end}
+            if isinstance(schema, dict) and set(schema) == {"grammar"}:
+                item["grammar"] = schema["grammar"]
+            else:
+                item["schema"] = _schema_object(schema)
+            items.append(item)
+        text = json.dumps({"tags": items, "triggers": list(triggers)})
+        return self._compile(("structural_tags", text), lambda: _core.Grammar.from_text("structural_tags", text))
+
+    def compile_structural_tag_format(self, format: str, tools) -> CompiledGrammar:
+        """A ready-made tool-call format ("llama3", "qwen2_5", "hermes") for
+        `tools`, a list of {"name": ..., "parameters": JSON Schema}."""
+        text = json.dumps({"format": format, "tools": [
+            {"name": t["name"], "parameters": _schema_object(t["parameters"])} for t in tools]})
+        return self._compile(("structural_tags", text), lambda: _core.Grammar.from_text("structural_tags", text))
 
     def compile_lark(self, grammar: str) -> CompiledGrammar:
         return self.compile_grammar(grammar, format="lark")

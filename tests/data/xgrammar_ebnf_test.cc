@@ -18,9 +18,11 @@
 // flat grammar, with pruning on and with pruning off. A grammar either loads,
 // and then every one of its records must agree with its label under both
 // settings (same verdict, same rejection offset), or it is refused with a clear
-// error: InvalidArgument, "SOURCE:LINE:COL: ... not supported" (XGrammar
-// macros such as TagDispatch/Regex/Substring, lookahead assertions, rule
-// attributes). Refused records are counted per reason, the reason being the
+// error: InvalidArgument, "SOURCE:LINE:COL: ... not supported" (a lookahead
+// inside Regex(...), which XGrammar silently drops; token-level macros,
+// lookahead assertions, rule attributes). At most kMaxRefusedRecords records
+// may be refused (3: the lookaheads in Regex; 122 before the macros were
+// read). Refused records are counted per reason, the reason being the
 // message without its location and without quoted user text (a macro's name
 // is kept: each macro is its own feature). Any other load error fails the test.
 //
@@ -63,6 +65,8 @@ namespace {
 
 constexpr std::string_view kTracePath = "traces/llama3/xgrammar-ebnf.jsonl";
 constexpr std::string_view kGrammarFolder = "grammars/ebnf/xgrammar";
+// Records whose grammar may be refused: the three with a lookahead in Regex(...).
+constexpr size_t kMaxRefusedRecords = 3;
 
 enum class Check { kComplete, kPrefix };
 
@@ -90,6 +94,26 @@ constexpr LabelCorrection kLabelCorrections[] = {
      "which asserts \"aaa\" on the grammars for a{1,3}?, a+? and a*? and then, for a?? "
      "(= root ::= \"a\"?, this file's text), asserts only \"a\", \"\" and not \"aa\"; "
      "\"aaa\" is not in the language of \"a\"?"},
+    {"xgrammar/test_grammar_matcher_macro/test_stop_str__grammar_str.ebnf#005bc62d2b", false,
+     "extraction error: test_stop_str accepts \"tag2efgttt\" only with "
+     "require_termination=False (a prefix check) and asserts `not "
+     "_is_grammar_accept_string(grammar, \"tag2efgttt\")` two lines later; the grammar needs "
+     "stop \"w\" after the dispatch"},
+    {"xgrammar/test_grammar_matcher_macro/test_stop_str__grammar_str.ebnf#80491bec01", false,
+     "extraction error: test_stop_str accepts \"tag1abcd\" only with require_termination=False "
+     "and asserts `not _is_grammar_accept_string(grammar, \"tag1abcd\")`"},
+    {"xgrammar/test_grammar_matcher_macro/test_stop_str_no_loop__grammar_str.ebnf#08edbd08a2",
+     false,
+     "extraction error: test_stop_str_no_loop accepts \"tag2efgttt\" only with "
+     "require_termination=False and asserts `not _is_grammar_accept_string(grammar, "
+     "\"tag2efgttt\")`"},
+    {"xgrammar/test_grammar_matcher_structural_tag/"
+     "test_excludes_overlapping_prefixes__grammar_str.ebnf#2718c0820f",
+     true,
+     "extraction error: test_excludes_overlapping_prefixes asserts this text is rejected by a "
+     "second grammar built with Grammar.from_structural_tag, whose any_text excludes "
+     "\"\xEF\xBD\x9C" "DSML\xEF\xBD\x9C\"; this file's grammar excludes only \"bcd\" and "
+     "\"abce\", neither of which occurs in the text"},
 };
 
 const LabelCorrection* CorrectionFor(std::string_view id) {
@@ -353,6 +377,7 @@ TEST(XGrammarEbnfTraces, SupportedGrammarsAgreeWithEveryLabel) {
     unsupported_records += tally.records;
     unsupported_grammars += tally.grammars;
   }
+  EXPECT_LE(unsupported_records, kMaxRefusedRecords) << "more records refused than before";
   std::ostringstream table;
   auto row = [&](std::string_view label, size_t records_count, std::optional<size_t> grammars) {
     table << "  " << std::left << std::setw(62) << label << std::right << std::setw(8)

@@ -19,6 +19,7 @@
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 #include "pruning/compact.h"
+#include "sampling/tokenize.h"
 #include "transforms/regular_terminals.h"
 #include "tests/support/ir_compile.h"
 #include "tests/support/random_grammar.h"
@@ -593,6 +594,17 @@ std::vector<TokenId> AcceptedIds(const StateTokenSets& sets) {
   return ids;  // sorted: the list is sorted and a grammar's sets use one form
 }
 
+// The accepted ids of a state's sets, a split state's core included.
+std::vector<TokenId> AllAcceptedIds(const StateTokenSets& sets) {
+  std::vector<TokenId> ids = AcceptedIds(sets);
+  if (sets.core != nullptr) {
+    const std::vector<TokenId> core = AcceptedIds(*sets.core);
+    ids.insert(ids.end(), core.begin(), core.end());
+    std::sort(ids.begin(), ids.end());
+  }
+  return ids;
+}
+
 // Checks `state` of `g` three ways; returns how many tokens the state accepts.
 size_t CheckStateSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
   const StateTokenSets fast = g.BuildTokenSets(state, /*use_subtrees=*/true);
@@ -621,10 +633,7 @@ bool CheckSplitSets(const CompiledGrammar& g, uint32_t state, const std::string&
   auto core_sets = std::make_shared<const StateTokenSets>(BuildCoreTokenSets(g.trie(), t, core, g.mask_words()));
   const StateTokenSets split = FinishSplitTokenSets(g.trie(), t, core, core_sets, g.mask_words());
   EXPECT_EQ(split.core, core_sets) << where;
-  std::vector<TokenId> accepted = AcceptedIds(*core_sets);
-  const std::vector<TokenId> own = AcceptedIds(split);
-  accepted.insert(accepted.end(), own.begin(), own.end());
-  std::sort(accepted.begin(), accepted.end());
+  const std::vector<TokenId> accepted = AllAcceptedIds(split);
   std::vector<uint32_t> roots = core_sets->uncertain_roots;
   roots.insert(roots.end(), split.uncertain_roots.begin(), split.uncertain_roots.end());
   std::sort(roots.begin(), roots.end());
@@ -632,6 +641,25 @@ bool CheckSplitSets(const CompiledGrammar& g, uint32_t state, const std::string&
   std::sort(oracle.roots.begin(), oracle.roots.end());
   EXPECT_EQ(accepted, oracle.accepted) << where << " split state " << state;
   EXPECT_EQ(roots, oracle.roots) << where << " split state " << state;
+  return true;
+}
+
+// Borrowed builds (token_sets.h, BorrowTokenSets): a state read off the
+// sets of the state most bytes take it to equals the oracle. Returns whether
+// `state` has such a base.
+bool CheckBorrowedSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
+  const parser::TerminalTable& t = g.grammar().terminals;
+  const uint32_t step = MajorityStep(t, state);
+  if (step == 0 || step >= g.mask_classes().size()) return false;
+  const uint32_t base = g.mask_classes()[step];
+  if (base == state || MajorityStep(t, base) != base) return false;
+  const StateTokenSets borrowed =
+      BorrowTokenSets(g.trie(), t, g.mask_classes(), state, base, g.TokenSets(base), g.mask_words());
+  OracleSets oracle = ClassifyNodesOneByOne(g, state);
+  std::sort(oracle.roots.begin(), oracle.roots.end());
+  EXPECT_EQ(AcceptedIds(borrowed), oracle.accepted) << where << " borrowing state " << state;
+  EXPECT_EQ(borrowed.uncertain_roots, oracle.roots) << where << " borrowing state " << state;
+  EXPECT_EQ(borrowed.accepted_words.empty(), oracle.accepted.size() < g.mask_words()) << where;
   return true;
 }
 
@@ -654,7 +682,7 @@ std::shared_ptr<const Vocabulary> AlphabetVocabulary(std::mt19937_64& rng) {
 
 TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
   std::mt19937_64 rng(0x70CE'5E75ull);
-  int grammars = 0, states = 0, loaded_states = 0, split_states = 0;
+  int grammars = 0, states = 0, loaded_states = 0, split_states = 0, borrowing_states = 0;
   for (int round = 0; round < 120; ++round) {
     auto vocab = AlphabetVocabulary(rng);
     const grammar::Grammar ir = zapgram::testing::RandomGrammar(rng);
@@ -670,16 +698,18 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
     for (uint32_t state = 0; state < shared_flat->terminals.eager_states(); ++state) {
       const size_t accepted = CheckStateSets(**g, state, "round " + std::to_string(round));
       split_states += CheckSplitSets(**g, state, "round " + std::to_string(round));
+      borrowing_states += CheckBorrowedSets(**g, state, "round " + std::to_string(round));
       ++states;
       loaded_states += accepted >= 20;
       if (::testing::Test::HasFailure()) return;
     }
   }
-  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens, %d split)\n", grammars,
-              states, loaded_states, split_states);
+  std::printf("token sets: %d random grammars, %d states (%d accepting 20+ tokens, %d split, %d borrowing)\n",
+              grammars, states, loaded_states, split_states, borrowing_states);
   EXPECT_GT(grammars, 60);
   EXPECT_GT(loaded_states, 50);
   EXPECT_GT(split_states, 5);
+  EXPECT_GT(borrowing_states, 5);
 }
 
 // Real grammars with Llama 3: builtin:json and MaskBench schemas, a spread of
@@ -687,10 +717,11 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
 TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
   auto vocab = LoadVocabulary("llama3");
   size_t largest = 0;
-  int checked = 0, mid_sized = 0, split_checked = 0;
+  int checked = 0, mid_sized = 0, split_checked = 0, borrowing_checked = 0;
   for (const char* spec : {"builtin:json", "schema:jsonschema/maskbench/BFCL_java_10.schema.json",
                            "schema:jsonschema/maskbench/Github_easy---o10008.schema.json",
-                           "schema:jsonschema/maskbench/Snowplow---sp_298_Normalized.schema.json"}) {
+                           "schema:jsonschema/maskbench/Snowplow---sp_298_Normalized.schema.json",
+                           "schema:jsonschema/maskbench/Snowplow---sp_116_Normalized.schema.json"}) {
     if (std::string(spec).starts_with("schema:") &&
         !std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) {
       continue;  // not in this data snapshot
@@ -715,6 +746,14 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
       split += CheckSplitSets(*g, s, spec);
     }
     split_checked += split;
+    // States that read their sets off another's (a key that must not be one
+    // of the schema's names, where the schema allows other properties).
+    for (uint32_t s = 1, checked_here = 0; s < eager && checked_here < 6; ++s) {
+      if (g->mask_classes()[s] != s || g->grammar().terminals.live_bytes(s).count() < kSharedSetsMinLiveBytes) continue;
+      const bool borrowing = CheckBorrowedSets(*g, s, spec);
+      checked_here += borrowing;
+      borrowing_checked += borrowing;
+    }
     for (uint32_t state : states) {
       if (state >= eager) continue;
       const size_t accepted = CheckStateSets(*g, state, spec);
@@ -724,8 +763,10 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
       ++checked;
     }
   }
-  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids, %d split), largest accepts %zu tokens\n",
-              checked, mid_sized, split_checked, largest);
+  std::printf("token sets: %d JSON states checked (%d with 512..4007 ids, %d split, %d borrowing), largest "
+              "accepts %zu tokens\n",
+              checked, mid_sized, split_checked, borrowing_checked, largest);
+  EXPECT_GT(borrowing_checked, 0) << "no state reading its sets off another's was checked";
   EXPECT_GT(split_checked, 2) << "no string value fused with its followers was checked";
   EXPECT_GT(largest, 100000u) << "no open-string state was checked";
   EXPECT_GT(mid_sized, 0) << "no state stored as a list from the bitset was checked";
@@ -781,6 +822,45 @@ TEST(TokenSets, CountedTerminalStatesMatchOracle) {
   std::printf("counted token sets: %d states checked, largest accepts %zu tokens\n", checked, largest);
   EXPECT_GE(checked, 8);
   EXPECT_GT(largest, 1000u);
+}
+
+// Counted unit starts read off the vocabulary's profile (token_sets.h,
+// CountedProfile) equal the oracle: JSON-string units (escapes, \u, UTF-8),
+// a minimum, a suffix of several bytes, counts from 0 to the bound, and a
+// grammar that reads the profile another built.
+TEST(TokenSets, CountedProfilesMatchOracle) {
+  auto vocab = LoadVocabulary("llama3");
+  const std::string unit = R"((?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}))";
+  int checked = 0, crossing = 0;
+  for (const std::string& pattern : {std::string("\"(?:[a-z ]){0,100}\""), "\"" + unit + "{5,40}\"end", "\"" + unit + "{0,64}\"",
+                                     "\"" + unit + "{3,33}\"end"}) {
+    auto g = CompileFor("regex:" + pattern, vocab);
+    const parser::TerminalTable& t = g->grammar().terminals;
+    ASSERT_FALSE(t.counted.empty()) << pattern << " was not made a counted terminal";
+    const grammar::CountedAutomaton& a = *t.counted[0].automaton;
+    for (uint32_t count = 0; count <= a.parts().max; ++count) {
+      RecognizerOptions options;
+      parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+      const std::string text = "\"" + std::string(count, 'q');
+      if (r.FeedBytes(text) != text.size()) break;
+      std::vector<uint32_t> states;
+      r.CollectScanStates(&states);
+      for (uint32_t state : states) {
+        if (!t.is_counted(state) || !a.IsUnitStart(state - t.SegmentOf(state).base)) continue;
+        const StateTokenSets from_profile = g->BuildOnDemandSets(state);
+        OracleSets oracle = ClassifyNodesOneByOne(*g, state);
+        std::sort(oracle.roots.begin(), oracle.roots.end());
+        EXPECT_EQ(AcceptedIds(from_profile), oracle.accepted) << pattern << " count " << count;
+        EXPECT_EQ(from_profile.uncertain_roots, oracle.roots) << pattern << " count " << count;
+        crossing += !oracle.roots.empty();
+        ++checked;
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+  std::printf("counted profiles: %d unit starts checked (%d with uncertain roots)\n", checked, crossing);
+  EXPECT_GT(checked, 150);
+  EXPECT_GT(crossing, 20);
 }
 
 // Sharing token sets across grammars (masks/token_sets.h) is sound: states
@@ -849,7 +929,7 @@ TEST(TokenSets, JsonGrammarsShareSetsThroughTheVocabularyStore) {
     const StateTokenSets& from_second = second->TokenSets(s);
     EXPECT_EQ(&from_first, &from_second) << "state " << s;
     EXPECT_EQ(vocab->SharedTokenSets()->stats().hits, before.hits + 1);
-    largest = std::max(largest, AcceptedIds(from_second).size());
+    largest = std::max(largest, AllAcceptedIds(from_second).size());
     ++shared;
   }
   std::printf("two MaskBench schemas share %d states' sets (largest accepts %zu tokens)\n", shared,
@@ -888,6 +968,67 @@ TEST(TokenSetStore, BoundedWithLeastRecentlyUsedEviction) {
   std::shared_ptr<const StateTokenSets> big = store.GetOrBuild({77}, [&] { return sets_of(10000); });
   EXPECT_EQ(big->accepted_ids.size(), 10000u);
   EXPECT_EQ(store.stats().entries, 4u);
+}
+
+// ---------------------------------------------------------------- tag dispatch
+
+// Free text with tool calls (XGrammar's TagDispatch and structural tags,
+// grammar/xgrammar_macros.h): teacher-forced through prose, a trigger split
+// across tokens however the tokenizer splits it, the tag's body, and prose
+// again; every mask against the brute force, then a short random walk.
+struct TagDispatchCase {
+  std::string spec;  // a grammar argument
+  std::string text;  // a sentence of the grammar
+};
+
+void CheckTagDispatch(const std::string& tokenizer, const TagDispatchCase& c, int* masks,
+                      int* mismatches) {
+  auto vocab = LoadVocabulary(tokenizer);
+  absl::StatusOr<sampling::TextEncoder> encoder =
+      sampling::TextEncoder::Load(testing::DataPath("tokenizers/" + tokenizer + ".tokenizer.json"));
+  ASSERT_TRUE(encoder.ok()) << encoder.status();
+  auto g = CompileFor(c.spec, vocab);
+  Matcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  std::string text;
+  for (int32_t id : encoder->Encode(c.text)) {
+    m.ComputeMask(words.data());
+    *mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
+                                c.spec + " after \"" + text + "\"");
+    ++*masks;
+    ASSERT_TRUE(Allowed(words, static_cast<TokenId>(id))) << c.spec << " after \"" << text << "\"";
+    ASSERT_TRUE(m.AcceptToken(static_cast<TokenId>(id)));
+    text += vocab->token_bytes(static_cast<TokenId>(id));
+  }
+  EXPECT_TRUE(m.IsAccepting()) << c.spec;
+  RandomWalk(g, MatcherOptions{}, 7, 4, /*require_progress=*/false, c.spec, masks, mismatches);
+}
+
+TEST(MatcherTagDispatch, MasksMatchBruteForceOnLlama3AndQwen) {
+  const std::string dir = testing::SourcePath("tests/testdata/structural_tags/");
+  const TagDispatchCase cases[] = {
+      {"structural:" + dir + "weather_qwen2_5.json",
+       "Let me look that up.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+       "\"Paris\", \"unit\": \"celsius\"}}\n</tool_call> Done, <tool_ca is not a tag."},
+      {"structural:" + dir + "weather_llama3.json",
+       "Sure. {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 3}} ok"},
+      {"structural:" + dir + "function_tags.json",
+       "<function=add>{\"a\": 1, \"b\": 22}</function> and <function=say>hi there</function>."},
+      {"grammars/ebnf/xgrammar/test_grammar_matcher_macro/test_excluded_str__grammar_str.ebnf",
+       "think it over start12345 then</think>"},
+      {"grammars/ebnf/xgrammar/test_grammar_matcher_macro/"
+       "test_regression_multiple_tag_dispatch__grammar_str.ebnf",
+       "xtag1tag2abcdpp llw"},
+  };
+  int masks = 0, mismatches = 0;
+  for (const std::string tokenizer : {"llama3", "qwen2_5"}) {
+    for (const TagDispatchCase& c : cases) {
+      ASSERT_NO_FATAL_FAILURE(CheckTagDispatch(tokenizer, c, &masks, &mismatches));
+    }
+  }
+  std::printf("tag dispatch: %d masks checked against the brute force, %d mismatches\n", masks,
+              mismatches);
+  EXPECT_EQ(mismatches, 0);
 }
 
 }  // namespace

@@ -326,3 +326,22 @@ def test_fill_checks_the_bitmask(list_matcher):
     big = torch.zeros((3, 2), dtype=torch.int32)
     list_matcher.fill_next_token_bitmask(big[1:], 1)
     assert allowed_ids(big[2], 40) == ids_of(b"[") and int(big[1].abs().sum()) == 0
+
+
+def test_compile_structural_tag(small_compiler):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}},
+              "required": ["city"], "additionalProperties": False}
+    compiled = small_compiler.compile_structural_tag(
+        [zapgram.StructuralTagItem(begin="<function=weather>", schema=schema, end="</function>")],
+        ["<function="])
+    ok = zapgram.GrammarMatcher(compiled)
+    assert ok.accept_string('I will call it: <function=weather>{"city": "Paris"}</function> done')
+    bad = zapgram.GrammarMatcher(compiled)
+    assert not bad.accept_string('<function=weather>{"town": "Paris"}')
+    qwen = small_compiler.compile_structural_tag_format(
+        "qwen2_5", [{"name": "weather", "parameters": schema}])
+    m = zapgram.GrammarMatcher(qwen)
+    assert m.accept_string('Sure.<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo"}}\n</tool_call>')
+    with pytest.raises(ValueError, match="starts with no trigger"):
+        small_compiler.compile_structural_tag(
+            [{"begin": "<x>", "schema": schema, "end": "</x>"}], ["<function="])
