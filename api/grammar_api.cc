@@ -269,6 +269,7 @@ bool Recognizer::CanContinue() const { return state_->recognizer.CanContinue(); 
 std::bitset<256> Recognizer::NextBytes() const { return state_->recognizer.NextBytes(); }
 size_t Recognizer::Position() const { return state_->recognizer.Position(); }
 size_t Recognizer::RetainedItems() const { return state_->recognizer.RetainedItems(); }
+uint64_t Recognizer::PeakWorkPerSet() const { return state_->recognizer.peak_work_per_set(); }
 absl::Status Recognizer::status() const { return state_->recognizer.status(); }
 
 }  // namespace zapgram

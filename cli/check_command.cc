@@ -1,4 +1,5 @@
-// `zapgram check GRAMMAR [--dump] [--data-root DIR]`: is this grammar usable?
+// `zapgram check GRAMMAR [--dump] [--lenient] [--any-order] [--validation]
+// [--data-root DIR]`: is this grammar usable?
 //
 // The check runs the stages a grammar goes through before it can constrain
 // anything, and reports what each stage finds, like a compiler's front end:
@@ -63,7 +64,7 @@ namespace zapgram::cli {
 namespace {
 
 constexpr std::string_view kHelp =
-    "usage: zapgram check GRAMMAR [--dump] [--lenient] [--data-root DIR]\n"
+    "usage: zapgram check GRAMMAR [--dump] [--lenient] [--any-order] [--validation] [--data-root DIR]\n"
     "\n"
     "Reads GRAMMAR and reports whether it is usable:\n"
     "  errors    syntax errors and undefined symbols (SOURCE:LINE:COL), an\n"
@@ -84,6 +85,8 @@ constexpr std::string_view kHelp =
     "  --dump            also print the grammar as read, in GBNF\n"
     "  --lenient         schema:PATH: drop keywords a grammar cannot enforce, each\n"
     "                    reported as a warning (default: they are errors)\n"
+    "  --any-order       schema:PATH: members in any order (generation grammar)\n"
+    "  --validation      schema:PATH: the validation grammar (what parse uses)\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
     "\n"
     "exit status: 0 usable (warnings allowed), 1 grammar errors, 2 usage errors.\n";
@@ -212,6 +215,10 @@ int RunCheck(const std::vector<std::string>& args) {
       dump = true;
     } else if (arg == "--lenient") {
       schema.lenient = true;
+    } else if (arg == "--any-order") {
+      schema.any_order = true;
+    } else if (arg == "--validation") {
+      schema.purpose = SchemaPurpose::kValidation;
     } else if (arg == "--data-root" || absl::StartsWith(arg, "--data-root=")) {
       if (!TakeOptionValue(args, &i, "--data-root", &data_root)) {
         return UsageError("check", "--data-root needs a directory");

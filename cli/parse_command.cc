@@ -138,6 +138,7 @@ struct Run {
   absl::Status error;            // kError
   // RetainedItems() before the first byte and after each accepted byte.
   std::vector<size_t> items;
+  uint64_t peak_work = 0;  // Recognizer::PeakWorkPerSet() at the end
 };
 
 Run Recognize(const Grammar& grammar, std::string_view bytes, bool pruning) {
@@ -160,10 +161,12 @@ Run Recognize(const Grammar& grammar, std::string_view bytes, bool pruning) {
         run.expected = recognizer.NextBytes();
         run.accepting_there = recognizer.IsAccepting();
       }
+      run.peak_work = recognizer.PeakWorkPerSet();
       return run;
     }
     run.items.push_back(recognizer.RetainedItems());
   }
+  run.peak_work = recognizer.PeakWorkPerSet();
   run.offset = bytes.size();
   if (!recognizer.IsAccepting()) {
     run.outcome = Run::Outcome::kRejected;
@@ -246,8 +249,10 @@ double MeanItems(const Run& run) {
 // "items max 14, mean 9.3; unpruned max 456, mean 230.1; every 4 bytes: 3 5 7 ..."
 std::string HumanStats(size_t bytes, const Run& pruned, const Run& unpruned) {
   std::string text =
-      absl::StrFormat("  %zu bytes; items max %zu, mean %.1f; unpruned max %zu, mean %.1f", bytes,
-                      MaxItems(pruned), MeanItems(pruned), MaxItems(unpruned), MeanItems(unpruned));
+      absl::StrFormat("  %zu bytes; items max %zu, mean %.1f; unpruned max %zu, mean %.1f; peak "
+                      "work per byte %d",
+                      bytes, MaxItems(pruned), MeanItems(pruned), MaxItems(unpruned),
+                      MeanItems(unpruned), pruned.peak_work);
   if (bytes <= kSmallFileBytes && !pruned.items.empty()) {
     size_t every =
         std::max<size_t>(1, (pruned.items.size() + kProfileSamples - 1) / kProfileSamples);

@@ -659,7 +659,7 @@ absl::StatusOr<uint32_t> GbnfReader::ReadRepeatBound() {
     return ErrorAt(
         digits_offset,
         absl::StrCat("repetition bound ", AsAbsl(text_.substr(digits_offset, pos_ - digits_offset)),
-                     " exceeds the limit of ", limit));
+                     " exceeds the limit of ", limit, " (max_repeat_bound)"));
   }
   return static_cast<uint32_t>(value);
 }

@@ -94,6 +94,12 @@ struct Rule {
   std::string name;
   ExprId body = 0;
   SourceLocation loc;  // of the rule name at its definition
+  // Transforms never fold this rule into a regex terminal
+  // (transforms/regular_terminals.h takes it as not regular). Set on rules
+  // whose regular language has no small automaton though the rules are
+  // small: an any-order object's subset rules (2^n rules of n alternatives
+  // each, whose flattened DFA holds every permutation).
+  bool keep_as_rule = false;
 };
 
 // A token of a lexed grammar (Lark): the input is first cut into tokens by a

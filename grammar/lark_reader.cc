@@ -604,7 +604,7 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
     }
     if (c == '(' || c == '[') {
       if (stack.size() >= options_.max_nesting) {
-        return ErrorAt(pos_, absl::StrFormat("nesting deeper than %d", options_.max_nesting));
+        return ErrorAt(pos_, absl::StrFormat("nesting deeper than %d (max_nesting)", options_.max_nesting));
       }
       Frame f;
       f.open = c;
@@ -667,7 +667,7 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
         return ErrorAt(pos_, absl::StrFormat("'%c': only one operator may follow an item (use parentheses)", c));
       }
       if (stack.size() + 1 > options_.max_nesting) {
-        return ErrorAt(pos_, absl::StrFormat("nesting deeper than %d", options_.max_nesting));
+        return ErrorAt(pos_, absl::StrFormat("nesting deeper than %d (max_nesting)", options_.max_nesting));
       }
       const SourceLocation loc = LocationOf(pos_);
       uint32_t min = 0, max = kUnbounded;
@@ -741,7 +741,7 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
                                                  "does not support templates passed as arguments", name));
         }
         if (stack.size() >= options_.max_nesting) {
-          return ErrorAt(after, absl::StrFormat("nesting deeper than %d", options_.max_nesting));
+          return ErrorAt(after, absl::StrFormat("nesting deeper than %d (max_nesting)", options_.max_nesting));
         }
         Frame f;
         f.open = '{';

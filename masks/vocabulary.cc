@@ -665,6 +665,11 @@ absl::StatusOr<Vocabulary> VocabularyLoader::Load(std::string_view json_text, co
     record.offset = static_cast<uint32_t>(vocabulary.bytes_.size());
     record.length = static_cast<uint16_t>(text.size());
     record.kind = added_token != nullptr && added_token->special ? TokenKind::kSpecial : TokenKind::kNormal;
+    // A normal token without bytes (`"": 3` in model.vocab) would be allowed
+    // in every mask and accepted without progress (a model could emit it
+    // forever): unused, as FromTokenBytes reads an empty token. Found by
+    // fuzz/vocabulary_fuzzer.cc.
+    if (record.kind == TokenKind::kNormal && text.empty()) record.kind = TokenKind::kUnused;
     vocabulary.bytes_.append(text);
   }
 

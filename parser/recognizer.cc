@@ -112,6 +112,7 @@ void Recognizer::BeginSet() {
   seen_nodes_.clear();
   new_accepting_ = false;
   items_this_set_ = 0;
+  work_this_set_ = 0;
   budget_hit_ = false;
 }
 
@@ -126,6 +127,23 @@ void Recognizer::BuildInitialSet(Chart& chart) {
 
 void Recognizer::CountItem() {
   if (++items_this_set_ > options_.limits.max_items_per_set) budget_hit_ = true;
+}
+
+void Recognizer::CountWork(uint64_t n) {
+  work_this_set_ += n;
+  peak_work_ = std::max(peak_work_, work_this_set_);
+  if (work_this_set_ > options_.limits.max_work_per_set) budget_hit_ = true;
+}
+
+absl::Status Recognizer::SetBudgetError(uint64_t position) const {
+  if (work_this_set_ > options_.limits.max_work_per_set) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Earley set at byte ", position, " exceeds max_work_per_set = ",
+        options_.limits.max_work_per_set, " item attempts (an ambiguous grammar?)"));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat("Earley set at byte ", position,
+                                                   " exceeds max_items_per_set = ",
+                                                   options_.limits.max_items_per_set));
 }
 
 bool Recognizer::MarkSeen(uint32_t dot, uint32_t parent, uint32_t state) {
@@ -153,6 +171,7 @@ bool Recognizer::MarkSeen(uint32_t dot, uint32_t parent, uint32_t state) {
 }
 
 void Recognizer::AddScanItem(uint32_t dot, uint32_t parent, uint32_t state) {
+  CountWork(1);
   if (IsPending(parent)) {
     if (dot_stamp_[dot] == serial_) return;
     dot_stamp_[dot] = serial_;
@@ -164,6 +183,7 @@ void Recognizer::AddScanItem(uint32_t dot, uint32_t parent, uint32_t state) {
 }
 
 void Recognizer::AddItem(uint32_t dot, uint32_t parent) {
+  CountWork(1);
   Symbol s = grammar_->rhs[dot];
   if (IsTerminal(s)) {
     AddScanItem(dot, parent, ScanState(s));
@@ -190,6 +210,7 @@ void Recognizer::Predict(uint32_t nt) {
   if (predicted_stamp_[nt] == serial_) return;
   predicted_stamp_[nt] = serial_;
   const FlatGrammar& g = *grammar_;
+  CountWork(g.predict_waiting_begin[nt + 1] - g.predict_waiting_begin[nt]);
   for (uint32_t i = g.predict_waiting_begin[nt]; i < g.predict_waiting_begin[nt + 1]; ++i) {
     uint32_t dot = g.predict_waiting[i];
     if (dot_stamp_[dot] == serial_) continue;
@@ -314,9 +335,7 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
   if (worklist_.empty() && new_scan_.empty()) return false;
   CloseSet();
   if (budget_hit_) {
-    status_ = absl::ResourceExhaustedError(absl::StrCat(
-        "Earley set at byte ", position, " exceeds max_items_per_set = ",
-        options_.limits.max_items_per_set));
+    status_ = SetBudgetError(position);
     return false;
   }
   if (new_scan_.empty() && !new_accepting_) return false;
@@ -468,9 +487,7 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
     }
     if (budget_hit_) {
       while (chart.sets.size() > end) chart.PopSet();
-      status_ = absl::ResourceExhaustedError(absl::StrCat(
-          "Earley set at byte ", position, " exceeds max_items_per_set = ",
-          options_.limits.max_items_per_set));
+      status_ = SetBudgetError(position);
       return false;
     }
     new_accepting_ |= t.accept;

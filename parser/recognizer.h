@@ -183,6 +183,9 @@ class Recognizer {
   // Chain nodes compared while deduplicating items, since construction: the
   // cost of MarkSeen, for tests that pin it to the items created.
   uint64_t dedup_probes_for_testing() const { return dedup_probes_; }
+  // The most item attempts (ParserLimits::max_work_per_set's unit) one Earley
+  // set took since construction: what a budget must leave room for.
+  uint64_t peak_work_per_set() const { return peak_work_; }
   const absl::Status& status() const { return status_; }
   const RecognizerOptions& options() const { return options_; }
   bool compacting() const { return compactor_ != nullptr; }
@@ -201,6 +204,9 @@ class Recognizer {
   void NextSerial();
   void BeginSet();
   void CountItem();
+  void CountWork(uint64_t n);
+  // The status of a set that ran over max_items_per_set or max_work_per_set.
+  absl::Status SetBudgetError(uint64_t position) const;
   void AddItem(uint32_t dot, uint32_t parent);
   // Records (dot, parent, state) for this set; false if already there.
   bool MarkSeen(uint32_t dot, uint32_t parent, uint32_t state);
@@ -272,6 +278,9 @@ class Recognizer {
   uint32_t serial_ = 0;
   bool new_accepting_ = false;
   uint64_t items_this_set_ = 0;
+  // Item attempts in this set, duplicates included (ParserLimits::max_work_per_set).
+  uint64_t work_this_set_ = 0;
+  uint64_t peak_work_ = 0;  // the most work_this_set_ reached, since construction
   bool budget_hit_ = false;
   uint32_t lowest_consulted_ = kNoParent;  // see LowestConsultedGroup
   uint64_t dedup_probes_ = 0;

@@ -9,6 +9,9 @@ packages=(
   # The Python package (python/) and its tests and examples.
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
   python3-jsonschema python3-lark python3-setuptools python3-pip python3-venv
+  # The libFuzzer targets (fuzz/, scripts/fuzz.sh): clang 19, its libFuzzer and
+  # sanitizer runtimes, llvm-symbolizer for readable reports.
+  clang-19 libfuzzer-19-dev libclang-rt-19-dev llvm-19
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,9 @@
 # there, then the C++ tests built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (iteration counts of the heavy differential tests
 # are scaled down there; no Python module: a sanitized library inside the
-# interpreter needs the sanitizer runtime preloaded).
+# interpreter needs the sanitizer runtime preloaded), then the thread test
+# under ThreadSanitizer and a short campaign of every libFuzzer target
+# (scripts/fuzz.sh --ci).
 # Usage: scripts/test.sh [--no-sanitizers]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,4 +35,15 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+  # ThreadSanitizer: the engine and the one test that shares a compiled
+  # grammar across threads (tests/threads/); any report fails.
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZAPGRAM_TSAN=ON \
+    -DZAPGRAM_BUILD_BENCH=OFF -DZAPGRAM_BUILD_PYTHON=OFF -DZAPGRAM_BUILD_SHARED=OFF >/dev/null
+  cmake --build build-tsan -j "$jobs" --target zapgram_thread_tests
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/zapgram_thread_tests
+
+  # libFuzzer (clang-19): every target replays its seeds, then fuzzes for
+  # 20 s (scripts/fuzz.sh --ci); a crash, hang, leak or sanitizer report fails.
+  scripts/fuzz.sh --ci
 fi

@@ -431,7 +431,7 @@ Grammar Deduper::Output(const std::vector<RuleId>& kept, const std::vector<RuleI
       for (ExprId id : touched) scratch.state[id] = 0;
     }
     const grammar::Rule& named = g_.rules[leader_[r]];
-    out.rules[i] = {named.name, body, named.loc};
+    out.rules[i] = {named.name, body, named.loc, named.keep_as_rule};
   }
   return out;
 }

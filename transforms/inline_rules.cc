@@ -200,7 +200,7 @@ absl::StatusOr<Grammar> InlineRules(const Grammar& g, const InlineOptions& optio
     const grammar::Rule& old = g.rules[kept[i]];
     absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, old.body, memo, children, build);
     if (!body.ok()) return body.status();
-    out.rules[i] = {old.name, *body, old.loc};
+    out.rules[i] = {old.name, *body, old.loc, old.keep_as_rule};
   }
   if (report != nullptr) {
     uint64_t count = 0;

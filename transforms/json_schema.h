@@ -69,6 +69,9 @@ struct JsonSchemaOptions {
   // Budget: grammar rules made (one per distinct subschema conjunction).
   // Exceeding it is a kResourceExhausted error.
   uint32_t max_rules = 1u << 20;
+  // Budget: nesting of the schema document's arrays and objects (MaskBench's
+  // deepest schema nests 63). Exceeding it is a kResourceExhausted error.
+  uint32_t max_depth = 1000;
 };
 
 struct JsonSchemaWarning {

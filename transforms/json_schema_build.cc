@@ -6,11 +6,18 @@
 //      branch, each the conjunction plus that branch with the combinator
 //      marked as expanded (so siblings of anyOf constrain every branch).
 //      oneOf is read as anyOf: the grammar accepts an instance matching
-//      several branches (exclusivity is not context-free in general);
+//      several branches (exclusivity is not context-free in general),
+//      except a oneOf whose branches only list `required` keys, a common
+//      "one of these key sets" (OneOfOfRequired: each branch forbids one key
+//      of every other branch; exact);
 //   2b. if/then/else  -> (if and then) | (not-if and else), for an `if`
 //      testing one property, whose negation is a schema node written here
 //      (NegatedIf: the key there and failing the test, or absent when `if`
 //      required it); other `if`s are unsupported;
+//   2c. dependentSchemas (and draft-07 schema-valued `dependencies`) ->
+//      a non-object | for each subset P of the triggers, an object with
+//      exactly P's triggers present and every schema of P; at most
+//      kMaxDependentSchemas triggers per node;
 //   3. `not`: a negated schema that only restricts types removes those
 //      types (`not: {}` is false); one of string keywords (pattern, format,
 //      lengths) or of a list of strings leaves the strings it does not
@@ -25,8 +32,11 @@
 //
 // Tests: tests/transforms/json_schema_test.cc, the suite's type, enum,
 // const, anyOf, oneOf, not and numeric groups.
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +62,10 @@ constexpr std::string_view kIntegerAnySpellingRegex =
     "-?(?:0|[1-9][0-9]*)(?:\\.0+)?(?:[eE]\\+?[0-9]+)?";
 // if/then/else of one conjunction expanded at most (2^n cases).
 constexpr uint32_t kMaxConditionals = 4;
+// dependentSchemas: most schema-valued triggers of one node (2^n cases).
+constexpr size_t kMaxDependentSchemas = 4;
+// OneOfOfRequired: most alternatives an exact oneOf of `required` lists makes.
+constexpr size_t kMaxOneOfChoices = 64;
 constexpr std::string_view kNumberRegex = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
 
 bool HasNumericKeywords(const MergedSchema& m) {
@@ -304,6 +318,123 @@ absl::StatusOr<const Json*> Converter::NegatedIf(const Json* if_node) {
   return node;
 }
 
+std::optional<std::vector<ExprId>> Converter::OneOfOfRequired(const Json& holder,
+                                                              const std::vector<ConjItem>& base) {
+  const Json& branches = holder["oneOf"];
+  if (branches.size() < 2) return std::nullopt;
+  std::vector<std::vector<std::string>> required;
+  for (const Json& b : branches) {
+    if (!b.is_object()) return std::nullopt;
+    std::vector<std::string> keys;
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      if (it.key() == "required" && it->is_array()) {
+        for (const Json& k : *it) {
+          if (!k.is_string()) return std::nullopt;
+          keys.push_back(k.get<std::string>());
+        }
+      } else if (it.key() != "description" && it.key() != "title" && it.key() != "$comment") {
+        return std::nullopt;
+      }
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    required.push_back(std::move(keys));
+  }
+  // Per branch i, per other branch j: the keys of j that i does not require.
+  std::vector<std::vector<std::vector<std::string>>> outside(required.size());
+  size_t total = 0;
+  for (size_t i = 0; i < required.size(); ++i) {
+    size_t choices = 1;
+    for (size_t j = 0; j < required.size() && choices > 0; ++j) {
+      if (j == i) continue;
+      std::vector<std::string> d;
+      std::set_difference(required[j].begin(), required[j].end(), required[i].begin(), required[i].end(),
+                          std::back_inserter(d));
+      choices *= d.size();  // empty: j holds whenever i does, so i never holds alone
+      outside[i].push_back(std::move(d));
+    }
+    if (choices > kMaxOneOfChoices) return std::nullopt;
+    if (choices == 0) outside[i].clear();
+    total += choices;
+  }
+  if (total > kMaxOneOfChoices) return std::nullopt;
+  const std::string at = PointerOf(&holder);
+  std::vector<ExprId> alternatives;
+  for (size_t i = 0; i < required.size(); ++i) {
+    if (outside[i].empty()) continue;
+    // Every choice of one key per other branch (mixed radix).
+    std::vector<size_t> pick(outside[i].size(), 0);
+    for (size_t choice = 0;; ++choice) {
+      const std::string key = absl::StrCat(at, "#", i, "#", choice);
+      const Json*& node = oneof_exclusions_[key];
+      if (node == nullptr) {
+        Json forbid = Json::object();
+        forbid["type"] = "object";
+        Json& properties = forbid["properties"] = Json::object();
+        for (size_t j = 0; j < pick.size(); ++j) properties[outside[i][j][pick[j]]] = false;
+        node = AddSynthetic(std::move(forbid), absl::StrCat(at, "/oneOf/", i, " (exclusive)"));
+        for (auto it = (*node)["properties"].begin(); it != (*node)["properties"].end(); ++it) {
+          pointer_of_[&*it] = absl::StrCat(at, "/oneOf/", i, " (exclusive)/properties/", it.key());
+        }
+      }
+      std::vector<ConjItem> items = base;
+      items.push_back({&branches[i], 0});
+      items.push_back({node, 0});
+      alternatives.push_back(RefTo(MakeConj(std::move(items))));
+      size_t d = 0;
+      while (d < pick.size() && ++pick[d] == outside[i][d].size()) pick[d++] = 0;
+      if (d == pick.size()) break;
+    }
+  }
+  return alternatives;
+}
+
+ExprId Converter::BuildDependentSchemas(const Conj& conj, const MergedSchema& m) {
+  const std::vector<ConjItem> base = Expanded(conj, m.dependency_node, kSkipDependentSchemas);
+  const std::string at = PointerOf(m.dependency_node);
+  std::vector<ExprId> alternatives;
+  // Not an object: no dependency applies.
+  const std::string other_key = absl::StrCat(at, "#other");
+  const Json*& other = dependency_cases_[other_key];
+  if (other == nullptr) {
+    other = AddSynthetic(Json::parse(R"({"type": ["null", "boolean", "number", "string", "array"]})"),
+                         absl::StrCat(at, " (dependentSchemas: not an object)"));
+  }
+  std::vector<ConjItem> items = base;
+  items.push_back({other, 0});
+  alternatives.push_back(RefTo(MakeConj(std::move(items))));
+  const size_t n = m.dependent_schemas.size();
+  for (uint32_t subset = 0; subset < (1u << n); ++subset) {
+    const std::string key = absl::StrCat(at, "#", subset);
+    const Json*& present = dependency_cases_[key];
+    if (present == nullptr) {
+      Json node = Json::object();
+      node["type"] = "object";
+      node["required"] = Json::array();
+      node["properties"] = Json::object();
+      for (size_t t = 0; t < n; ++t) {
+        const std::string& trigger = m.dependent_schemas[t].first;
+        if (subset & (1u << t)) {
+          node["required"].push_back(trigger);
+        } else {
+          node["properties"][trigger] = false;
+        }
+      }
+      present = AddSynthetic(std::move(node), absl::StrCat(at, " (dependentSchemas case ", subset, ")"));
+      for (auto it = (*present)["properties"].begin(); it != (*present)["properties"].end(); ++it) {
+        pointer_of_[&*it] = absl::StrCat(at, " (dependentSchemas case ", subset, ")/properties/", it.key());
+      }
+    }
+    std::vector<ConjItem> case_items = base;
+    case_items.push_back({present, 0});
+    for (size_t t = 0; t < n; ++t) {
+      if (subset & (1u << t)) case_items.push_back({m.dependent_schemas[t].second, 0});
+    }
+    alternatives.push_back(RefTo(MakeConj(std::move(case_items))));
+  }
+  return g().AddChoice(std::move(alternatives));
+}
+
 absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   if (conj.empty()) return AnyValue();
   absl::StatusOr<MergedSchema> merged = Merge(conj);
@@ -315,6 +446,12 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
   if (m.disjunction_node != nullptr) {
     const char* key = m.disjunction_bit == kSkipAnyOf ? "anyOf" : "oneOf";
     const std::vector<ConjItem> base = Expanded(conj, m.disjunction_node, m.disjunction_bit);
+    if (m.disjunction_bit == kSkipOneOf) {
+      if (std::optional<std::vector<ExprId>> exact = OneOfOfRequired(*m.disjunction_node, base)) {
+        if (exact->empty()) return Void();
+        return g().AddChoice(*std::move(exact));
+      }
+    }
     std::vector<ExprId> alternatives;
     for (const Json& branch : (*m.disjunction_node)[key]) {
       std::vector<ConjItem> items = base;
@@ -326,6 +463,19 @@ absl::StatusOr<ExprId> Converter::Build(const Conj& conj) {
 
   // 2b. if/then/else.
   if (m.conditional_node != nullptr) return BuildConditional(conj, m);
+
+  // 2c. dependentSchemas.
+  if (m.dependency_node != nullptr) {
+    if (m.dependent_schemas.size() > kMaxDependentSchemas) {
+      absl::Status st = Unsupported(
+          "dependentSchemas", PointerOf(m.dependency_node),
+          absl::StrFormat("%d conditional schemas (one grammar per subset of triggers; at most %d)",
+                          m.dependent_schemas.size(), kMaxDependentSchemas));
+      if (!st.ok()) return st;
+      return RefTo(MakeConj(Expanded(conj, m.dependency_node, kSkipDependentSchemas)));
+    }
+    return BuildDependentSchemas(conj, m);
+  }
 
   // 3. not. One of required keys is rewritten as a schema node first.
   for (const MergedSchema::Negation& negation : m.negations) {

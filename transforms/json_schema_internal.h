@@ -45,6 +45,7 @@ inline constexpr uint8_t kSkipAnyOf = 1;
 inline constexpr uint8_t kSkipOneOf = 2;
 inline constexpr uint8_t kSkipIf = 4;   // if/then/else
 inline constexpr uint8_t kSkipNot = 8;  // a `not` rewritten as a schema node (NegatedRequired)
+inline constexpr uint8_t kSkipDependentSchemas = 16;  // dependentSchemas / schema-valued dependencies
 
 struct ConjItem {
   const Json* node = nullptr;
@@ -110,6 +111,10 @@ struct MergedSchema {
   const Json* disjunction_node = nullptr;  // first anyOf/oneOf not yet expanded
   uint8_t disjunction_bit = 0;              // kSkipAnyOf or kSkipOneOf
   const Json* conditional_node = nullptr;   // first node whose if/then/else is not yet expanded
+  // First node whose schema-valued dependencies (dependentSchemas, draft-07
+  // `dependencies` objects) are not yet expanded: (trigger key, schema).
+  const Json* dependency_node = nullptr;
+  std::vector<std::pair<std::string, const Json*>> dependent_schemas;
   uint32_t pending_conditionals = 0;        // how many such nodes
   // Booleans a `not` excludes (null is removed from `types`).
   bool no_true = false, no_false = false;
@@ -128,12 +133,22 @@ struct MergedSchema {
 };
 
 // Most members MembersInAnyOrder tracks (2^n rules): required keys of an
-// any-order object, members of an object const/enum value. (Cost: with
-// bounded whitespace transforms/regular_terminals.h flattens an all-required
-// object's subset rules into regex terminals of 2^n x member states, 15-50 s
-// to compile at n = 10 on MaskBench schemas; the validation grammar's
-// recursive `ws` keeps them rules, 0.1-0.3 s.)
+// any-order object, members of an object const/enum value. (The subset rules
+// are Rule::keep_as_rule: flattened into regex terminals they were DFAs of
+// every order, 15-50 s to compile at n = 10 on MaskBench schemas with
+// generation's bounded whitespace; kept as rules, 0.1-0.3 s.)
 inline constexpr uint32_t kAnyOrderExactKeys = 10;
+// Most rules MembersInAnyOrder makes for one object: subsets of the required
+// keys times the member counts minProperties/maxProperties tell apart.
+inline constexpr uint64_t kMaxAnyOrderRules = 1u << 14;
+// The rules MembersInAnyOrder makes for `once` exactly-once members and
+// counts in [lo, hi].
+inline uint64_t AnyOrderRules(size_t once, uint64_t lo, std::optional<uint64_t> hi) {
+  if (once >= 63) return UINT64_MAX;
+  const uint64_t counts = hi ? *hi + 1 : std::max<uint64_t>(lo, 1) + 1;
+  const uint64_t subsets = uint64_t{1} << once;
+  return counts > UINT64_MAX / subsets ? UINT64_MAX : subsets * counts;
+}
 
 // A named key of an object and the schemas its value must satisfy.
 struct NamedKey {
@@ -198,9 +213,21 @@ class Converter {
   // Takes ownership of a schema node the converter wrote (its address stays
   // valid) and names it `pointer` in messages.
   const Json* AddSynthetic(Json node, std::string pointer);
+  // A oneOf whose branches only list `required` keys, made exact: the
+  // alternatives of branch i forbid, for every other branch j, one of j's
+  // keys that i does not require (and ask for an object: under two or more
+  // such branches a non-object satisfies all of them, so oneOf fails).
+  // nullopt when the oneOf has another shape or needs more than
+  // kMaxOneOfChoices alternatives (then it is read as anyOf).
+  std::optional<std::vector<grammar::ExprId>> OneOfOfRequired(const Json& holder,
+                                                              const std::vector<ConjItem>& base);
   // if/then/else of m.conditional_node as (if and then) or (not-if and
   // else), for an `if` whose negation has a grammar (NegatedIf).
   absl::StatusOr<grammar::ExprId> BuildConditional(const Conj& conj, const MergedSchema& m);
+  // dependentSchemas of m.dependency_node: a non-object, or an object with
+  // exactly the triggers of one subset present, under their schemas (one
+  // alternative per subset, at most 2^kMaxDependentSchemas).
+  grammar::ExprId BuildDependentSchemas(const Conj& conj, const MergedSchema& m);
   // A schema node (owned here) for the negation of `if_node`: an `if` that
   // tests one property ({properties: {k: S}}, maybe required [k]) is negated
   // as an object whose k is there and fails S (or, if `if` required k, is
@@ -236,10 +263,14 @@ class Converter {
   // Object members in any order, without the braces: each of `once`
   // exactly once (one rule per subset of them written, so at most
   // kAnyOrderExactKeys of them), and `any_times` (a member rule) any number
-  // of times in between; the members separated by Token(","). Void when
-  // nothing can be written at all (no members).
+  // of times in between; the members separated by Token(","); between
+  // `min_members` and `max_members` members in all (one rule per subset and
+  // count told apart: AnyOrderRules of them). Void when nothing can be
+  // written at all.
   grammar::ExprId MembersInAnyOrder(const std::vector<grammar::ExprId>& once,
-                                    std::optional<grammar::RuleId> any_times, std::string_view name);
+                                    std::optional<grammar::RuleId> any_times, std::string_view name,
+                                    uint64_t min_members = 0,
+                                    std::optional<uint64_t> max_members = std::nullopt);
   // Can BuildObjectAnyOrder keep every constraint of this object (counts,
   // required keys within budget)?
   bool AnyOrderIsExact(const MergedSchema& m, const std::vector<NamedKey>& named,
@@ -310,6 +341,13 @@ class Converter {
   // Schema nodes the converter writes itself (negated `if`s); never move.
   std::deque<Json> synthetic_;
   absl::flat_hash_map<const Json*, const Json*> negated_if_;  // `if` node -> its negation
+  // OneOfOfRequired: "<oneOf holder pointer>#<branch>#<choice>" -> the
+  // synthetic node forbidding one key of every other branch (made once, so
+  // a recursive schema meets the same conjunctions again).
+  absl::flat_hash_map<std::string, const Json*> oneof_exclusions_;
+  // BuildDependentSchemas: "<node pointer>#<subset>" -> the synthetic node
+  // requiring the subset's triggers and forbidding the others.
+  absl::flat_hash_map<std::string, const Json*> dependency_cases_;
   // Document order of the nodes (IndexDocument numbers the subschemas in the
   // order they are found; a node reached otherwise gets the next number when
   // first sorted): MakeConj's sort key.

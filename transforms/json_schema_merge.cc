@@ -18,7 +18,9 @@
 //   anyOf, oneOf        the first one not yet expanded is recorded; the
 //                       builder turns it into alternatives (oneOf as a union)
 //   not                 recorded for the builder
-//   dependentRequired   (and `dependencies` arrays) collected for the object
+//   dependentRequired   (and `dependencies` arrays) collected for the object;
+//   dependentSchemas    (and `dependencies` schemas) of the first node that
+//                       has them recorded, for the builder to expand
 //                       builder; conditional schemas are unsupported
 //   if/then/else        the first one not yet expanded is recorded for the
 //                       builder (like anyOf)
@@ -309,8 +311,11 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
             continue;
           }
           if (key == "dependentRequired") return NotA("an object of string arrays", at, v);
-          st = Unsupported(key, ptr, "a schema conditional on another property");
-          break;
+          // A schema that applies when the trigger is present: expanded by
+          // the builder (BuildDependentSchemas), node by node.
+          if (skip & kSkipDependentSchemas) continue;
+          if (m.dependency_node == nullptr) m.dependency_node = node;
+          if (m.dependency_node == node) m.dependent_schemas.push_back({it.key(), &dep});
         }
       } else if (key == "unevaluatedProperties" || key == "unevaluatedItems") {
         if (!(v.is_boolean() && v.get<bool>())) {

@@ -135,6 +135,7 @@ inline absl::StatusOr<Grammar> CopyRules(const Grammar& src, const std::vector<R
     if (!body.ok()) return body.status();
     dst.rules[i].name = names != nullptr ? (*names)[i] : old.name;
     dst.rules[i].loc = old.loc;
+    dst.rules[i].keep_as_rule = old.keep_as_rule;
     dst.rules[i].body = *body;
   }
   return dst;

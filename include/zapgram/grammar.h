@@ -145,6 +145,9 @@ class ZAPGRAM_EXPORT Recognizer {
   std::bitset<256> NextBytes() const;
   size_t Position() const;
   size_t RetainedItems() const;
+  // The most item attempts one byte has taken so far (the unit of
+  // ParserLimits::max_work_per_set), for sizing that budget.
+  uint64_t PeakWorkPerSet() const;
   absl::Status status() const;
 
  private:

@@ -1,6 +1,8 @@
 // Budgets of the Earley engine. Every limit is explicit, with its default and
 // its cost beside it; running out is reported as a status distinct from
 // "input rejected" (kResourceExhausted, naming the limit and its value).
+// docs/limits.md lists every budget of the engine (these and the readers',
+// the JSON Schema converter's and the caches'), with defaults and costs.
 #ifndef ZAPGRAM_LIMITS_H_
 #define ZAPGRAM_LIMITS_H_
 
@@ -12,6 +14,12 @@ struct ParserLimits {
   // Items created in one Earley set (one input byte). Guards against
   // pathological ambiguity; 12 bytes each.
   uint32_t max_items_per_set = 1u << 20;
+  // Item attempts in one Earley set, duplicates included (each completion
+  // step, prediction and scan): bounds the time of one byte, ~5-10 ns each.
+  // An ambiguous grammar (`s ::= s s | "a" | ""`) makes O(n^2) attempts at
+  // byte n with few distinct items; real grammars stay below ~10^4 (JSON,
+  // Java, SQL, MaskBench: see docs/limits.md).
+  uint64_t max_work_per_set = 1u << 18;
   // Items retained in the whole chart after a step (with pruning: proportional
   // to nesting depth; without: to input length). 12 bytes each.
   uint64_t max_total_items = 1ull << 27;

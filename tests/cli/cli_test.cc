@@ -548,7 +548,7 @@ TEST(CliTest, ParseHumanStats) {
   ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_EQ(lines[0], doc + ": accepted");
   EXPECT_TRUE(RE2::PartialMatch(lines[1], R"(36 bytes; items max \d+, mean [0-9.]+; )"
-                                          R"(unpruned max \d+, mean [0-9.]+; )"
+                                          R"(unpruned max \d+, mean [0-9.]+; peak work per byte \d+; )"
                                           R"(items every 2 bytes: (?:\d+ ){18}\d+$)"))
       << lines[1];
 }

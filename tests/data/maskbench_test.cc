@@ -20,6 +20,7 @@
 // asserted). The table also gives compile ms p50/p99 and the refused
 // keywords with counts.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -32,6 +33,8 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/schema_harness.h"
 #include "tests/support/test_paths.h"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
 
 namespace zapgram {
 namespace {
@@ -63,12 +66,16 @@ struct Totals {
   int invalid = 0, invalid_rejected = 0, invalid_accepted_lenient = 0, invalid_accepted_strict = 0;
   int invalid_accepted_oneof = 0;  // strict grammars; only oneOf exclusivity violated
   int valid_not_compiled = 0, invalid_not_compiled = 0, recognizer_errors = 0;
+  // Instances of schemas whose strict grammar compiled (what `zapgram parse`
+  // decides without --lenient) and the verdicts that were right.
+  int strict_valid = 0, strict_valid_accepted = 0, strict_invalid = 0, strict_invalid_rejected = 0;
   std::map<std::string, int> refused;   // strict mode: first unsupported keyword -> schemas
   std::map<std::string, int> dropped;   // lenient: keyword -> schemas that dropped it
   std::vector<double> compile_ms;
   std::vector<std::string> rejected_valid_ids;
   std::vector<std::string> rejected_valid_lenient_ids;
   std::vector<std::string> accepted_invalid_ids;  // by strict grammars
+  std::vector<std::string> accepted_invalid_other_ids;  // oneOf exclusivity, lenient grammars
   std::vector<std::string> errors;
 };
 
@@ -105,22 +112,22 @@ bool OnlyOneOfExclusivity(const std::string& validator_error) {
   return false;
 }
 
-TEST(MaskBench, SchemasCompileAndInstancesAgree) {
-  std::vector<SchemaGroup> groups =
-      testing::ReadSchemaGroups(testing::DataPath("traces/llama3/maskbench.jsonl"));
-  ASSERT_GT(groups.size(), 5000u);
+// Sanitizer builds run 5-10x slower and some schemas take seconds to
+// compile: they check a sparser sample, without the pinned counts.
+#if defined(ZAPGRAM_SANITIZED)
+constexpr size_t kStride = 128;
+#else
+constexpr size_t kStride = 16;
+#endif
+
+// The verdicts of every kStride-th schema's instances (all with
+// ZAPGRAM_MASKBENCH_ALL=1) under grammars made with `schema`, printed.
+Totals Tally(const std::vector<SchemaGroup>& groups, const SchemaOptions& schema, const char* what) {
   const bool all = RunAll();
   const std::string only = OnlyFilter();
-  // Sanitizer builds run 5-10x slower and some schemas take seconds to
-  // compile: they check a sparser sample, without the pinned counts.
-#if defined(ZAPGRAM_SANITIZED)
-  const size_t stride = 128;
-#else
-  const size_t stride = 16;
-#endif
+  const size_t stride = kStride;
   Totals t;
   std::map<std::string, std::string> validator_errors = ReadValidatorErrors();
-  ASSERT_GT(validator_errors.size(), 1000u);
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     if (!only.empty()) {
       if (groups[gi].spec.find(only) == std::string::npos) continue;
@@ -128,7 +135,7 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
       continue;
     }
     const SchemaGroup& group = groups[gi];
-    SchemaVerdicts v = testing::RunSchemaGroup(group, testing::DataPath(""));
+    SchemaVerdicts v = testing::RunSchemaGroup(group, testing::DataPath(""), schema);
     ++t.schemas;
     t.recognizer_errors += static_cast<int>(v.recognizer_errors.size());
     for (const std::string& e : v.recognizer_errors) t.errors.push_back("recognizer: " + e);
@@ -163,6 +170,10 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
         continue;
       }
       const bool accepted = v.strict.ok() ? v.strict_accepts[i] : v.lenient_accepts[i];
+      if (v.strict.ok()) {
+        (valid ? t.strict_valid : t.strict_invalid)++;
+        if (valid == accepted) (valid ? t.strict_valid_accepted : t.strict_invalid_rejected)++;
+      }
       if (valid) {
         if (accepted) {
           ++t.valid_accepted;
@@ -177,17 +188,19 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
         ++t.invalid_rejected;
       } else if (v.strict.ok() && OnlyOneOfExclusivity(validator_errors[group.instances[i].id])) {
         ++t.invalid_accepted_oneof;
+        t.accepted_invalid_other_ids.push_back(group.instances[i].id + " (oneOf exclusivity)");
       } else if (v.strict.ok()) {
         ++t.invalid_accepted_strict;
         t.accepted_invalid_ids.push_back(group.instances[i].id);
       } else {
         ++t.invalid_accepted_lenient;
+        t.accepted_invalid_other_ids.push_back(group.instances[i].id + " (lenient grammar)");
       }
     }
   }
-  std::printf("maskbench (%s): %d schemas; strict compiled %d (%.1f%%); lenient compiled %d more "
+  std::printf("maskbench %s (%s): %d schemas; strict compiled %d (%.1f%%); lenient compiled %d more "
               "(total %.1f%%); other errors %d\n",
-              all ? "all" : "every 16th", t.schemas, t.strict_ok, 100.0 * t.strict_ok / t.schemas,
+              what, all ? "all" : "every 16th", t.schemas, t.strict_ok, 100.0 * t.strict_ok / t.schemas,
               t.lenient_ok, 100.0 * (t.strict_ok + t.lenient_ok) / t.schemas, t.other_errors);
   std::printf("valid: %d; accepted %d; rejected by strict grammars %d, by lenient %d; schema not "
               "compiled %d\n",
@@ -215,28 +228,165 @@ TEST(MaskBench, SchemasCompileAndInstancesAgree) {
   for (size_t i = 0; i < std::min<size_t>(t.accepted_invalid_ids.size(), 60); ++i) {
     std::printf("  invalid accepted (strict grammar): %s\n", t.accepted_invalid_ids[i].c_str());
   }
+  for (size_t i = 0; i < std::min<size_t>(t.accepted_invalid_other_ids.size(), 60); ++i) {
+    std::printf("  invalid accepted: %s\n", t.accepted_invalid_other_ids[i].c_str());
+  }
   for (size_t i = 0; i < std::min<size_t>(t.rejected_valid_lenient_ids.size(), 60); ++i) {
     std::printf("  valid rejected (lenient grammar): %s\n", t.rejected_valid_lenient_ids[i].c_str());
   }
+  return t;
+}
+
+TEST(MaskBench, SchemasCompileAndInstancesAgree) {
+  std::vector<SchemaGroup> groups =
+      testing::ReadSchemaGroups(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  ASSERT_GT(groups.size(), 5000u);
+  ASSERT_GT(ReadValidatorErrors().size(), 1000u);
+  const bool all = RunAll();
+  const std::string only = OnlyFilter();
+  const size_t stride = kStride;
+  Totals t = Tally(groups, SchemaOptions{}, "generation");
   EXPECT_EQ(t.other_errors, 0);
   EXPECT_EQ(t.recognizer_errors, 0);
   if (all || !only.empty() || stride != 16) return;
   // Pinned on the default sample (every 16th schema of the trace). The valid
   // instances rejected by strict grammars were checked by hand: members in
   // another order than the schema's `properties` (docs/json-schema.md,
-  // canonical form; each of the 7 is accepted under any_order); lenient
-  // grammars add keyword drops on top.
+  // canonical form; each of the 8 is accepted under any_order; wp_100 joined
+  // them when schema-valued `dependencies` compiled); lenient grammars add
+  // keyword drops on top.
   EXPECT_EQ(t.schemas, 409);
-  EXPECT_EQ(t.strict_ok, 398);
-  EXPECT_EQ(t.lenient_ok, 10);
+  EXPECT_EQ(t.strict_ok, 400);
+  EXPECT_EQ(t.lenient_ok, 8);
   EXPECT_EQ(t.valid_accepted, 398);
-  EXPECT_EQ(t.valid_rejected_strict, 7);
-  EXPECT_EQ(t.valid_rejected_lenient, 3);
-  EXPECT_EQ(t.invalid_rejected, 320);
-  EXPECT_EQ(t.invalid_accepted_lenient, 2);
-  EXPECT_EQ(t.invalid_accepted_oneof, 1);
+  EXPECT_EQ(t.valid_rejected_strict, 8);
+  EXPECT_EQ(t.valid_rejected_lenient, 2);
+  // 322 and no oneOf: a oneOf of `required` lists is exclusive
+  // (OneOfOfRequired: calculate_area_ef245c1f#1), schema-valued
+  // `dependencies` compile (o72203#2).
+  EXPECT_EQ(t.invalid_rejected, 322);
+  EXPECT_EQ(t.invalid_accepted_lenient, 1);
+  EXPECT_EQ(t.invalid_accepted_oneof, 0);
   EXPECT_EQ(t.invalid_accepted_strict, 0);
   EXPECT_EQ(t.valid_not_compiled + t.invalid_not_compiled, 2);
+}
+
+// The validation grammar (`zapgram parse`, SchemaPurpose::kValidation: any
+// whitespace, members in any order, every escape spelling) on the same
+// instances: the figures issue 16 asks for. valid accepted counts every valid
+// instance (one whose schema did not compile is not accepted); invalid
+// rejected counts the invalid instances of compiled schemas (strict, else
+// lenient), an accepted one being a miss whatever the reason (oneOf
+// exclusivity, a dropped keyword).
+TEST(MaskBench, ValidationAcceptsValidRejectsInvalid) {
+  std::vector<SchemaGroup> groups =
+      testing::ReadSchemaGroups(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  ASSERT_GT(groups.size(), 5000u);
+  SchemaOptions schema;
+  schema.purpose = SchemaPurpose::kValidation;
+  Totals t = Tally(groups, schema, "validation");
+  EXPECT_EQ(t.other_errors, 0);
+  EXPECT_EQ(t.recognizer_errors, 0);
+  // Two readings. Strict: the schemas `zapgram parse` compiles as they are
+  // (the others it refuses, naming the keyword). With lenient fallback: every
+  // schema, a refused one read with its keywords dropped (--lenient), so an
+  // invalid instance that only a dropped keyword rules out counts as a miss,
+  // and a valid instance of a schema that compiles neither way too.
+  const int invalid_compiled = t.invalid - t.invalid_not_compiled;
+  const double valid_accepted = 100.0 * t.valid_accepted / std::max(t.valid, 1);
+  const double invalid_rejected = 100.0 * t.invalid_rejected / std::max(invalid_compiled, 1);
+  const double strict_valid = 100.0 * t.strict_valid_accepted / std::max(t.strict_valid, 1);
+  const double strict_invalid = 100.0 * t.strict_invalid_rejected / std::max(t.strict_invalid, 1);
+  std::printf("validation, strict schemas: valid accepted %d/%d (%.2f%%); invalid rejected %d/%d (%.2f%%)\n",
+              t.strict_valid_accepted, t.strict_valid, strict_valid, t.strict_invalid_rejected,
+              t.strict_invalid, strict_invalid);
+  std::printf("validation, lenient fallback: valid accepted %d/%d (%.2f%%); invalid rejected %d/%d (%.2f%%)\n",
+              t.valid_accepted, t.valid, valid_accepted, t.invalid_rejected, invalid_compiled,
+              invalid_rejected);
+  if (!OnlyFilter().empty() || kStride != 16) return;
+  // The issue's bars, on the sample and on the whole set
+  // (ZAPGRAM_MASKBENCH_ALL=1: 99.95 % / 99.84 % strict, 99.94 % / 99.37 %
+  // with lenient fallback).
+  EXPECT_GE(strict_valid, 99.5);
+  EXPECT_GE(strict_invalid, 99.0);
+  EXPECT_GE(valid_accepted, 99.5);
+  EXPECT_GE(invalid_rejected, 99.0);
+  if (RunAll()) return;
+  // Pinned on the sample: every miss is a lenient grammar's (a dropped `not`
+  // of patternProperties, a lookahead `pattern`).
+  EXPECT_EQ(t.strict_valid_accepted, t.strict_valid);
+  EXPECT_EQ(t.strict_invalid_rejected, t.strict_invalid);
+  EXPECT_EQ(t.invalid_rejected, 321);
+  EXPECT_GE(invalid_rejected, 99.0);
+  EXPECT_EQ(t.invalid_accepted_strict, 0);
+}
+
+// What any-order objects cost: compile and mask times of schemas with many
+// required keys (o76764: 10, all required; sp_13: 6 + nested objects) under
+// the schema-order generation grammar, the any-order generation grammar and
+// the validation grammar, walking each schema's valid instance with Llama 3
+// masks. Printed, not asserted (machine load); the any-order grammars must
+// compile and accept the instance. (Before the subset rules were kept as
+// rules, any-order generation took 19 s / 2.6 GB on o76764.)
+TEST(MaskBench, AnyOrderObjectCost) {
+  if (!OnlyFilter().empty()) return;
+  absl::StatusOr<Vocabulary> vocabulary = Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  std::vector<SchemaGroup> groups =
+      testing::ReadSchemaGroups(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  for (const char* name : {"Github_medium---o76764", "Snowplow---sp_13_Normalized"}) {
+    const SchemaGroup* group = nullptr;
+    for (const SchemaGroup& g : groups) {
+      if (g.spec.find(name) != std::string::npos) group = &g;
+    }
+    ASSERT_NE(group, nullptr) << name;
+    std::string text;
+    for (const testing::SchemaInstance& i : group->instances) {
+      if (i.valid) text = i.text;
+    }
+    struct Mode {
+      const char* what;
+      SchemaOptions schema;
+    };
+    std::vector<Mode> modes(3);
+    modes[0].what = "schema order";
+    modes[1].what = "any order";
+    modes[1].schema.any_order = true;
+    modes[2].what = "validation";
+    modes[2].schema.purpose = SchemaPurpose::kValidation;
+    for (const Mode& mode : modes) {
+      LoadOptions options;
+      options.schema = mode.schema;
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<Grammar> grammar = Grammar::Load(group->spec, testing::DataPath(""), options);
+      ASSERT_TRUE(grammar.ok()) << grammar.status();
+      absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, *vocabulary);
+      ASSERT_TRUE(compiled.ok()) << compiled.status();
+      const double compile_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      // The instance's bytes one at a time through the matcher, a mask
+      // before each (cold caches: the first walk of this grammar).
+      Matcher matcher(*compiled);
+      std::vector<uint32_t> words(compiled->mask_words());
+      std::vector<double> mask_us;
+      bool accepted = true;
+      for (size_t i = 0; i < text.size() && accepted; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        matcher.ComputeMask(words.data());
+        mask_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        accepted = matcher.AcceptBytes(text.substr(i, 1));
+      }
+      const bool schema_order = mode.schema.purpose == SchemaPurpose::kGeneration && !mode.schema.any_order;
+      if (!schema_order) EXPECT_TRUE(accepted && matcher.IsAccepting()) << name << " " << mode.what;
+      double sum = 0;
+      for (double us : mask_us) sum += us;
+      std::printf("any-order cost %-28s %-13s compile+trie %8.1f ms, grammar %7zu KB; %zu masks: mean %.0f us, "
+                  "p99 %.0f us; instance %s\n",
+                  name, mode.what, compile_ms, compiled->memory_bytes() >> 10, mask_us.size(),
+                  sum / std::max<size_t>(mask_us.size(), 1), Percentile(mask_us, 0.99),
+                  accepted && matcher.IsAccepting() ? "accepted" : "rejected");
+    }
+  }
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ for that case, never assumed from the schema alone:
     accepts the instance with every object's members sorted into the order
     of the schema's `properties` (the grammar keeps schema order for objects
     whose any-order grammar would not be exact: more than 10 required keys,
-    maxProperties, minProperties beyond the required keys).
+    or more than 2^14 rules for the subsets of them times the member counts
+    minProperties/maxProperties tell apart).
 Anything else is "unexplained" and fails the test, as does a document that
 zapgram could not decide (a budget) or that the validator could not.
 

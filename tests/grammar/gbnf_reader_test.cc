@@ -582,9 +582,9 @@ TEST(GbnfReaderErrorTest, MalformedInputsNameTheExactPlace) {
        "t.gbnf:1:17: expected '}' to close the repetition opened at 1:13 but "
        "found end of input"},
       {"root ::= \"a\"{100001}",
-       "t.gbnf:1:14: repetition bound 100001 exceeds the limit of 100000"},
+       "t.gbnf:1:14: repetition bound 100001 exceeds the limit of 100000 (max_repeat_bound)"},
       {"root ::= \"a\"{99999999999999999999999}",
-       "t.gbnf:1:14: repetition bound 99999999999999999999999 exceeds the limit of 100000"},
+       "t.gbnf:1:14: repetition bound 99999999999999999999999 exceeds the limit of 100000 (max_repeat_bound)"},
       {"a ::= \"x\"", "t.gbnf: no rule named 'root'"},
       {"", "t.gbnf: no rule named 'root'"},
       {"# only a comment\n", "t.gbnf: no rule named 'root'"},
@@ -733,11 +733,11 @@ TEST(GbnfReaderLimitsTest, RepeatBoundLimitIsConfigurable) {
   options.max_repeat_bound = 10;
   EXPECT_EQ(ErrorOf("root ::= \"a\"{10}", options), "OK");
   EXPECT_EQ(ErrorOf("root ::= \"a\"{2,11}", options),
-            "t.gbnf:1:16: repetition bound 11 exceeds the limit of 10");
+            "t.gbnf:1:16: repetition bound 11 exceeds the limit of 10 (max_repeat_bound)");
   // A bound can never collide with kUnbounded.
   options.max_repeat_bound = kUnbounded;
   EXPECT_EQ(ErrorOf("root ::= \"a\"{4294967295}", options),
-            "t.gbnf:1:14: repetition bound 4294967295 exceeds the limit of 4294967294");
+            "t.gbnf:1:14: repetition bound 4294967295 exceeds the limit of 4294967294 (max_repeat_bound)");
 }
 
 TEST(GbnfReaderLimitsTest, ArbitraryBytesNeverCrash) {

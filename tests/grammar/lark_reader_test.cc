@@ -196,7 +196,7 @@ TEST(LarkReaderTest, Errors) {
 
 TEST(LarkReaderTest, HostileNestingNeverRecurses) {
   const std::string deep = "start: " + std::string(200000, '(') + "\"a\"" + std::string(200000, ')') + "\n";
-  EXPECT_EQ(ErrorOf(deep), "t.lark:1:10007: nesting deeper than 10000");
+  EXPECT_EQ(ErrorOf(deep), "t.lark:1:10007: nesting deeper than 10000 (max_nesting)");
   LarkReadOptions wide;
   wide.max_nesting = 300000;
   EXPECT_EQ(ErrorOf(deep, wide), "OK");
@@ -377,7 +377,7 @@ TEST(LarkReaderTest, TemplateErrorsAndBudgets) {
   std::string deep = "start: " + std::string(20000, '(') + "t{";
   for (int i = 0; i < 20000; ++i) deep += "t{";
   deep += "\"a\"" + std::string(20001, '}') + std::string(20000, ')') + "\nt{x}: x\n";
-  EXPECT_EQ(ErrorOf(deep), "t.lark:1:10007: nesting deeper than 10000");
+  EXPECT_EQ(ErrorOf(deep), "t.lark:1:10007: nesting deeper than 10000 (max_nesting)");
   roomy.max_nesting = 100000;
   EXPECT_EQ(ErrorOf(deep, roomy),
             "t.lark:1:55282: template expansion exceeds its budget of 8388608 bytes of instance names "

@@ -312,14 +312,16 @@ TEST(TokenTrieSmallTest, GoldenDump) {
   EXPECT_FALSE(trie->FindNode("ac").has_value());
 }
 
-TEST(TokenTrieSmallTest, EmptyTokenSitsOnTheRoot) {
+// An empty token is unused (Vocabulary: a mask never allows it, no bytes to
+// accept), so it is not in the trie: the root holds no ids.
+TEST(TokenTrieSmallTest, EmptyTokenIsNotInTheTrie) {
   absl::StatusOr<Vocabulary> vocabulary = Vocabulary::LoadFromJson(
       R"({"model": {"vocab": {"": 0, "x": 1}}, "decoder": {"type": "ByteLevel"}})", "empty.json");
   ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
   absl::StatusOr<TokenTrie> trie = TokenTrie::Build(*vocabulary);
   ASSERT_TRUE(trie.ok()) << trie.status();
-  EXPECT_EQ(trie->Dump(100), "0 depth=0 byte=root end=2 ids=0\n1 depth=1 byte=x end=2 ids=1\n");
-  EXPECT_EQ(trie->TokensPrefixOf("xy"), (std::vector<TokenId>{0, 1}));
+  EXPECT_EQ(trie->Dump(100), "0 depth=0 byte=root end=2\n1 depth=1 byte=x end=2 ids=1\n");
+  EXPECT_EQ(trie->TokensPrefixOf("xy"), (std::vector<TokenId>{1}));
 }
 
 // The trie depends on the tokens only: Vocabulary::SharedTrie builds it once

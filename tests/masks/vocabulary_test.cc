@@ -284,6 +284,20 @@ TEST(VocabularySmallTest, ByteLevelMapsCharactersToBytes) {
   EXPECT_EQ(std::vector<TokenId>(vocabulary->eos_ids().begin(), vocabulary->eos_ids().end()), std::vector<TokenId>{7});
 }
 
+// Found by fuzz/vocabulary_fuzzer.cc (fuzz/seeds/vocabulary_fuzzer/
+// empty_token): a vocab entry with an empty string was a normal token of no
+// bytes, allowed by every mask and accepted without progress.
+TEST(VocabularySmallTest, EmptyTokenIsUnused) {
+  absl::StatusOr<Vocabulary> vocabulary = Load(R"({
+    "model": {"type": "BPE", "vocab": {"a": 0, "": 3}, "merges": ["a b"]},
+    "added_tokens": [{"id": 4, "content": "</s>", "special": true}],
+    "decoder": {"type": "ByteLevel"}})");
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  EXPECT_EQ(vocabulary->kind(0), TokenKind::kNormal);
+  EXPECT_EQ(vocabulary->kind(3), TokenKind::kUnused);
+  EXPECT_EQ(vocabulary->count(TokenKind::kNormal), 1);
+}
+
 TEST(VocabularySmallTest, SentencePieceReplaceAndByteFallback) {
   absl::StatusOr<Vocabulary> vocabulary = Load(R"({
     "model": {"type": "BPE", "byte_fallback": true,

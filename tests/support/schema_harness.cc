@@ -53,10 +53,14 @@ std::vector<bool> Verdicts(const Grammar& grammar, const std::vector<SchemaInsta
 
 }  // namespace
 
-SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_root) {
+SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_root,
+                              const SchemaOptions& schema) {
   SchemaVerdicts v;
+  LoadOptions strict_options;
+  strict_options.schema = schema;
+  strict_options.schema.lenient = false;
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<Grammar> strict = Grammar::Load(group.spec, data_root);
+  absl::StatusOr<Grammar> strict = Grammar::Load(group.spec, data_root, strict_options);
   v.strict_compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   v.strict = strict.status();
@@ -78,6 +82,7 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
   }
   v.strict_accepts.assign(group.instances.size(), false);
   LoadOptions options;
+  options.schema = schema;
   options.schema.lenient = true;
   absl::StatusOr<Grammar> lenient = Grammar::Load(group.spec, data_root, options);
   v.lenient = lenient.status();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "zapgram/grammar.h"
 
 namespace zapgram::testing {
 
@@ -47,7 +48,10 @@ struct SchemaVerdicts {
   bool compiled() const { return strict.ok() || lenient.ok(); }
 };
 
-SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_root);
+// `schema` gives the purpose and options of both grammars (its `lenient` is
+// set by the harness: false, then true when strict mode refused a keyword).
+SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_root,
+                              const SchemaOptions& schema = {});
 
 // "uniqueItems" for "...unsupported: uniqueItems at #/..."; "" when the
 // status is not an unsupported-keyword error.

@@ -9,6 +9,7 @@
 // pruned recognizer).
 #include "transforms/json_schema.h"
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -166,9 +167,9 @@ TEST(JsonSchemaValidation, AnyOrderWhereExactElseSchemaOrder) {
                  ValidationSchemaOptions(false));
   ExpectLanguage(R"({"type": "object", "minProperties": 1, "properties": {"a": {}, "b": {}}})",
                  {R"({"b": 2, "a": 1})", R"({"z": 0})"}, {"{}"}, ValidationSchemaOptions(false));
-  // maxProperties: any order would lose the count; schema order keeps it.
+  // maxProperties: counted in any order.
   ExpectLanguage(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "maxProperties": 2})",
-                 {R"({"a": 1, "c": 2})"}, {R"({"a": 1, "b": 2, "c": 3})", R"({"c": 1, "a": 2})"},
+                 {R"({"a": 1, "c": 2})", R"({"c": 1, "a": 2})"}, {R"({"a": 1, "b": 2, "c": 3})"},
                  ValidationSchemaOptions(false));
   // 11 required keys: beyond the any-order budget, so schema order (strict
   // kAny refuses it).
@@ -186,6 +187,82 @@ TEST(JsonSchemaValidation, AnyOrderWhereExactElseSchemaOrder) {
   JsonSchemaOptions any;
   any.member_order = MemberOrder::kAny;
   EXPECT_FALSE(Compile(many, any).ok());
+}
+
+// Any order against a direct check: every object over keys a, b, c (named,
+// integer-valued) and x (additional), each at most once, in every order, with
+// an integer or a string value, for schemas mixing required, minProperties,
+// maxProperties and additionalProperties. The oracle counts keys and checks
+// each rule of JSON Schema on its own; the grammar tracks subsets and counts.
+TEST(JsonSchemaValidation, AnyOrderCountsAgainstDirectCheck) {
+  struct Case {
+    std::vector<std::string> required;
+    uint64_t lo;
+    std::optional<uint64_t> hi;
+    int additional;  // 0: false, 1: true, 2: {"type": "string"}
+  };
+  const std::vector<Case> cases = {
+      {{"a", "b"}, 0, std::nullopt, 0}, {{"a"}, 3, std::nullopt, 1}, {{}, 2, 3, 1},
+      {{"a", "c"}, 0, 2, 2},          {{"b"}, 2, 2, 2},             {{}, 0, 0, 1},
+      {{"a", "b", "c"}, 4, std::nullopt, 1}, {{}, 1, 1, 0},
+  };
+  const std::vector<std::string> keys = {"a", "b", "c", "x"};
+  for (const Case& c : cases) {
+    std::string schema = R"({"type": "object", "properties": {"a": {"type": "integer"},
+        "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": [)";
+    for (size_t i = 0; i < c.required.size(); ++i) absl::StrAppend(&schema, i ? ", " : "", "\"", c.required[i], "\"");
+    absl::StrAppend(&schema, "], \"minProperties\": ", c.lo);
+    if (c.hi) absl::StrAppend(&schema, ", \"maxProperties\": ", *c.hi);
+    absl::StrAppend(&schema, ", \"additionalProperties\": ",
+                    c.additional == 0 ? "false" : c.additional == 1 ? "true" : R"({"type": "string"})", "}");
+    absl::StatusOr<Compiled> validation = Compile(schema, ValidationSchemaOptions(false));
+    JsonSchemaOptions any;
+    any.member_order = MemberOrder::kAny;
+    absl::StatusOr<Compiled> generation = Compile(schema, any);
+    ASSERT_TRUE(validation.ok()) << validation.status();
+    ASSERT_TRUE(generation.ok()) << generation.status();
+    int checked = 0;
+    // Every sequence of distinct keys (orders included), every value choice.
+    for (uint32_t code = 0; code < 1u << 12; ++code) {
+      std::vector<int> seq;
+      uint32_t used = 0;
+      bool ok_seq = true;
+      for (int i = 0; i < 4 && ok_seq; ++i) {
+        const int k = static_cast<int>((code >> (3 * i)) & 7);
+        if (k == 0) {
+          ok_seq = (code >> (3 * i)) == 0;  // one spelling per sequence
+          break;
+        }
+        if (k > 4 || (used & (1u << (k - 1)))) ok_seq = false;
+        used |= 1u << (k - 1);
+        seq.push_back(k - 1);
+      }
+      if (!ok_seq) continue;
+      for (uint32_t values = 0; values < (1u << seq.size()); ++values) {
+        std::string text = "{";
+        bool valid = seq.size() >= c.lo && (!c.hi || seq.size() <= *c.hi);
+        for (size_t i = 0; i < seq.size(); ++i) {
+          const bool is_string = (values >> i) & 1;
+          absl::StrAppend(&text, i ? ", " : "", "\"", keys[seq[i]], "\": ", is_string ? "\"s\"" : "1");
+          if (keys[seq[i]] == "x") {
+            valid = valid && c.additional != 0 && (c.additional == 1 || is_string);
+          } else {
+            valid = valid && !is_string;
+          }
+        }
+        text += "}";
+        for (const std::string& r : c.required) {
+          bool present = false;
+          for (int k : seq) present = present || keys[k] == r;
+          valid = valid && present;
+        }
+        EXPECT_EQ(Accepts(*validation, text), valid) << schema << "\n" << text;
+        EXPECT_EQ(Accepts(*generation, text), valid) << schema << "\n" << text;
+        ++checked;
+      }
+    }
+    EXPECT_EQ(checked, 1 + 4 * 2 + 12 * 4 + 24 * 8 + 24 * 16);
+  }
 }
 
 TEST(JsonSchemaValidation, EverySpellingOfKeysValuesAndPatterns) {
@@ -231,6 +308,19 @@ TEST(JsonSchema, CombinatorsAndRefs) {
   ExpectLanguage(R"({"oneOf": [{"type": "string"}, {"type": "integer"}]})", {"\"a\"", "3"},
                  {"null"});
   ExpectLanguage(R"({"not": {"type": ["string", "null"]}})", {"1", "{}"}, {"\"a\"", "null"});
+  // oneOf of `required` lists is exclusive (MaskBench calculate_area,
+  // o90391): exactly one branch's keys all present; a non-object satisfies
+  // both branches, so fails.
+  const std::string one_of_keys = R"({"type": ["object", "integer"], "properties": {"length": {},
+      "width": {}, "radius": {}}, "oneOf": [{"required": ["length", "width"]}, {"required": ["radius"]}]})";
+  for (const JsonSchemaOptions& options : {JsonSchemaOptions{}, ValidationSchemaOptions(false)}) {
+    ExpectLanguage(one_of_keys, {R"({"length": 1, "width": 2})", R"({"radius": 3})", R"({"width": 2, "radius": 3})"},
+                   {R"({"length": 1, "width": 2, "radius": 3})", R"({"length": 1})", "{}", "7"}, options);
+  }
+  // Equal key sets: never exactly one.
+  ExpectLanguage(R"({"properties": {"p": {"oneOf": [{"required": ["a"]},
+                     {"required": ["a"], "title": "again"}]}}})",
+                 {"{}", R"({"q": 1})"}, {R"({"p": {"a": 1}})", R"({"p": {}})", R"({"p": 1})"});
   ExpectLanguage(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
                      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
                      "additionalProperties": false}}, "$ref": "#/$defs/node"})",
@@ -298,7 +388,8 @@ TEST(JsonSchema, UnsupportedIsAnErrorOrAWarning) {
 
   for (const char* s : {R"({"if": {"type": "string"}, "then": {"minLength": 1}})",  // not one property
                         R"({"contains": {"type": "string"}})",
-                        R"({"dependentSchemas": {"a": {"required": ["b"]}}})",
+                        R"({"dependentSchemas": {"a": {"required": ["b"]}, "b": false, "c": {},
+                              "d": {"minProperties": 2}, "e": {"required": ["a"]}, "f": false}})",
                         R"({"not": {"minimum": 3}})",
                         R"({"unevaluatedProperties": false})"}) {
     absl::StatusOr<JsonSchemaGrammar> g = JsonSchemaToGrammar(s, "s.json");
@@ -474,11 +565,15 @@ TEST(JsonSchema, DependentRequired) {
   // a trigger needs first.
   ExpectLanguage(R"({"dependentRequired": {"x": ["y"]}})", {R"({"y": 2, "x": 1})", R"({"y": 1, "z": 2})"},
                  {R"({"x": 1})", R"({"x": 1, "y": 2})"});
-  absl::StatusOr<JsonSchemaGrammar> conditional = JsonSchemaToGrammar(
-      R"({"dependencies": {"a": {"required": ["b"]}}})", "s.json");
-  ASSERT_FALSE(conditional.ok());
-  EXPECT_NE(conditional.status().message().find("unsupported: dependencies at #"), std::string::npos)
-      << conditional.status();
+  // Schema-valued dependencies (draft-07) and dependentSchemas: the schema
+  // applies when its trigger is present (one case per subset of triggers);
+  // a non-object satisfies them all.
+  ExpectLanguage(R"({"properties": {"a": {}, "b": {}, "c": {"type": "integer"}},
+                     "dependencies": {"a": {"required": ["b"]}, "c": {"properties": {"b": {"type": "string"}}}}})",
+                 {"{}", R"({"a": 1, "b": 2})", R"({"b": 2})", R"({"b": "x", "c": 1})", R"({"a": 1, "b": "x", "c": 2})",
+                  "3", "[1]"},
+                 {R"({"a": 1})", R"({"b": 2, "c": 1})", R"({"a": 1, "b": 2, "c": 3})"});
+  ExpectLanguage(R"({"dependentSchemas": {"x": false}})", {R"({"y": 1})", "null"}, {R"({"x": 1})"});
   std::string many = R"({"dependentRequired": {)";
   for (int i = 0; i < 6; ++i) absl::StrAppend(&many, i ? ", " : "", "\"k", i, "\": [\"z\"]");
   many += "}}";
@@ -687,7 +782,13 @@ TEST(JsonSchema, ScaleDeepRefChainAndRecursion) {
   for (int i = 0; i < 5000; ++i) nested_schema += "{\"items\": ";
   nested_schema += "{}";
   for (int i = 0; i < 5000; ++i) nested_schema += "}";
-  EXPECT_TRUE(JsonSchemaToGrammar(nested_schema, "<deep>").ok());
+  JsonSchemaOptions deep_budget;
+  deep_budget.max_depth = 5001;
+  EXPECT_TRUE(JsonSchemaToGrammar(nested_schema, "<deep>", deep_budget).ok());
+  // The default depth budget (1,000) refuses it, by name, before building.
+  absl::StatusOr<JsonSchemaGrammar> refused = JsonSchemaToGrammar(nested_schema, "<deep>");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("max_depth = 1000"), std::string_view::npos) << refused.status();
 }
 
 }  // namespace

@@ -1,0 +1,237 @@
+// One compiled grammar shared by many matchers on many threads: what a
+// serving engine does. Built and run under ThreadSanitizer by
+// `-DZAPGRAM_TSAN=ON` (target zapgram_thread_tests; scripts/test.sh), where
+// TSan must report nothing, and as part of zapgram_tests everywhere else.
+//
+// What is shared, and exercised cold (the first masks of a grammar build
+// what later ones find):
+//   - the vocabulary's token trie, token-set store (masks/token_sets.h) and
+//     mask cache (masks/mask_cache.h), with budgets small enough that entries
+//     are evicted while other threads read them;
+//   - a grammar's per-state token sets (std::call_once) and on-demand sets;
+//   - a lazily determinized regex terminal (grammar/lazy_dfa.h), whose states
+//     threads create while others step through them;
+//   - the persistent mask pool (BatchMasker, api/batch_masker.cc) and the
+//     per-call ComputeMasks.
+// Each sequence walks its grammar by its own masks: at step s it takes the
+// k-th allowed token, k from the sequence's seed and s, so equal seeds give
+// equal walks. Checked: every thread's walk of a seed equals the walk of the
+// same seed on one thread afterwards (masks and accepted tokens), and
+// BatchMasker/ComputeMasks rows equal the single-matcher masks.
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/support/test_paths.h"
+#include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
+
+namespace zapgram {
+namespace {
+
+#if defined(ZAPGRAM_SANITIZED)
+constexpr int kSteps = 24;
+#else
+constexpr int kSteps = 64;
+#endif
+constexpr int kThreads = 8;
+constexpr int kSeeds = 3;
+
+struct Walk {
+  std::vector<size_t> allowed;  // mask counts
+  std::vector<int32_t> taken;   // chosen ids
+  std::vector<uint64_t> digest; // a hash of each mask
+  bool operator==(const Walk& o) const {
+    return allowed == o.allowed && taken == o.taken && digest == o.digest;
+  }
+};
+
+uint64_t Digest(const std::vector<uint32_t>& words) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t w : words) h = (h ^ w) * 1099511628211ull;
+  return h;
+}
+
+// The k-th allowed id of a mask (k taken modulo the count), -1 when none.
+int32_t Pick(const std::vector<uint32_t>& words, size_t allowed, uint64_t k) {
+  if (allowed == 0) return -1;
+  uint64_t target = k % allowed;
+  for (size_t w = 0; w < words.size(); ++w) {
+    const uint32_t bits = words[w];
+    const uint64_t n = static_cast<uint64_t>(__builtin_popcount(bits));
+    if (target >= n) {
+      target -= n;
+      continue;
+    }
+    uint32_t b = bits;
+    for (uint64_t i = 0; i < target; ++i) b &= b - 1;
+    return static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(b)));
+  }
+  return -1;
+}
+
+uint64_t StepKey(int seed, int step) {
+  return (static_cast<uint64_t>(seed) + 1) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step) * 7919;
+}
+
+Walk WalkGrammar(const CompiledGrammar& grammar, int seed) {
+  Walk walk;
+  Matcher matcher(grammar);
+  std::vector<uint32_t> words(grammar.mask_words());
+  for (int step = 0; step < kSteps; ++step) {
+    const size_t allowed = matcher.ComputeMask(words.data());
+    EXPECT_TRUE(matcher.status().ok()) << matcher.status();
+    const int32_t id = Pick(words, allowed, StepKey(seed, step));
+    walk.allowed.push_back(allowed);
+    walk.digest.push_back(Digest(words));
+    walk.taken.push_back(id);
+    if (id < 0 || !matcher.AcceptToken(id) || matcher.IsFinished()) break;
+  }
+  return walk;
+}
+
+struct Shared {
+  Vocabulary vocabulary;
+  std::vector<Grammar> grammars;
+};
+
+Shared& Load() {
+  static Shared* shared = [] {
+    VocabularyOptions options;
+    // Small budgets: entries are evicted while other threads use them.
+    options.mask_cache_bytes = size_t{1} << 20;
+    options.token_set_cache_bytes = size_t{1} << 20;
+    absl::StatusOr<Vocabulary> v =
+        Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"), options);
+    EXPECT_TRUE(v.ok()) << v.status();
+    auto* s = new Shared{*std::move(v), {}};
+    for (const char* spec : {"builtin:json", "regex:(a|b|c)*a(a|b|c){9}(,[0-9]{1,3})*",
+                             "schema:jsonschema/maskbench/Github_medium---o15172.schema.json",
+                             "grammars/lark/syncode/json.lark"}) {
+      absl::StatusOr<Grammar> g = Grammar::Load(spec, testing::DataPath(""));
+      EXPECT_TRUE(g.ok()) << spec << ": " << g.status();
+      s->grammars.push_back(*std::move(g));
+    }
+    return s;
+  }();
+  return *shared;
+}
+
+TEST(SharedGrammar, ManyThreadsOneCompiledGrammar) {
+  Shared& shared = Load();
+  const size_t n = shared.grammars.size();
+  // Every thread compiles every grammar at once (the trie and token-set store
+  // are per vocabulary); then all share thread 0's compiled grammars.
+  std::vector<std::vector<std::unique_ptr<CompiledGrammar>>> compiled(kThreads);
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (size_t g = 0; g < n; ++g) {
+          absl::StatusOr<CompiledGrammar> c = CompiledGrammar::Compile(shared.grammars[g], shared.vocabulary);
+          if (c.ok()) compiled[t].push_back(std::make_unique<CompiledGrammar>(*std::move(c)));
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+  }
+  for (int t = 0; t < kThreads; ++t) ASSERT_EQ(compiled[t].size(), n);
+  // Walks on many threads, cold caches: thread t walks seeds t % kSeeds and
+  // (t + 1) % kSeeds of every grammar.
+  std::vector<std::vector<std::vector<Walk>>> walks(kThreads);  // [thread][grammar][seed]
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        walks[t].assign(n, std::vector<Walk>(kSeeds));
+        for (int k = 0; k < 2; ++k) {
+          const int seed = (t + k) % kSeeds;
+          for (size_t g = 0; g < n; ++g) walks[t][g][seed] = WalkGrammar(*compiled[0][g], seed);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+  }
+  size_t masks = 0;
+  for (const auto& per_thread : walks) {
+    for (const auto& per_grammar : per_thread) {
+      for (const Walk& w : per_grammar) masks += w.allowed.size();
+    }
+  }
+  std::printf("%d threads, %zu grammars: %zu masks on shared compiled grammars\n", kThreads, n, masks);
+  for (size_t g = 0; g < n; ++g) {
+    for (int seed = 0; seed < kSeeds; ++seed) {
+      const Walk reference = WalkGrammar(*compiled[0][g], seed);
+      std::printf("  grammar %zu seed %d: %zu steps, first mask %zu ids\n", g, seed, reference.allowed.size(),
+                  reference.allowed.empty() ? size_t{0} : reference.allowed[0]);
+      EXPECT_GT(reference.allowed.size(), 1u);
+      // Another thread's compiled copy walks the same way.
+      EXPECT_TRUE(WalkGrammar(*compiled[kThreads - 1][g], seed) == reference);
+      for (int t = 0; t < kThreads; ++t) {
+        if (seed != t % kSeeds && seed != (t + 1) % kSeeds) continue;
+        EXPECT_TRUE(walks[t][g][seed] == reference) << "grammar " << g << " seed " << seed << " thread " << t;
+      }
+    }
+  }
+}
+
+// The batch calls fill the same rows as one matcher at a time.
+TEST(SharedGrammar, BatchMaskerAndComputeMasksMatchSingleMasks) {
+  Shared& shared = Load();
+  std::vector<std::unique_ptr<CompiledGrammar>> compiled;
+  for (const Grammar& g : shared.grammars) {
+    absl::StatusOr<CompiledGrammar> c = CompiledGrammar::Compile(g, shared.vocabulary);
+    ASSERT_TRUE(c.ok()) << c.status();
+    compiled.push_back(std::make_unique<CompiledGrammar>(*std::move(c)));
+  }
+  // Two matchers per (grammar, seed), stepped in lockstep.
+  std::vector<std::unique_ptr<Matcher>> batch, single;
+  std::vector<int> seed_of;
+  for (size_t g = 0; g < compiled.size(); ++g) {
+    for (int seed = 0; seed < kSeeds; ++seed) {
+      batch.push_back(std::make_unique<Matcher>(*compiled[g]));
+      single.push_back(std::make_unique<Matcher>(*compiled[g]));
+      seed_of.push_back(seed);
+    }
+  }
+  const size_t words = compiled[0]->mask_words();
+  std::vector<uint32_t> rows(batch.size() * words), one(words);
+  std::vector<Matcher*> pointers;
+  std::vector<uint32_t*> row_pointers;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    pointers.push_back(batch[i].get());
+    row_pointers.push_back(rows.data() + i * words);
+  }
+  std::vector<size_t> allowed(batch.size());
+  BatchMasker masker(4);
+  std::vector<bool> live(batch.size(), true);
+  for (int step = 0; step < kSteps; ++step) {
+    if (step % 2 == 0) {
+      masker.Compute(pointers, row_pointers, absl::MakeSpan(allowed));
+    } else {
+      ComputeMasks(pointers, rows.data(), words, 4);
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!live[i]) continue;
+      const size_t count = single[i]->ComputeMask(one.data());
+      ASSERT_TRUE(std::equal(one.begin(), one.end(), rows.begin() + static_cast<ptrdiff_t>(i * words)))
+          << "matcher " << i << " step " << step;
+      if (step % 2 == 0) EXPECT_EQ(allowed[i], count);
+      const int32_t id = Pick(one, count, StepKey(seed_of[i], step));
+      if (id < 0 || !single[i]->AcceptToken(id) || single[i]->IsFinished()) {
+        live[i] = false;
+        batch[i]->Reset();
+        single[i]->Reset();
+        continue;
+      }
+      ASSERT_TRUE(batch[i]->AcceptToken(id));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zapgram
