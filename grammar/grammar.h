@@ -58,6 +58,16 @@ enum class ExprKind : uint8_t {
   kRepeat,     // `children[0]` repeated min..max times (max may be kUnbounded)
   kRegex,      // a regular expression terminal: `literal` holds the pattern, `flags` RegexFlags
   kToken,      // a token of the grammar's lexicon: `token` indexes Grammar::tokens
+  // One whole token of the model's vocabulary, by id (XGrammar's Token(...) /
+  // ExcludeToken(...)): `ranges` holds token-id intervals (not code points),
+  // sorted and merged; flags kTokenIdsExclude = any token *not* listed. Such a
+  // grammar needs a vocabulary: only a Matcher's AcceptToken takes it.
+  kTokenIds,
+};
+
+// Flags of a kTokenIds node.
+enum TokenIdsFlags : uint32_t {
+  kTokenIdsExclude = 1u << 0,  // every normal token except the listed ids
 };
 
 // Flags of a kRegex terminal (Lark's /.../imsx, Python re, ECMA-262).
@@ -137,6 +147,12 @@ class Grammar {
   ExprId AddRegex(std::string pattern, uint32_t flags, SourceLocation loc = {});
   // A reference to tokens[token].
   ExprId AddToken(uint32_t token, SourceLocation loc = {});
+  // One vocabulary token whose id is in `ids` (or, with `exclude`, is a
+  // normal token not in `ids`); ids in any order, duplicates allowed.
+  ExprId AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc = {});
+  // True when some expression is kTokenIds: the grammar matches token ids
+  // as well as bytes, so it is only meaningful against a vocabulary.
+  bool HasTokenIds() const;
   // One child is returned as is; zero children give kEmpty.
   ExprId AddSequence(std::vector<ExprId> children, SourceLocation loc = {});
   ExprId AddChoice(std::vector<ExprId> children, SourceLocation loc = {});
@@ -155,6 +171,9 @@ class Grammar {
 // rule renamed `prefix` + its name; returns the id `from`'s root has in `into`.
 // Used to put whole grammars (JSON Schema bodies) under structural tags.
 absl::StatusOr<RuleId> AppendGrammar(Grammar& into, const Grammar& from, std::string_view prefix);
+
+// The ids of a kTokenIds node, in increasing order.
+std::vector<uint32_t> TokenIdsOf(const Expr& e);
 
 // Sorts, merges and (when `negated`) complements ranges within [0, kMaxCodepoint].
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negated);

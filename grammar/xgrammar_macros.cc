@@ -23,6 +23,9 @@ constexpr std::string_view kMacroNames[] = {
 
 // Any one code point, whatever the flags.
 constexpr char kAnyCodepoint[] = "[\\s\\S]";
+// The largest token id a macro may name (the vocabulary's own limit,
+// masks/vocabulary.h: max_vocab_size 2^24).
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
 
 absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
@@ -257,57 +260,92 @@ absl::StatusOr<ExprId> LowerTagDispatch(const MacroCall& call, MacroBuilder& bui
   return grammar.AddSequence({dispatch, grammar.AddChoice(std::move(ends), loc)}, loc);
 }
 
-// Token-level macros: the arguments are checked, then the call is refused.
-absl::StatusOr<ExprId> RefuseTokenMacro(const MacroCall& call, MacroBuilder& builder) {
+// Token-level macros: Token(ids...), ExcludeToken(ids...) and
+// TokenTagDispatch((id, rule)..., loop_after_dispatch=, excludes=(ids...)).
+// The ids are checked against a vocabulary when the grammar is compiled
+// (masks/matcher.cc); here only their shape.
+absl::StatusOr<ExprId> LowerTokenMacro(const MacroCall& call, MacroBuilder& builder) {
   Arguments args(call, builder);
   const bool dispatch = call.name == "TokenTagDispatch";
   if (absl::Status s = dispatch ? args.Check({"loop_after_dispatch", "excludes"}) : args.Check({});
       !s.ok()) {
     return s;
   }
-  auto check_id = [&](const MacroValue& value) -> absl::Status {
+  auto read_id = [&](const MacroValue& value, std::vector<uint32_t>* ids) -> absl::Status {
     if (absl::Status s = args.Expect(value, MacroValue::Kind::kInteger, "a token id"); !s.ok()) {
       return s;
     }
     if (value.integer < 0) return args.ErrorAt(value, "a token id must not be negative");
+    if (value.integer > kMaxTokenId) {
+      return args.ErrorAt(value, absl::StrCat("token id ", value.integer, " is too large (at most ",
+                                              kMaxTokenId, ")"));
+    }
+    ids->push_back(static_cast<uint32_t>(value.integer));
     return absl::OkStatus();
   };
-  if (!dispatch && args.positional().empty()) {
-    return builder.ErrorAt(call.offset, absl::StrCat(call.name, "(...) needs at least one token id"));
-  }
-  for (const MacroValue* value : args.positional()) {
-    if (!dispatch) {
-      if (absl::Status s = check_id(*value); !s.ok()) return s;
-      continue;
+  Grammar& grammar = builder.grammar();
+  const SourceLocation loc = builder.LocationOf(call.offset);
+  if (!dispatch) {
+    // ExcludeToken() without ids (any one token) is zapgram's: XGrammar wants one.
+    if (call.name == "Token" && args.positional().empty()) {
+      return builder.ErrorAt(call.offset, "Token(...) needs at least one token id");
     }
+    std::vector<uint32_t> ids;
+    for (const MacroValue* value : args.positional()) {
+      if (absl::Status s = read_id(*value, &ids); !s.ok()) return s;
+    }
+    return grammar.AddTokenIds(std::move(ids), call.name == "ExcludeToken", loc);
+  }
+  // TokenTagDispatch: free tokens (any normal token but the triggers and the
+  // excludes), a trigger token dispatches to its rule; as XGrammar builds it:
+  //   loop:    (ExcludeToken(T + E) | Token(t_1) rule_1 | ...)*
+  //   no loop: ExcludeToken(T + E)* (Token(t_1) rule_1 | ...)?
+  std::vector<uint32_t> triggers;
+  std::vector<ExprId> dispatches;
+  for (const MacroValue* value : args.positional()) {
     if (value->kind != MacroValue::Kind::kTuple || value->elements.size() != 2) {
       return args.ErrorAt(*value, "each positional argument must be a pair (token id, rule)");
     }
-    if (absl::Status s = check_id(value->elements[0]); !s.ok()) return s;
-    if (absl::Status s = args.Expect(value->elements[1], MacroValue::Kind::kName,
-                                     "the second element of a pair");
+    std::vector<uint32_t> id;
+    if (absl::Status s = read_id(value->elements[0], &id); !s.ok()) return s;
+    const MacroValue& rule = value->elements[1];
+    if (absl::Status s = args.Expect(rule, MacroValue::Kind::kName, "the second element of a pair");
         !s.ok()) {
       return s;
     }
+    triggers.push_back(id[0]);
+    dispatches.push_back(grammar.AddSequence(
+        {grammar.AddTokenIds(id, /*exclude=*/false, builder.LocationOf(value->elements[0].offset)),
+         builder.ReferenceRule(rule.text, rule.offset)},
+        loc));
   }
-  if (dispatch) {
-    if (absl::StatusOr<bool> loop = NamedBoolean(args, "loop_after_dispatch", true); !loop.ok()) {
-      return loop.status();
+  absl::StatusOr<bool> loop = NamedBoolean(args, "loop_after_dispatch", true);
+  if (!loop.ok()) return loop.status();
+  std::vector<uint32_t> excluded = triggers;
+  if (const MacroValue* excludes = args.Named("excludes")) {
+    if (absl::Status s = args.Expect(*excludes, MacroValue::Kind::kTuple, "excludes"); !s.ok()) {
+      return s;
     }
-    if (const MacroValue* excludes = args.Named("excludes")) {
-      if (absl::Status s = args.Expect(*excludes, MacroValue::Kind::kTuple, "excludes"); !s.ok()) {
-        return s;
+    for (const MacroValue& value : excludes->elements) {
+      std::vector<uint32_t> id;
+      if (absl::Status s = read_id(value, &id); !s.ok()) return s;
+      if (std::find(triggers.begin(), triggers.end(), id[0]) != triggers.end()) {
+        return args.ErrorAt(value, absl::StrCat("token id ", id[0],
+                                                " is both a trigger and excluded"));
       }
-      for (const MacroValue& id : excludes->elements) {
-        if (absl::Status s = check_id(id); !s.ok()) return s;
-      }
+      excluded.push_back(id[0]);
     }
   }
-  return builder.ErrorAt(
-      call.offset,
-      absl::StrCat("XGrammar macro '", call.name,
-                   "(...)' is not supported: it matches token ids, and zapgram grammars match "
-                   "bytes (use a structural tag or a string trigger instead)"));
+  const ExprId free_token = grammar.AddTokenIds(std::move(excluded), /*exclude=*/true, loc);
+  if (*loop) {
+    std::vector<ExprId> options = {free_token};
+    options.insert(options.end(), dispatches.begin(), dispatches.end());
+    return grammar.AddRepeat(grammar.AddChoice(std::move(options), loc), 0, kUnbounded, loc);
+  }
+  const ExprId free_text = grammar.AddRepeat(free_token, 0, kUnbounded, loc);
+  if (dispatches.empty()) return free_text;
+  return grammar.AddSequence(
+      {free_text, grammar.AddRepeat(grammar.AddChoice(std::move(dispatches), loc), 0, 1, loc)}, loc);
 }
 
 // Whether the longer pattern `longer` ends with `shorter` (and is longer).
@@ -326,7 +364,7 @@ absl::StatusOr<ExprId> LowerXGrammarMacro(const MacroCall& call, MacroBuilder& b
   if (call.name == "Substring") return LowerSubstring(call, builder);
   if (call.name == "TagDispatch") return LowerTagDispatch(call, builder);
   if (call.name == "Token" || call.name == "ExcludeToken" || call.name == "TokenTagDispatch") {
-    return RefuseTokenMacro(call, builder);
+    return LowerTokenMacro(call, builder);
   }
   return builder.ErrorAt(call.offset,
                          absl::StrCat("XGrammar macro '", call.name, "(...)' is not supported"));

@@ -208,6 +208,10 @@ class Deduper {
       case ExprKind::kCharClass:
         key.ranges = e.ranges;
         break;
+      case ExprKind::kTokenIds:
+        key.ranges = e.ranges;
+        key.flags = e.flags;
+        break;
       case ExprKind::kToken:
         key.rule = e.token;  // the kind tells a token from a rule
         break;
