@@ -129,8 +129,12 @@ ExprId Grammar::AddRegex(std::string pattern, uint32_t flags, SourceLocation loc
   return static_cast<ExprId>(exprs.size() - 1);
 }
 
-ExprId Grammar::AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc) {
+ExprId Grammar::AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc,
+                            std::vector<std::string> names) {
   Expr e;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  e.names = std::move(names);
   e.kind = ExprKind::kTokenIds;
   e.flags = exclude ? uint32_t{kTokenIdsExclude} : 0u;
   std::sort(ids.begin(), ids.end());
@@ -212,7 +216,7 @@ int64_t Grammar::FindRule(std::string_view name) const {
 size_t Grammar::memory_bytes() const {
   size_t bytes = HeapBytes(source_name) + HeapBytes(rules) + HeapBytes(exprs) + HeapBytes(tokens);
   for (const Rule& r : rules) bytes += HeapBytes(r.name);
-  for (const Expr& e : exprs) bytes += HeapBytes(e.literal) + HeapBytes(e.ranges) + HeapBytes(e.children);
+  for (const Expr& e : exprs) bytes += HeapBytes(e.literal) + HeapBytes(e.ranges) + HeapBytes(e.children) + HeapBytes(e.names);
   for (const Token& t : tokens) bytes += HeapBytes(t.name) + HeapBytes(t.pattern) + HeapBytes(t.text);
   return bytes;
 }
@@ -409,6 +413,10 @@ void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
         *out += (e.flags & kTokenIdsExclude) ? "ExcludeToken(" : "Token(";
         const std::vector<uint32_t> ids = TokenIdsOf(e);
         for (size_t k = 0; k < ids.size(); ++k) absl::StrAppend(out, k ? ", " : "", ids[k]);
+        for (size_t k = 0; k < e.names.size(); ++k) {
+          if (k > 0 || !ids.empty()) *out += ", ";
+          AppendLiteral(e.names[k], out);
+        }
         out->push_back(')');
         break;
       }

@@ -60,8 +60,10 @@ enum class ExprKind : uint8_t {
   kToken,      // a token of the grammar's lexicon: `token` indexes Grammar::tokens
   // One whole token of the model's vocabulary, by id (XGrammar's Token(...) /
   // ExcludeToken(...)): `ranges` holds token-id intervals (not code points),
-  // sorted and merged; flags kTokenIdsExclude = any token *not* listed. Such a
-  // grammar needs a vocabulary: only a Matcher's AcceptToken takes it.
+  // sorted and merged, and `names` tokens named by their text (sorted,
+  // distinct; resolved to ids against the vocabulary when compiled); flags
+  // kTokenIdsExclude = any normal token *not* listed. Such a grammar needs a
+  // vocabulary: only a Matcher's AcceptToken takes it.
   kTokenIds,
 };
 
@@ -95,6 +97,7 @@ struct Expr {
   RuleId rule = 0;                     // kRuleRef
   uint32_t token = 0;                  // kToken
   std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)
+  std::vector<std::string> names;      // kTokenIds: tokens named by text
   uint32_t min = 0;                    // kRepeat
   uint32_t max = 0;                    // kRepeat
   SourceLocation loc;                  // where the reader saw it (0:0 when synthesized)
@@ -147,9 +150,11 @@ class Grammar {
   ExprId AddRegex(std::string pattern, uint32_t flags, SourceLocation loc = {});
   // A reference to tokens[token].
   ExprId AddToken(uint32_t token, SourceLocation loc = {});
-  // One vocabulary token whose id is in `ids` (or, with `exclude`, is a
-  // normal token not in `ids`); ids in any order, duplicates allowed.
-  ExprId AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc = {});
+  // One vocabulary token whose id is in `ids` or whose text is one of
+  // `names` (or, with `exclude`, a normal token that is neither); any order,
+  // duplicates allowed.
+  ExprId AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc = {},
+                     std::vector<std::string> names = {});
   // True when some expression is kTokenIds: the grammar matches token ids
   // as well as bytes, so it is only meaningful against a vocabulary.
   bool HasTokenIds() const;

@@ -271,16 +271,25 @@ absl::StatusOr<ExprId> LowerTokenMacro(const MacroCall& call, MacroBuilder& buil
       !s.ok()) {
     return s;
   }
-  auto read_id = [&](const MacroValue& value, std::vector<uint32_t>* ids) -> absl::Status {
-    if (absl::Status s = args.Expect(value, MacroValue::Kind::kInteger, "a token id"); !s.ok()) {
-      return s;
+  // A token: an id, or (our extension, as XGrammar's structural tags allow)
+  // a string naming the token by its text.
+  using TokenRef = TokenTagDispatchSpec::TokenRef;
+  auto read_token = [&](const MacroValue& value, TokenRef* out) -> absl::Status {
+    if (value.kind == MacroValue::Kind::kString) {
+      if (value.text.empty()) return args.ErrorAt(value, "a token name must not be empty");
+      out->names.push_back(value.text);
+      return absl::OkStatus();
+    }
+    if (value.kind != MacroValue::Kind::kInteger) {
+      return args.ErrorAt(value, absl::StrCat("a token must be an id or its text (a string), not ",
+                                              std::string(KindName(value.kind))));
     }
     if (value.integer < 0) return args.ErrorAt(value, "a token id must not be negative");
     if (value.integer > kMaxTokenId) {
       return args.ErrorAt(value, absl::StrCat("token id ", value.integer, " is too large (at most ",
                                               kMaxTokenId, ")"));
     }
-    ids->push_back(static_cast<uint32_t>(value.integer));
+    out->ids.push_back(static_cast<uint32_t>(value.integer));
     return absl::OkStatus();
   };
   Grammar& grammar = builder.grammar();
@@ -290,62 +299,51 @@ absl::StatusOr<ExprId> LowerTokenMacro(const MacroCall& call, MacroBuilder& buil
     if (call.name == "Token" && args.positional().empty()) {
       return builder.ErrorAt(call.offset, "Token(...) needs at least one token id");
     }
-    std::vector<uint32_t> ids;
+    TokenRef tokens;
     for (const MacroValue* value : args.positional()) {
-      if (absl::Status s = read_id(*value, &ids); !s.ok()) return s;
+      if (absl::Status s = read_token(*value, &tokens); !s.ok()) return s;
     }
-    return grammar.AddTokenIds(std::move(ids), call.name == "ExcludeToken", loc);
+    return grammar.AddTokenIds(std::move(tokens.ids), call.name == "ExcludeToken", loc,
+                               std::move(tokens.names));
   }
-  // TokenTagDispatch: free tokens (any normal token but the triggers and the
-  // excludes), a trigger token dispatches to its rule; as XGrammar builds it:
-  //   loop:    (ExcludeToken(T + E) | Token(t_1) rule_1 | ...)*
-  //   no loop: ExcludeToken(T + E)* (Token(t_1) rule_1 | ...)?
-  std::vector<uint32_t> triggers;
-  std::vector<ExprId> dispatches;
+  TokenTagDispatchSpec spec;
   for (const MacroValue* value : args.positional()) {
     if (value->kind != MacroValue::Kind::kTuple || value->elements.size() != 2) {
       return args.ErrorAt(*value, "each positional argument must be a pair (token id, rule)");
     }
-    std::vector<uint32_t> id;
-    if (absl::Status s = read_id(value->elements[0], &id); !s.ok()) return s;
+    TokenTagDispatchSpec::Tag tag;
+    if (absl::Status s = read_token(value->elements[0], &tag.trigger); !s.ok()) return s;
+    tag.trigger.loc = builder.LocationOf(value->elements[0].offset);
     const MacroValue& rule = value->elements[1];
     if (absl::Status s = args.Expect(rule, MacroValue::Kind::kName, "the second element of a pair");
         !s.ok()) {
       return s;
     }
-    triggers.push_back(id[0]);
-    dispatches.push_back(grammar.AddSequence(
-        {grammar.AddTokenIds(id, /*exclude=*/false, builder.LocationOf(value->elements[0].offset)),
-         builder.ReferenceRule(rule.text, rule.offset)},
-        loc));
+    tag.body = builder.ReferenceRule(rule.text, rule.offset);
+    spec.tags.push_back(std::move(tag));
   }
   absl::StatusOr<bool> loop = NamedBoolean(args, "loop_after_dispatch", true);
   if (!loop.ok()) return loop.status();
-  std::vector<uint32_t> excluded = triggers;
+  spec.loop_after_dispatch = *loop;
   if (const MacroValue* excludes = args.Named("excludes")) {
     if (absl::Status s = args.Expect(*excludes, MacroValue::Kind::kTuple, "excludes"); !s.ok()) {
       return s;
     }
     for (const MacroValue& value : excludes->elements) {
-      std::vector<uint32_t> id;
-      if (absl::Status s = read_id(value, &id); !s.ok()) return s;
-      if (std::find(triggers.begin(), triggers.end(), id[0]) != triggers.end()) {
-        return args.ErrorAt(value, absl::StrCat("token id ", id[0],
-                                                " is both a trigger and excluded"));
+      TokenRef one;
+      if (absl::Status s = read_token(value, &one); !s.ok()) return s;
+      for (const TokenTagDispatchSpec::Tag& tag : spec.tags) {
+        if (tag.trigger.ids == one.ids && tag.trigger.names == one.names) {
+          return args.ErrorAt(value, absl::StrCat("token ", value.kind == MacroValue::Kind::kString
+                                                                ? absl::StrCat("\"", value.text, "\"")
+                                                                : absl::StrCat("id ", value.integer),
+                                                  " is both a trigger and excluded"));
+        }
       }
-      excluded.push_back(id[0]);
+      if (absl::Status s = read_token(value, &spec.excludes); !s.ok()) return s;
     }
   }
-  const ExprId free_token = grammar.AddTokenIds(std::move(excluded), /*exclude=*/true, loc);
-  if (*loop) {
-    std::vector<ExprId> options = {free_token};
-    options.insert(options.end(), dispatches.begin(), dispatches.end());
-    return grammar.AddRepeat(grammar.AddChoice(std::move(options), loc), 0, kUnbounded, loc);
-  }
-  const ExprId free_text = grammar.AddRepeat(free_token, 0, kUnbounded, loc);
-  if (dispatches.empty()) return free_text;
-  return grammar.AddSequence(
-      {free_text, grammar.AddRepeat(grammar.AddChoice(std::move(dispatches), loc), 0, 1, loc)}, loc);
+  return AddTokenTagDispatch(grammar, spec, loc);
 }
 
 // Whether the longer pattern `longer` ends with `shorter` (and is longer).
@@ -623,6 +621,35 @@ std::string TagDispatchTriggerPattern(const TagDispatchSpec& spec, size_t tag) {
   for (const TagDispatchSpec::Tag& other : spec.tags) exclude_longer(other.trigger);
   for (const std::string& exclude : spec.excludes) exclude_longer(exclude);
   return pattern + ")";
+}
+
+ExprId AddTokenTagDispatch(Grammar& grammar, const TokenTagDispatchSpec& spec,
+                           SourceLocation loc) {
+  // As XGrammar builds it (the free token excludes the triggers too):
+  //   loop:    (ExcludeToken(T + E) | Token(t_1) body_1 | ...)*
+  //   no loop: ExcludeToken(T + E)* (Token(t_1) body_1 | ...)?
+  std::vector<uint32_t> excluded_ids = spec.excludes.ids;
+  std::vector<std::string> excluded_names = spec.excludes.names;
+  std::vector<ExprId> dispatches;
+  for (const TokenTagDispatchSpec::Tag& tag : spec.tags) {
+    excluded_ids.insert(excluded_ids.end(), tag.trigger.ids.begin(), tag.trigger.ids.end());
+    excluded_names.insert(excluded_names.end(), tag.trigger.names.begin(), tag.trigger.names.end());
+    dispatches.push_back(grammar.AddSequence(
+        {grammar.AddTokenIds(tag.trigger.ids, /*exclude=*/false, tag.trigger.loc, tag.trigger.names),
+         tag.body},
+        loc));
+  }
+  const ExprId free_token = grammar.AddTokenIds(std::move(excluded_ids), /*exclude=*/true, loc,
+                                                std::move(excluded_names));
+  if (spec.loop_after_dispatch) {
+    std::vector<ExprId> options = {free_token};
+    options.insert(options.end(), dispatches.begin(), dispatches.end());
+    return grammar.AddRepeat(grammar.AddChoice(std::move(options), loc), 0, kUnbounded, loc);
+  }
+  const ExprId free_text = grammar.AddRepeat(free_token, 0, kUnbounded, loc);
+  if (dispatches.empty()) return free_text;
+  return grammar.AddSequence(
+      {free_text, grammar.AddRepeat(grammar.AddChoice(std::move(dispatches), loc), 0, 1, loc)}, loc);
 }
 
 ExprId AddTagDispatch(Grammar& grammar, const TagDispatchSpec& spec, SourceLocation loc) {

@@ -54,7 +54,10 @@
 //       kTokenIds node (grammar/grammar.h). It matches that id only, never
 //       the same bytes spelled by other tokens; a special token (Llama 3's
 //       <|python_tag|>) is reachable only this way. Ids are sorted and
-//       deduplicated; at least one is needed.
+//       deduplicated; at least one is needed. Our extension (XGrammar's
+//       structural tags allow it, its EBNF does not): a string names a token
+//       by its text, Token("<tool_call>"), resolved when compiled to the
+//       first id with exactly those bytes ("unknown token" otherwise).
 //   ExcludeToken(id, ...)
 //       exactly one *normal* token (masks/vocabulary.h: not special, not
 //       EOS, not unused) whose id is not listed. XGrammar's universe is its
@@ -83,7 +86,9 @@
 //
 // Tests: tests/grammar/xgrammar_macros_test.cc (languages against brute force,
 // errors), tests/data/xgrammar_ebnf_test.cc (XGrammar's labelled strings),
-// tests/masks/tag_dispatch_mask_test.cc (masks against per-token brute force).
+// tests/masks/matcher_test.cc (MatcherTagDispatch: masks against per-token
+// brute force), tests/masks/token_terminals_test.cc (token-level macros:
+// XGrammar's own examples, masks against the brute force, errors).
 #ifndef ZAPGRAM_GRAMMAR_XGRAMMAR_MACROS_H_
 #define ZAPGRAM_GRAMMAR_XGRAMMAR_MACROS_H_
 
@@ -184,6 +189,28 @@ std::string TagDispatchTriggerPattern(const TagDispatchSpec& spec, size_t tag);
 
 // Adds the expression of a checked spec to `grammar` (see the essay).
 ExprId AddTagDispatch(Grammar& grammar, const TagDispatchSpec& spec, SourceLocation loc = {});
+
+// A token tag dispatch (TokenTagDispatch, structural tags with trigger
+// tokens): free tokens until a trigger token, then its body.
+struct TokenTagDispatchSpec {
+  // A token by id or by its text (resolved when compiled for a vocabulary).
+  struct TokenRef {
+    std::vector<uint32_t> ids;
+    std::vector<std::string> names;
+    SourceLocation loc;
+  };
+  struct Tag {
+    TokenRef trigger;  // one token
+    ExprId body = 0;   // what must follow it
+  };
+  std::vector<Tag> tags;
+  TokenRef excludes;  // never free tokens (the triggers never are either)
+  bool loop_after_dispatch = true;
+};
+
+// Adds the expression of `spec` (see the essay: XGrammar's construction).
+ExprId AddTokenTagDispatch(Grammar& grammar, const TokenTagDispatchSpec& spec,
+                           SourceLocation loc = {});
 
 }  // namespace zapgram::grammar
 

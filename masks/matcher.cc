@@ -318,10 +318,59 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
     std::shared_ptr<const Vocabulary> vocabulary) {
   absl::StatusOr<std::shared_ptr<const TokenTrie>> trie = vocabulary->SharedTrie();
   if (!trie.ok()) return trie.status();
+  if (grammar->has_token_names()) {
+    // Tokens named by text become ids of this vocabulary, in a copy.
+    absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> resolved =
+        ResolveTokenNames(*grammar, *vocabulary);
+    if (!resolved.ok()) return resolved.status();
+    grammar = *std::move(resolved);
+  }
   std::shared_ptr<CompiledGrammar> compiled(
       new CompiledGrammar(std::move(grammar), std::move(vocabulary), *std::move(trie)));
   if (absl::Status s = compiled->BuildTokenTerminalWords(); !s.ok()) return s;
   return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
+}
+
+absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> CompiledGrammar::ResolveTokenNames(
+    const parser::FlatGrammar& grammar, const Vocabulary& vocab) {
+  // As XGrammar's structural tags resolve a token string: the first id
+  // whose text is exactly the name.
+  absl::flat_hash_map<std::string_view, TokenId> by_text;
+  for (TokenId id = 0; id < vocab.size(); ++id) {
+    if (vocab.kind(id) != TokenKind::kUnused) by_text.try_emplace(vocab.token_bytes(id), id);
+  }
+  auto copy = std::make_shared<parser::FlatGrammar>(grammar);
+  // Token(...) first, as in BuildTokenTerminalWords.
+  for (const bool exclude_pass : {false, true}) {
+  for (parser::TokenTerminal& tt : copy->token_terminals) {
+    if (tt.names.empty() || tt.exclude != exclude_pass) continue;
+    std::vector<uint32_t> ids;
+    for (const grammar::CodepointRange& r : tt.ids) {
+      for (uint64_t id = r.lo; id <= r.hi; ++id) ids.push_back(static_cast<uint32_t>(id));
+    }
+    for (const std::string& name : tt.names) {
+      const auto it = by_text.find(name);
+      if (it == by_text.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            tt.where, ": ", tt.name, ": unknown token \"", name, "\": no token of the vocabulary ",
+            vocab.source_name(), " has this text"));
+      }
+      ids.push_back(static_cast<uint32_t>(it->second));
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    tt.ids.clear();
+    for (uint32_t id : ids) {
+      if (!tt.ids.empty() && tt.ids.back().hi + 1 == id) {
+        tt.ids.back().hi = id;
+      } else {
+        tt.ids.push_back({id, id});
+      }
+    }
+    tt.names.clear();
+  }
+  }
+  return std::shared_ptr<const parser::FlatGrammar>(std::move(copy));
 }
 
 absl::Status CompiledGrammar::BuildTokenTerminalWords() {

@@ -211,6 +211,8 @@ class CompiledGrammar {
   std::shared_ptr<MaskCache> cache_;  // the vocabulary's
   std::vector<std::vector<uint32_t>> token_terminal_words_;
   absl::Status BuildTokenTerminalWords();
+  static absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> ResolveTokenNames(
+      const parser::FlatGrammar& grammar, const Vocabulary& vocab);
   std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
 };
 

@@ -344,8 +344,10 @@ absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
     dfas_.emplace_back();  // no automaton: BuildTerminalTable gives it a token state
     terminal_names_.push_back(name);
     token_terminal_ids_.push_back(id);
-    token_terminals_.push_back({e.ranges, (e.flags & grammar::kTokenIdsExclude) != 0,
-                                absl::StrCat(g_.source_name, ":", e.loc.line, ":", e.loc.col),
+    token_terminals_.push_back({e.ranges, e.names, (e.flags & grammar::kTokenIdsExclude) != 0,
+                                // No place for synthesized nodes (structural tags): the source.
+                                e.loc.line == 0 ? g_.source_name
+                                                : absl::StrCat(g_.source_name, ":", e.loc.line, ":", e.loc.col),
                                 std::move(name)});
     terminal_ids_.emplace(std::move(key), id);
     return kTerminalTag | id;
@@ -921,7 +923,7 @@ size_t FlatGrammar::memory_bytes() const {
   if (t.lazy != nullptr) bytes += t.lazy->memory_bytes();
   bytes += HeapBytes(token_terminals);
   for (const TokenTerminal& tt : token_terminals) {
-    bytes += HeapBytes(tt.ids) + HeapBytes(tt.where) + HeapBytes(tt.name);
+    bytes += HeapBytes(tt.ids) + HeapBytes(tt.names) + HeapBytes(tt.where) + HeapBytes(tt.name);
   }
   if (lexer != nullptr) {
     const LexerTable& x = *lexer;

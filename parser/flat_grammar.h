@@ -141,6 +141,10 @@ struct TerminalTable {
 // kTokenIds: XGrammar's Token(...) and ExcludeToken(...)).
 struct TokenTerminal {
   std::vector<grammar::CodepointRange> ids;  // id intervals, sorted and merged
+  // Tokens named by their text, not yet ids: masks::CompiledGrammar::Build
+  // resolves them against its vocabulary (into a copy of the grammar), and
+  // only a resolved grammar (no names left) may be parsed.
+  std::vector<std::string> names;
   bool exclude = false;                      // any *normal* token not listed
   std::string where;                         // "SOURCE:LINE:COL" of the macro, for errors
   std::string name;                          // "Token(1, 2)", for dumps and errors
@@ -189,6 +193,11 @@ struct FlatGrammar {
   uint32_t token_state_begin = 0;
   uint32_t token_state_end = 0;
   bool has_token_terminals() const { return token_state_end != 0; }
+  // Some token terminal names a token by text (see TokenTerminal::names).
+  bool has_token_names() const {
+    return std::any_of(token_terminals.begin(), token_terminals.end(),
+                       [](const TokenTerminal& t) { return !t.names.empty(); });
+  }
   bool IsTokenState(uint32_t s) const { return s >= token_state_begin && s + 1 < token_state_end; }
   uint32_t token_hold_state() const { return token_state_end - 1; }
   const TokenTerminal& TokenTerminalOf(uint32_t token_state) const {

@@ -378,6 +378,13 @@ void CheckSequence(const CompiledGrammar& compiled, const std::vector<int32_t>& 
       ASSERT_TRUE(m.AcceptToken(t)) << label;
       history.push_back(t);
     }
+    // Rollback across token steps (the recognizer replays their marks).
+    for (const size_t back : {size_t{1}, size_t{3}}) {
+      if (history.size() < back) break;
+      ASSERT_TRUE(m.Rollback(back)) << label;
+      history.resize(history.size() - back);
+      CheckMask(g, m, history, label + " after rollback " + std::to_string(back), counts);
+    }
   }
 }
 
@@ -439,11 +446,65 @@ std::vector<Case> CasesFor(const Vocabulary& vocab, const std::string& tokenizer
                        ", body), (" + o + ", role), excludes=(" + c + "))\nrole ::= \"user\" | \"assistant\"\n",
                    cat(cat(cat(encode("Let me check."), {call}), encode("{\"name\": \"get_weather\"}")),
                        cat(encode(" ok"), cat({open}, encode("user"))))});
+  // Tokens named by their text (zapgram's extension of XGrammar's EBNF).
+  {
+    const std::string open_text(v.token_bytes(open)), call_text(v.token_bytes(call));
+    cases.push_back({"root ::= Token(\"" + open_text + "\") [a-z]+ TokenTagDispatch((\"" + call_text +
+                         "\", body), excludes=(\"" + open_text + "\"))\nbody ::= [0-9]+ \";\"\n",
+                     cat(cat(cat({open}, encode("abc")), cat(encode(" hi"), {call})), encode("12;"))});
+  }
   // TokenTagDispatch without loop, inside text.
   cases.push_back({"root ::= \"A:\" TokenTagDispatch((" + k + ", body), loop_after_dispatch=false) \n"
                    "body ::= [0-9]+ Token(" + c + ")\n",
                    cat(cat(encode("A: x"), {call}), cat(encode("42"), {close}))});
   return cases;
+}
+
+// Rollback far enough back to restore a checkpoint of the recognizer and
+// replay the token steps after it (each position with its token mark).
+TEST(TokenTerminalsBruteForce, RollbackReplaysTokenSteps) {
+  const std::shared_ptr<const Vocabulary> vocab = Load("qwen2_5");
+  const masks::Vocabulary& v = *vocab->impl();
+  const int32_t call = IdOf(v, "<tool_call>"), close = IdOf(v, "</tool_call>");
+  auto g = CompileText("root ::= TokenTagDispatch((" + std::to_string(call) +
+                           ", body))\nbody ::= [a-z ]+ Token(" + std::to_string(close) + ")\n",
+                       *vocab);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<TokenId> words_ids;
+  for (TokenId id = 0; id < v.size() && words_ids.size() < 12; ++id) {
+    const std::string_view b = v.token_bytes(id);
+    if (v.kind(id) == masks::TokenKind::kNormal && b.size() >= 5 &&
+        b.find_first_not_of(" abcdefghijklmnopqrstuvwxyz") == std::string_view::npos) {
+      words_ids.push_back(id);
+    }
+  }
+  std::vector<TokenId> sequence;
+  for (int round = 0; round < 3; ++round) {
+    for (TokenId id : words_ids) sequence.push_back(id);  // free tokens
+    sequence.push_back(call);
+    for (TokenId id : words_ids) sequence.push_back(id);  // the body's text
+    sequence.push_back(close);
+  }
+  Counts counts;
+  masks::MatcherOptions options;
+  options.recognizer.max_rollback = 4096;
+  masks::Matcher m(g->impl(), options);
+  std::vector<TokenId> history;
+  for (TokenId id : sequence) {
+    ASSERT_TRUE(m.AcceptToken(id));
+    history.push_back(id);
+  }
+  for (const size_t back : {size_t{1}, size_t{5}, size_t{13}, size_t{20}}) {
+    ASSERT_TRUE(m.Rollback(back));
+    history.resize(history.size() - back);
+    CheckMask(*g->impl(), m, history, "rollback " + std::to_string(back), &counts);
+    for (size_t k = 0; k < 3 && history.size() < sequence.size(); ++k) {  // forward again
+      ASSERT_TRUE(m.AcceptToken(sequence[history.size()])) << "back " << back << " k " << k << " at " << history.size() << " status " << m.status();
+      history.push_back(sequence[history.size()]);
+    }
+    CheckMask(*g->impl(), m, history, "forward after rollback " + std::to_string(back), &counts);
+  }
+  EXPECT_EQ(counts.mismatches, 0);
 }
 
 TEST(TokenTerminalsBruteForce, MasksMatchOnLlama3AndQwen) {
@@ -461,6 +522,112 @@ TEST(TokenTerminalsBruteForce, MasksMatchOnLlama3AndQwen) {
   std::printf("token terminals: %d masks checked against the brute force, %d mismatches\n", counts.masks,
               counts.mismatches);
   EXPECT_EQ(counts.mismatches, 0);
+}
+
+// Structural tags whose triggers, begins and ends are tokens (by id or by
+// text): Qwen's <tool_call> ... </tool_call> as single ids, Llama 3 header
+// markers around a JSON Schema body.
+TEST(TokenTerminalsBruteForce, StructuralTagsWithTokens) {
+  Counts counts;
+  struct StructuralCase {
+    std::string tokenizer, spec, before, body, after;
+    std::vector<std::string> open, close;  // token texts
+  };
+  const StructuralCase cases[] = {
+      {"qwen2_5",
+       R"j({"tags": [{"begin": {"token": "<tool_call>"},
+                      "grammar": "root ::= \"\\n{\\\"name\\\": \\\"\" [a-z_]+ \"\\\"}\\n\"",
+                      "end": {"token": "</tool_call>"}}],
+            "triggers": [{"token": "<tool_call>"}]})j",
+       "Let me check the weather.", "\n{\"name\": \"get_weather\"}\n", " Done.", {"<tool_call>"},
+       {"</tool_call>"}},
+      {"llama3",
+       R"j({"tags": [{"begin": [{"token": "<|start_header_id|>"}, "tool"], "end": [{"token": "<|end_header_id|>"}, "\n"],
+                      "schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                                 "required": ["city"], "additionalProperties": false}}],
+            "triggers": [{"token": "<|start_header_id|>"}]})j",
+       "Sure.", "tool{\"city\": \"Oslo\"}", "\nok", {"<|start_header_id|>"}, {"<|end_header_id|>"}},
+  };
+  for (const StructuralCase& c : cases) {
+    const std::shared_ptr<const Vocabulary> vocab = Load(c.tokenizer);
+    absl::StatusOr<Grammar> grammar = Grammar::FromText(GrammarFormat::kStructuralTags, c.spec, {}, "tags.json");
+    ASSERT_TRUE(grammar.ok()) << grammar.status();
+    absl::StatusOr<CompiledGrammar> g = CompiledGrammar::Compile(*grammar, *vocab);
+    ASSERT_TRUE(g.ok()) << g.status();
+    const masks::Vocabulary& v = *vocab->impl();
+    std::vector<int32_t> tokens;
+    auto text = [&](const std::string& t) {
+      // Greedy longest match over normal tokens, as in CasesFor.
+      size_t at = 0;
+      while (at < t.size()) {
+        int32_t best = -1;
+        size_t len = 0;
+        for (TokenId id = 0; id < v.size(); ++id) {
+          std::string_view b = v.token_bytes(id);
+          if (v.kind(id) == masks::TokenKind::kNormal && b.size() > len && b.size() < 6 &&
+              t.compare(at, b.size(), b) == 0) {
+            best = id;
+            len = b.size();
+          }
+        }
+        ASSERT_GE(best, 0);
+        tokens.push_back(best);
+        at += len;
+      }
+    };
+    text(c.before);
+    for (const std::string& o : c.open) tokens.push_back(IdOf(v, o));
+    text(c.body);
+    for (const std::string& e : c.close) tokens.push_back(IdOf(v, e));
+    text(c.after);
+    ASSERT_NO_FATAL_FAILURE(CheckSequence(*g, tokens, 5, 4, c.tokenizer + " structural", &counts));
+    Matcher m(*g);
+    for (int32_t id : tokens) ASSERT_TRUE(m.AcceptToken(id));
+    EXPECT_TRUE(m.IsAccepting());
+    // The trigger's text spelled by other tokens is free text, never a tag;
+    // the trigger token itself opens one.
+    tokens.clear();
+    text(c.before + c.open[0]);
+    Matcher spelled(*g), single(*g);
+    for (int32_t id : tokens) ASSERT_TRUE(spelled.AcceptToken(id));
+    EXPECT_TRUE(spelled.IsAccepting()) << c.tokenizer;
+    ASSERT_TRUE(single.AcceptToken(IdOf(v, c.open[0])));
+    EXPECT_FALSE(single.IsAccepting()) << c.tokenizer;
+  }
+  std::printf("structural tags with tokens: %d masks checked, %d mismatches\n", counts.masks,
+              counts.mismatches);
+  EXPECT_EQ(counts.mismatches, 0);
+}
+
+TEST(TokenTerminalsErrors, StructuralTagTokens) {
+  const std::shared_ptr<const Vocabulary> vocab = Load("qwen2_5");
+  auto error_of = [&](const std::string& spec) -> std::string {
+    absl::StatusOr<Grammar> grammar = Grammar::FromText(GrammarFormat::kStructuralTags, spec, {}, "tags.json");
+    if (!grammar.ok()) return std::string(grammar.status().message());
+    absl::StatusOr<CompiledGrammar> g = CompiledGrammar::Compile(*grammar, *vocab);
+    return g.ok() ? "OK" : std::string(g.status().message());
+  };
+  EXPECT_EQ(error_of(R"j({"tags": [{"begin": {"token": "<tool_cal>"}, "grammar": "root ::= \"x\"", "end": ""}],
+                          "triggers": [{"token": "<tool_cal>"}]})j"),
+            "tags.json: Token(\"<tool_cal>\"): unknown token \"<tool_cal>\": no token of the vocabulary " +
+                testing::DataPath("tokenizers/qwen2_5.tokenizer.json") + " has this text");
+  EXPECT_EQ(error_of(R"j({"tags": [{"begin": "<a>", "grammar": "root ::= \"x\"", "end": ""}],
+                          "triggers": ["<a>", {"token": 5}]})j"),
+            "tags.json: /triggers/1: triggers must be all strings or all tokens");
+  EXPECT_EQ(error_of(R"j({"tags": [{"begin": {"token": 7}, "grammar": "root ::= \"x\"", "end": ""}],
+                          "triggers": [{"token": 5}]})j"),
+            "tags.json: /tags/0/begin: does not begin with one of the trigger tokens (named the same "
+            "way: by the same id or the same text), so it never occurs");
+  EXPECT_EQ(error_of(R"j({"tags": [{"begin": {"token": 5}, "grammar": "root ::= \"x\"", "end": {"token": 999999}}],
+                          "triggers": [{"token": 5}]})j"),
+            "tags.json: Token(999999): token id 999999 is out of range: the vocabulary " +
+                testing::DataPath("tokenizers/qwen2_5.tokenizer.json") + " has ids 0..151664");
+  EXPECT_EQ(error_of(R"j({"tags": [{"begin": {"token": -3}, "grammar": "root ::= \"x\"", "end": ""}],
+                          "triggers": [{"token": 5}]})j"),
+            "tags.json: /tags/0/begin/token: a token id must be in 0..16777215");
+  EXPECT_EQ(error_of(R"j({"tags": [{"begin": {"tok": 5}, "grammar": "root ::= \"x\"", "end": ""}],
+                          "triggers": [{"token": 5}]})j"),
+            "tags.json: /tags/0/begin: expected {\"token\": ID or \"TEXT\"}");
 }
 
 // The XGrammar grammars of the data folder that use token-level macros,
@@ -525,8 +692,8 @@ TEST(TokenTerminalsErrors, MacroArgumentsArePlaced) {
   };
   expect_error("root ::= Token()\n", "t.ebnf:1:10: Token(...) needs at least one token id");
   expect_error("root ::= Token(-1)\n", "t.ebnf:1:16: Token(...): a token id must not be negative");
-  expect_error("root ::= Token(\"<|eot_id|>\")\n",
-               "t.ebnf:1:16: Token(...): a token id must be an integer, not a string");
+  expect_error("root ::= Token(true)\n",
+               "t.ebnf:1:16: Token(...): a token must be an id or its text (a string), not true or false");
   expect_error("root ::= Token(99999999)\n",
                "t.ebnf:1:16: Token(...): token id 99999999 is too large (at most 16777215)");
   expect_error("r ::= \"x\"\nroot ::= TokenTagDispatch((3, r), excludes=(4, 3))\n",
