@@ -334,10 +334,21 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
 absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> CompiledGrammar::ResolveTokenNames(
     const parser::FlatGrammar& grammar, const Vocabulary& vocab) {
   // As XGrammar's structural tags resolve a token string: the first id
-  // whose text is exactly the name.
+  // whose text is exactly the name. One pass over the vocabulary, testing
+  // only the tokens whose length some name has.
   absl::flat_hash_map<std::string_view, TokenId> by_text;
+  std::vector<uint8_t> name_length(size_t{1} << 16, 0);
+  for (const parser::TokenTerminal& tt : grammar.token_terminals) {
+    for (const std::string& name : tt.names) {
+      if (name.size() < name_length.size()) name_length[name.size()] = 1;
+      by_text.try_emplace(name, -1);
+    }
+  }
   for (TokenId id = 0; id < vocab.size(); ++id) {
-    if (vocab.kind(id) != TokenKind::kUnused) by_text.try_emplace(vocab.token_bytes(id), id);
+    const std::string_view bytes = vocab.token_bytes(id);
+    if (!name_length[bytes.size()] || vocab.kind(id) == TokenKind::kUnused) continue;
+    auto it = by_text.find(bytes);
+    if (it != by_text.end() && it->second < 0) it->second = id;
   }
   auto copy = std::make_shared<parser::FlatGrammar>(grammar);
   // Token(...) first, as in BuildTokenTerminalWords.
@@ -350,7 +361,7 @@ absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> CompiledGrammar::Reso
     }
     for (const std::string& name : tt.names) {
       const auto it = by_text.find(name);
-      if (it == by_text.end()) {
+      if (it == by_text.end() || it->second < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             tt.where, ": ", tt.name, ": unknown token \"", name, "\": no token of the vocabulary ",
             vocab.source_name(), " has this text"));
@@ -409,10 +420,13 @@ absl::Status CompiledGrammar::BuildTokenTerminalWords() {
       }
     }
     if (tt.exclude) {
+      // Every normal token, then the listed ones cleared.
+      absl::Span<const TokenRecord> records = vocab.records();
       for (TokenId id = 0; id < padded; ++id) {
-        if (vocab.kind(id) == TokenKind::kNormal && tt.Matches(static_cast<uint32_t>(id), true)) {
-          SetBit(words.data(), id);
-        }
+        if (records[id].kind == TokenKind::kNormal) SetBit(words.data(), id);
+      }
+      for (const grammar::CodepointRange& r : tt.ids) {
+        for (uint64_t id = r.lo; id <= r.hi; ++id) words[id / 32] &= ~(1u << (id % 32));
       }
       if (CountBits(words.data(), words.size()) == 0) {
         return error(absl::StrCat("no token of the vocabulary ", vocab.source_name(),

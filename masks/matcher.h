@@ -65,7 +65,9 @@
 // continuation is productive (the token is consumed whole, nothing of it is
 // left to the rest of the grammar). The byte walk never moves these items
 // (their state leaves on no byte), so a token is allowed by its text path,
-// its id path, or both. AcceptToken then runs both paths at once
+// its id path, or both. Tokens named by text in the grammar are resolved to
+// this vocabulary's ids first, in a copy of the lowered grammar (an unknown
+// text is an error). AcceptToken then runs both paths at once
 // (Recognizer::FeedToken): the text through the byte terminals (normal
 // tokens only) and the id through the token terminals; a special token
 // is allowed only where a token terminal names it. AcceptBytes feeds text:

@@ -27,6 +27,9 @@
 //    nonterminal and items sitting on a terminal.
 // Unproductive productions are dropped (they can never complete), so an item
 // alive in the chart always has a completion: "can continue" is exact.
+// Token terminals (XGrammar's Token / ExcludeToken: one whole vocabulary
+// token by id) sit in the same table as states no byte leaves; only a token
+// step moves them (FlatGrammar::token_terminals, parser/recognizer.h).
 //
 // Tests: tests/parser/recognizer_test.cc (dump golden, lowering), differential_test.cc.
 #ifndef ZAPGRAM_PARSER_FLAT_GRAMMAR_H_

@@ -21,6 +21,12 @@
 // append or drop one position's sets without compaction; Feed = Push +
 // compaction.
 //
+// Token steps (FeedToken / PushToken) serve grammars with token terminals
+// (flat_grammar.h): a whole vocabulary token goes through the byte terminals
+// as text and through the token terminals as an id at once, one position
+// per byte (one for a token without text); each position carries a token
+// mark, which rollback replays with the byte.
+//
 // Lexed grammars (Lark, parser/lexer.h): the items' terminals are tokens, and
 // the lexer decides where tokens end. Each position holds one set per *lane*
 // (chart.h), a lane being (lexer state of the token in progress, guards). A

@@ -703,7 +703,7 @@ TEST(TokenTerminalsErrors, MacroArgumentsArePlaced) {
 
 // Byte-level entry points: text never matches a token terminal.
 TEST(TokenTerminalsErrors, TextNeverMatchesATokenTerminal) {
-  const Vocabulary v = Toy({"<s>", "</s>", "aa", "bb"});
+  const Vocabulary v = Toy({"<s>", "</s>", "aa", "bb", "x"});
   auto g = CompileText("root ::= \"x\" Token(2) | \"xbb\"\n", v);
   ASSERT_TRUE(g.ok()) << g.status();
   Matcher m(*g);
@@ -711,6 +711,9 @@ TEST(TokenTerminalsErrors, TextNeverMatchesATokenTerminal) {
   EXPECT_TRUE(m.AcceptBytes("x"));
   EXPECT_TRUE(m.AcceptToken(2));
   EXPECT_TRUE(m.IsAccepting());
+  Matcher draft(*g);
+  EXPECT_EQ(draft.ValidateTokens(std::vector<int32_t>{4, 2, 1}), 3u);  // "x", Token(2), EOS
+  EXPECT_EQ(draft.ValidateTokens(std::vector<int32_t>{4, 3, 3}), 2u);  // "xbb", then no more
   Matcher forced(*g);
   EXPECT_EQ(forced.ForcedBytes(), "x");
   ASSERT_TRUE(forced.AcceptBytes("x"));
