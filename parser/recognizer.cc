@@ -514,8 +514,8 @@ bool Recognizer::PushStep(uint8_t byte, TokenMark mark) {
 
 void Recognizer::Pop() { current().PopPosition(); }
 
-TokenMark Recognizer::MarkOf(uint32_t id, bool normal, size_t position,
-                                         size_t positions, bool no_byte) {
+TokenMark Recognizer::MarkOf(uint32_t id, bool normal, size_t position, size_t positions,
+                             bool no_byte) {
   TokenMark mark;
   mark.id = id;
   mark.flags = TokenMark::kActive | (normal ? TokenMark::kNormal : 0) |

@@ -524,7 +524,8 @@ TEST(TokenTerminalsBruteForce, MasksMatchOnLlama3AndQwen) {
     for (const Case& c : CasesFor(*vocab, tokenizer)) {
       auto g = CompileText(c.grammar, *vocab);
       ASSERT_TRUE(g.ok()) << g.status() << "\n" << c.grammar;
-      ASSERT_NO_FATAL_FAILURE(CheckSequence(*g, c.tokens, 11 + n, 6, tokenizer + " case " + std::to_string(n), &counts));
+      ASSERT_NO_FATAL_FAILURE(CheckSequence(*g, c.tokens, 11 + n, kSanitized ? 2 : 6,
+                                            tokenizer + " case " + std::to_string(n), &counts));
       ++n;
     }
   }
@@ -589,7 +590,8 @@ TEST(TokenTerminalsBruteForce, StructuralTagsWithTokens) {
     text(c.body);
     for (const std::string& e : c.close) tokens.push_back(IdOf(v, e));
     text(c.after);
-    ASSERT_NO_FATAL_FAILURE(CheckSequence(*g, tokens, 5, 4, c.tokenizer + " structural", &counts));
+    ASSERT_NO_FATAL_FAILURE(
+        CheckSequence(*g, tokens, 5, kSanitized ? 1 : 4, c.tokenizer + " structural", &counts));
     Matcher m(*g);
     for (int32_t id : tokens) ASSERT_TRUE(m.AcceptToken(id));
     EXPECT_TRUE(m.IsAccepting());
@@ -648,7 +650,8 @@ TEST(TokenTerminalsBruteForce, XGrammarDataGrammars) {
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
   std::sort(files.begin(), files.end());
-  for (const std::string tokenizer : {"llama3", "qwen2_5"}) {
+  for (const std::string tokenizer : {"qwen2_5", "llama3"}) {
+    if (kSanitized && tokenizer == "llama3") break;
     const std::shared_ptr<const Vocabulary> vocab = Load(tokenizer);
     for (const std::string& file : files) {
       absl::StatusOr<Grammar> grammar = Grammar::Load(file);
@@ -666,7 +669,7 @@ TEST(TokenTerminalsBruteForce, XGrammarDataGrammars) {
   }
   std::printf("xgrammar token grammars: %d compiled, %d masks checked, %d mismatches\n", grammars,
               counts.masks, counts.mismatches);
-  EXPECT_EQ(grammars, 40);
+  EXPECT_EQ(grammars, kSanitized ? 20 : 40);
   EXPECT_EQ(counts.mismatches, 0);
 }
 
