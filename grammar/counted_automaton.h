@@ -68,6 +68,11 @@ class CountedAutomaton {
   static absl::StatusOr<CountedAutomaton> Build(CountedParts parts);
 
   uint32_t num_states() const { return num_states_; }
+  const CountedParts& parts() const { return parts_; }
+  // Units read in body state `local` (a state between P and S).
+  uint32_t UnitsRead(uint32_t local) const {
+    return (local - static_cast<uint32_t>(parts_.prefix.size())) / unit_states_;
+  }
   uint32_t start() const { return parts_.prefix.empty() ? Body(0, 1) : 0; }
   uint32_t Step(uint32_t local, uint8_t byte) const;
   bool accepting(uint32_t local) const { return local == num_states_ - 1; }

@@ -82,7 +82,7 @@ uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
   state = MaskClass(state);
-  if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildTokenSets(state); });
+  if (state >= sets_.size()) return OnDemandSets(state, [&] { return BuildOnDemandSets(state); });
   std::call_once(sets_once_[state], [&] {
     bool built = false;
     auto build = [&] {
@@ -156,6 +156,26 @@ CompiledGrammar::Memory CompiledGrammar::memory() const {
   m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);
   m.mask_cache = account_->stats().bytes;
   return m;
+}
+
+StateTokenSets CompiledGrammar::BuildOnDemandSets(uint32_t state) const {
+  // A counted terminal's unit start reads its sets off the vocabulary's
+  // profile of the terminal's unit and suffix (token_sets.h).
+  const parser::TerminalTable& t = grammar_->terminals;
+  if (set_store_->budget_bytes() != 0 && t.is_counted(state)) {
+    const parser::TerminalTable::CountedSegment& segment = t.SegmentOf(state);
+    const grammar::CountedAutomaton& automaton = *segment.automaton;
+    const uint32_t local = state - segment.base;
+    if (automaton.IsUnitStart(local)) {
+      std::shared_ptr<const CountedProfile> profile = set_store_->GetOrBuildAs<CountedProfile>(
+          CountedProfileSpelling(automaton), [&] { return BuildCountedProfile(*trie_, automaton, mask_words()); });
+      const uint32_t read = automaton.UnitsRead(local);
+      const grammar::CountedParts& parts = automaton.parts();
+      return CountedSetsFromProfile(*profile, parts.max - read, parts.min > read ? parts.min - read : 0,
+                                    mask_words());
+    }
+  }
+  return BuildTokenSets(state);
 }
 
 StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state, bool use_subtrees) const {

@@ -130,6 +130,10 @@ class CompiledGrammar {
   // every trie node: the same sets, slower (the differential tests'
   // reference). Thread-safe.
   StateTokenSets BuildTokenSets(uint32_t state, bool use_subtrees = true) const;
+  // The sets of a state past the eager ones (counted, lazy), as TokenSets
+  // builds them: a counted unit start from the vocabulary's CountedProfile,
+  // any other by BuildTokenSets.
+  StateTokenSets BuildOnDemandSets(uint32_t state) const;
   // Per eager terminal state, the representative of the states that no
   // token can tell apart (BoundedEquivalence); keys the cache and the sets.
   absl::Span<const uint32_t> mask_classes() const { return mask_class_; }

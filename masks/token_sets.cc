@@ -512,6 +512,27 @@ StateTokenSets FinishSplitTokenSets(const TokenTrie& trie, const parser::Termina
   return out;
 }
 
+namespace {
+
+// Accepted ids gathered in a bitset, stored like a walk's: a list when
+// smaller than the bitset.
+void StoreAcceptedWords(std::vector<uint32_t> words, size_t mask_words, StateTokenSets* out) {
+  size_t count = 0;
+  for (uint32_t w : words) count += static_cast<size_t>(std::popcount(w));
+  if (count >= mask_words) {
+    out->accepted_words = std::move(words);
+    return;
+  }
+  out->accepted_ids.reserve(count);
+  for (size_t w = 0; w < words.size(); ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+    }
+  }
+}
+
+}  // namespace
+
 uint32_t MajorityStep(const parser::TerminalTable& t, uint32_t state) {
   if (state == 0 || state >= t.eager_states()) return 0;
   std::vector<uint32_t> bytes_of_class(t.num_classes, 0);
@@ -572,41 +593,145 @@ StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTabl
   for (TokenId id : walked.accepted_ids) SetBit(words.data(), id);
   out.uncertain_roots.insert(out.uncertain_roots.end(), own_roots.begin(), own_roots.end());
   std::sort(out.uncertain_roots.begin(), out.uncertain_roots.end());
-  // Stored like a walk's: a list when smaller than the bitset.
-  size_t count = 0;
-  for (uint32_t w : words) count += static_cast<size_t>(std::popcount(w));
-  if (count >= mask_words) {
-    out.accepted_words = std::move(words);
-    return out;
-  }
-  out.accepted_ids.reserve(count);
-  for (size_t w = 0; w < words.size(); ++w) {
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      out.accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
-    }
-  }
+  StoreAcceptedWords(std::move(words), mask_words, &out);
   return out;
 }
 
-std::shared_ptr<const StateTokenSets> TokenSetStore::GetOrBuild(const std::vector<uint32_t>& spelling,
-                                                                absl::FunctionRef<StateTokenSets()> build) {
+std::vector<uint32_t> CountedProfileSpelling(const grammar::CountedAutomaton& a) {
+  // A tag no other spelling starts with, the suffix, then the unit DFA.
+  const grammar::CountedParts& parts = a.parts();
+  std::vector<uint32_t> spelling = {0xC0C0C0C0u, static_cast<uint32_t>(parts.suffix.size())};
+  for (char c : parts.suffix) spelling.push_back(static_cast<uint8_t>(c));
+  const grammar::ByteDfa& unit = parts.unit;
+  spelling.push_back(unit.num_states());
+  for (uint32_t s = 1; s < unit.num_states(); ++s) {
+    spelling.push_back(unit.accepting[s]);
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (b > 0 && unit.next[s][b] == unit.next[s][b - 1]) continue;
+      spelling.push_back(b);
+      spelling.push_back(unit.next[s][b]);
+    }
+  }
+  return spelling;
+}
+
+CountedProfile BuildCountedProfile(const TokenTrie& trie, const grammar::CountedAutomaton& a, size_t mask_words) {
+  const grammar::CountedParts& parts = a.parts();
+  const grammar::ByteDfa& unit = parts.unit;
+  const std::string& suffix = parts.suffix;
+  const absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  const uint32_t num_nodes = static_cast<uint32_t>(nodes.size());
+  CountedProfile out;
+  out.within.assign(CountedProfile::kCumulative + 1, std::vector<uint32_t>(mask_words, 0u));
+  std::vector<std::pair<uint32_t, uint32_t>> crossing_order;  // (units, index) to sort by units
+  std::vector<CountedProfile::Crossing> crossings;
+  // Per depth: the unit state (1 = at a unit start) and the units completed.
+  const size_t height = trie.max_depth() + 1u;
+  std::vector<uint32_t> unit_state(height, 1), completed(height, 0);
+  for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes;) {
+    const TokenTrieNode& node = nodes[i];
+    const uint32_t depth = node.depth;
+    const uint32_t u = unit_state[depth - 1], k = completed[depth - 1];
+    if (u == 1 && node.byte == static_cast<uint8_t>(suffix[0])) {
+      // S starts here, after k units: its subtree is decided by S alone.
+      CountedProfile::Crossing x{k, static_cast<uint32_t>(out.crossing_ids.size()), 0,
+                                 static_cast<uint32_t>(out.crossing_roots.size()), 0};
+      // Per node of the subtree: the S bytes matched at its depth.
+      std::vector<uint32_t> matched(height, 0);
+      matched[depth] = 1;
+      for (uint32_t j = i; j < node.subtree_end;) {
+        const TokenTrieNode& n = nodes[j];
+        if (j != i) {
+          const uint32_t before = matched[n.depth - 1];
+          if (before == suffix.size()) {  // the terminal ended: the parser decides
+            out.crossing_roots.push_back(j);
+            j = n.subtree_end;
+            continue;
+          }
+          if (n.byte != static_cast<uint8_t>(suffix[before])) {
+            j = n.subtree_end;
+            continue;
+          }
+          matched[n.depth] = before + 1;
+        }
+        for (TokenId id : trie.TokensAt(j)) out.crossing_ids.push_back(id);
+        ++j;
+      }
+      x.ids_end = static_cast<uint32_t>(out.crossing_ids.size());
+      x.roots_end = static_cast<uint32_t>(out.crossing_roots.size());
+      crossing_order.push_back({k, static_cast<uint32_t>(crossings.size())});
+      crossings.push_back(x);
+      i = node.subtree_end;
+      continue;
+    }
+    const uint32_t to = unit.next[u][node.byte];
+    if (to == 0) {  // no unit goes on: the subtree is rejected
+      i = node.subtree_end;
+      continue;
+    }
+    const uint32_t started = k + 1;
+    if (node.token_count != 0) {
+      for (TokenId id : trie.TokensAt(i)) {
+        if (started <= CountedProfile::kCumulative) {
+          SetBit(out.within[started].data(), id);  // made cumulative below
+        } else {
+          out.longer.push_back({started, id});
+        }
+      }
+    }
+    unit_state[depth] = unit.accepting[to] ? 1 : to;
+    completed[depth] = unit.accepting[to] ? k + 1 : k;
+    ++i;
+  }
+  for (uint32_t n = 1; n <= CountedProfile::kCumulative; ++n) {
+    for (size_t w = 0; w < mask_words; ++w) out.within[n][w] |= out.within[n - 1][w];
+  }
+  std::sort(out.longer.begin(), out.longer.end());
+  std::sort(crossing_order.begin(), crossing_order.end());
+  for (const auto& [units, index] : crossing_order) out.crossings.push_back(crossings[index]);
+  return out;
+}
+
+StateTokenSets CountedSetsFromProfile(const CountedProfile& profile, uint32_t units_left, uint32_t units_needed,
+                                      size_t mask_words) {
+  StateTokenSets out;
+  std::vector<uint32_t> words = profile.within[std::min(units_left, CountedProfile::kCumulative)];
+  for (const auto& [units, id] : profile.longer) {
+    if (units > units_left) break;
+    SetBit(words.data(), id);
+  }
+  for (const CountedProfile::Crossing& x : profile.crossings) {
+    if (x.units > units_left) break;
+    if (x.units < units_needed) continue;
+    for (uint32_t k = x.ids_begin; k < x.ids_end; ++k) SetBit(words.data(), profile.crossing_ids[k]);
+    out.uncertain_roots.insert(out.uncertain_roots.end(), profile.crossing_roots.begin() + x.roots_begin,
+                               profile.crossing_roots.begin() + x.roots_end);
+  }
+  std::sort(out.uncertain_roots.begin(), out.uncertain_roots.end());
+  StoreAcceptedWords(std::move(words), mask_words, &out);
+  return out;
+}
+
+std::shared_ptr<const void> TokenSetStore::GetOrBuildErased(
+    const std::vector<uint32_t>& spelling,
+    absl::FunctionRef<std::pair<std::shared_ptr<const void>, size_t>()> build) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = map_.find(spelling);
     if (it != map_.end()) {
       ++stats_.hits;
       lru_.splice(lru_.begin(), lru_, it->second.lru);
-      return it->second.sets;
+      return it->second.value;
     }
     ++stats_.misses;
   }
-  auto sets = std::make_shared<const StateTokenSets>(build());
-  const size_t bytes = sets->bytes() + 4 * spelling.size() + 128;
+  auto [value, value_bytes] = build();
+  const size_t bytes = value_bytes + 4 * spelling.size() + 128;
   std::lock_guard<std::mutex> lock(mu_);
-  if (bytes > budget_bytes_) return sets;
+  if (bytes > budget_bytes_) return value;
   auto [it, fresh] = map_.try_emplace(spelling);
-  if (!fresh) return it->second.sets;  // another thread stored it first
-  it->second = Entry{sets, {}, bytes};
+  if (!fresh) return it->second.value;  // another thread stored it first
+  it->second = Entry{value, {}, bytes};
   lru_.push_front(&it->first);
   it->second.lru = lru_.begin();
   stats_.bytes += bytes;
@@ -617,7 +742,7 @@ std::shared_ptr<const StateTokenSets> TokenSetStore::GetOrBuild(const std::vecto
     ++stats_.evictions;
     map_.erase(victim);
   }
-  return sets;
+  return value;
 }
 
 TokenSetStoreStats TokenSetStore::stats() const {

@@ -54,6 +54,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
@@ -192,6 +193,46 @@ StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTabl
                                absl::Span<const uint32_t> mask_class, uint32_t state, uint32_t base,
                                const StateTokenSets& base_sets, size_t mask_words);
 
+// A counted terminal's tokens, once per vocabulary for its unit and suffix
+// (grammar/counted_automaton.h: P U{min,max} S; a JSON string with a
+// maxLength). From a unit start with c units read, a token is decided by
+// two numbers: the units it starts (it stays in the body while they number
+// at most max - c) and, when it reaches S, the units before S (S may start
+// only once the count is at least min); what happens inside S does not
+// depend on c. So one walk of the trie from an unbounded unit start files
+// the tokens by those numbers, and the sets of every unit start are read
+// off the files (~10 us) instead of walked (~1.5 ms each; near the bound of
+// a string every count is a state of its own).
+struct CountedProfile {
+  static constexpr uint32_t kCumulative = 16;
+  // within[n], n <= kCumulative: bitset of the tokens that stay in the body
+  // and start at most n units.
+  std::vector<std::vector<uint32_t>> within;
+  std::vector<std::pair<uint32_t, TokenId>> longer;  // (units, id), units > kCumulative, sorted
+  // Trie nodes where S starts, by the units before it (sorted), each with
+  // the tokens accepted and the uncertain roots in its subtree.
+  struct Crossing {
+    uint32_t units;
+    uint32_t ids_begin, ids_end, roots_begin, roots_end;
+  };
+  std::vector<Crossing> crossings;
+  std::vector<TokenId> crossing_ids;
+  std::vector<uint32_t> crossing_roots;
+  size_t bytes() const {
+    size_t n = 8 * longer.size() + sizeof(Crossing) * crossings.size() + 4 * crossing_ids.size() +
+               4 * crossing_roots.size();
+    for (const std::vector<uint32_t>& w : within) n += 4 * w.size();
+    return n;
+  }
+};
+// The spelling a profile is stored under (unit DFA and suffix).
+std::vector<uint32_t> CountedProfileSpelling(const grammar::CountedAutomaton& a);
+CountedProfile BuildCountedProfile(const TokenTrie& trie, const grammar::CountedAutomaton& a, size_t mask_words);
+// The sets of a unit start with `units_left` = max - c units still allowed
+// and `units_needed` = min - c (or 0) before S may start.
+StateTokenSets CountedSetsFromProfile(const CountedProfile& profile, uint32_t units_left, uint32_t units_needed,
+                                      size_t mask_words);
+
 // Terminal states that go on with fewer bytes than this build their token
 // sets themselves rather than through the store: their builds are cheaper
 // than a spelling and a lookup (the trie walk stops after a byte or two).
@@ -207,13 +248,28 @@ class TokenSetStore {
   // The sets stored under `spelling`, else built by `build` (outside the
   // lock; two threads may both build, the first stored wins) and stored.
   std::shared_ptr<const StateTokenSets> GetOrBuild(const std::vector<uint32_t>& spelling,
-                                                   absl::FunctionRef<StateTokenSets()> build);
+                                                   absl::FunctionRef<StateTokenSets()> build) {
+    return GetOrBuildAs<StateTokenSets>(spelling, build);
+  }
+  // The same for any value with a bytes() (a CountedProfile); each kind of
+  // value has spellings of its own (a distinct first element).
+  template <typename T>
+  std::shared_ptr<const T> GetOrBuildAs(const std::vector<uint32_t>& spelling, absl::FunctionRef<T()> build) {
+    return std::static_pointer_cast<const T>(GetOrBuildErased(spelling, [&] {
+      auto value = std::make_shared<const T>(build());
+      const size_t bytes = value->bytes();
+      return std::make_pair(std::shared_ptr<const void>(std::move(value)), bytes);
+    }));
+  }
   TokenSetStoreStats stats() const;
   size_t budget_bytes() const { return budget_bytes_; }
 
  private:
+  std::shared_ptr<const void> GetOrBuildErased(
+      const std::vector<uint32_t>& spelling,
+      absl::FunctionRef<std::pair<std::shared_ptr<const void>, size_t>()> build);
   struct Entry {
-    std::shared_ptr<const StateTokenSets> sets;
+    std::shared_ptr<const void> value;
     std::list<const std::vector<uint32_t>*>::iterator lru;
     size_t bytes;
   };

@@ -824,6 +824,46 @@ TEST(TokenSets, CountedTerminalStatesMatchOracle) {
   EXPECT_GT(largest, 1000u);
 }
 
+// Counted unit starts read off the vocabulary's profile (token_sets.h,
+// CountedProfile) equal the oracle: JSON-string units (escapes, \u, UTF-8),
+// a minimum, a suffix of several bytes, counts from 0 to the bound, and a
+// grammar that reads the profile another built.
+TEST(TokenSets, CountedProfilesMatchOracle) {
+  auto vocab = LoadVocabulary("llama3");
+  const std::string unit = R"((?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}))";
+  int checked = 0, crossing = 0;
+  for (const std::string& pattern : {std::string("\"(?:[a-z ]){0,100}\""), "\"" + unit + "{5,40}\"end", "\"" + unit + "{0,64}\"",
+                                     "\"" + unit + "{3,33}\"end"}) {
+    auto g = CompileFor("regex:" + pattern, vocab);
+    const parser::TerminalTable& t = g->grammar().terminals;
+    ASSERT_FALSE(t.counted.empty()) << pattern << " was not made a counted terminal";
+    const grammar::CountedAutomaton& a = *t.counted[0].automaton;
+    for (uint32_t count = 0; count <= a.parts().max; ++count) {
+      RecognizerOptions options;
+      parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+      std::string text(count + 1, 'q');
+      text[0] = '"';
+      if (r.FeedBytes(text) != text.size()) break;
+      std::vector<uint32_t> states;
+      r.CollectScanStates(&states);
+      for (uint32_t state : states) {
+        if (!t.is_counted(state) || !a.IsUnitStart(state - t.SegmentOf(state).base)) continue;
+        const StateTokenSets from_profile = g->BuildOnDemandSets(state);
+        OracleSets oracle = ClassifyNodesOneByOne(*g, state);
+        std::sort(oracle.roots.begin(), oracle.roots.end());
+        EXPECT_EQ(AcceptedIds(from_profile), oracle.accepted) << pattern << " count " << count;
+        EXPECT_EQ(from_profile.uncertain_roots, oracle.roots) << pattern << " count " << count;
+        crossing += !oracle.roots.empty();
+        ++checked;
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+  std::printf("counted profiles: %d unit starts checked (%d with uncertain roots)\n", checked, crossing);
+  EXPECT_GT(checked, 150);
+  EXPECT_GT(crossing, 20);
+}
+
 // Sharing token sets across grammars (masks/token_sets.h) is sound: states
 // whose canonical spellings are equal, in one grammar or two, have equal
 // sets; and the spelling shares for real (many states of different random
