@@ -75,11 +75,9 @@ void zapgram_grammar_options_init(zapgram_grammar_options* options) {
   options->schema_lenient = defaults.lenient ? 1 : 0;
 }
 
-zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const char* data_root,
-                                                      const zapgram_vocab* vocab,
-                                                      const zapgram_grammar_options* options,
-                                                      char** error) {
-  if (error != nullptr) *error = nullptr;
+namespace {
+
+zapgram::LoadOptions LoadOptionsOf(const zapgram_grammar_options* options) {
   zapgram::LoadOptions load_options;
   if (options != nullptr) {
     load_options.schema.purpose = options->schema_validation != 0
@@ -87,8 +85,12 @@ zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const ch
                                       : zapgram::SchemaPurpose::kGeneration;
     load_options.schema.lenient = options->schema_lenient != 0;
   }
-  absl::StatusOr<zapgram::Grammar> g = zapgram::Grammar::Load(
-      spec == nullptr ? "" : spec, data_root == nullptr ? "" : data_root, load_options);
+  return load_options;
+}
+
+// The compiled form of a grammar as read, or NULL with *error set.
+zapgram_grammar* CompileRead(const absl::StatusOr<zapgram::Grammar>& g, const zapgram_vocab* vocab,
+                             char** error) {
   if (!g.ok()) {
     SetError(error, g.status());
     return nullptr;
@@ -99,6 +101,30 @@ zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const ch
     return nullptr;
   }
   return new zapgram_grammar{*std::move(c)};
+}
+
+}  // namespace
+
+zapgram_grammar* zapgram_grammar_compile_with_options(const char* spec, const char* data_root,
+                                                      const zapgram_vocab* vocab,
+                                                      const zapgram_grammar_options* options,
+                                                      char** error) {
+  if (error != nullptr) *error = nullptr;
+  return CompileRead(zapgram::Grammar::Load(spec == nullptr ? "" : spec,
+                                            data_root == nullptr ? "" : data_root,
+                                            LoadOptionsOf(options)),
+                     vocab, error);
+}
+
+zapgram_grammar* zapgram_grammar_compile_structural_tags(const char* json, size_t length,
+                                                         const zapgram_vocab* vocab,
+                                                         const zapgram_grammar_options* options,
+                                                         char** error) {
+  if (error != nullptr) *error = nullptr;
+  const std::string_view text = json == nullptr ? std::string_view() : std::string_view(json, length);
+  return CompileRead(zapgram::Grammar::FromText(zapgram::GrammarFormat::kStructuralTags, text,
+                                                LoadOptionsOf(options), "<structural tags>"),
+                     vocab, error);
 }
 
 void zapgram_grammar_free(zapgram_grammar* grammar) { delete grammar; }

@@ -18,6 +18,18 @@
 // whose begin starts with no trigger could never occur and is an error, as is
 // a trigger that starts no tag.
 //
+// Tokens. A begin, an end or a trigger may also name one token of the
+// vocabulary, as {"token": ID} or {"token": "TEXT"} (XGrammar's TokenFormat:
+// a special token such as <|python_tag|>, or Qwen's <tool_call> taken as
+// its single id); a begin or an end may be a list of such parts and strings.
+// Triggers are all strings or all tokens. With trigger tokens the free part
+// is made of free *tokens* (XGrammar's TokenTagDispatch: any normal token
+// but the triggers), each tag's begin starts with its trigger token, and
+//   root ::= TokenTagDispatch((t1, after_t1), ...)
+// Token parts become kTokenIds nodes, checked (ids) and resolved (texts)
+// against the vocabulary when the grammar is compiled for one
+// (masks/matcher.h); such a grammar cannot be used by `zapgram parse`.
+//
 // The input is JSON (GrammarFormat::kStructuralTags, `structural:PATH`):
 //   {"tags": [{"begin": "<function=get_weather>", "schema": {...}, "end": "</function>"},
 //             {"begin": "...", "grammar": "root ::= ...", "end": "..."}],
@@ -31,8 +43,10 @@
 //   (both trigger <tool_call>). Schemas use LoadOptions::schema (generation
 //   by default). Errors name the JSON pointer of the offending member.
 //
-// Tests: tests/api/structural_tags_test.cc (languages, formats, errors),
-// tests/masks/tag_dispatch_mask_test.cc (masks against the brute force).
+// Tests: tests/masks/matcher_test.cc (MatcherTagDispatch: masks against the
+// brute force), tests/masks/token_terminals_test.cc (token triggers, begins
+// and ends: masks against the brute force, errors), tests/c/c_api_test.c
+// (the JSON text through the C API), tests/python/test_api.py.
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,9 +64,20 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// One piece of a begin or an end: text, or one token by id or by text.
+struct Part {
+  bool is_token = false;
+  std::string text;  // the text, or the token's text when named so
+  int64_t id = -1;   // a token by id
+  bool SameToken(const Part& other) const {
+    return is_token && other.is_token && id == other.id && text == other.text;
+  }
+};
+using Parts = std::vector<Part>;
+
 struct TagText {
-  std::string begin;
-  std::string end;
+  Parts begin;
+  Parts end;
   const Json* schema = nullptr;  // one of schema / grammar
   std::string grammar;
   std::string pointer;  // "/tags/K"
@@ -79,18 +104,80 @@ absl::StatusOr<std::string> StringMember(const Json& object, const char* key,
   return value;
 }
 
+// A string, a {"token": ...} object, or (with `list`) an array of those.
+absl::StatusOr<Parts> ReadParts(const Json& value, std::string_view source, const std::string& pointer,
+                                bool allow_empty, bool list) {
+  Parts parts;
+  if (value.is_string()) {
+    if (value.get<std::string>().empty()) {
+      if (allow_empty) return parts;
+      return ErrorAt(source, pointer, "must not be empty");
+    }
+    parts.push_back({false, value.get<std::string>(), -1});
+    return parts;
+  }
+  if (value.is_object()) {
+    const auto token = value.find("token");
+    if (token == value.end() || value.size() != 1) {
+      return ErrorAt(source, pointer, "expected {\"token\": ID or \"TEXT\"}");
+    }
+    if (token->is_number_integer()) {
+      const int64_t id = token->get<int64_t>();
+      if (id < 0 || id > (int64_t{1} << 24) - 1) {
+        return ErrorAt(source, pointer + "/token", "a token id must be in 0..16777215");
+      }
+      parts.push_back({true, "", id});
+      return parts;
+    }
+    if (token->is_string() && !token->get<std::string>().empty()) {
+      parts.push_back({true, token->get<std::string>(), -1});
+      return parts;
+    }
+    return ErrorAt(source, pointer + "/token", "expected a token id or a non-empty token text");
+  }
+  if (value.is_array() && list) {
+    for (size_t k = 0; k < value.size(); ++k) {
+      absl::StatusOr<Parts> one =
+          ReadParts(value[k], source, absl::StrCat(pointer, "/", k), /*allow_empty=*/true, false);
+      if (!one.ok()) return one.status();
+      parts.insert(parts.end(), one->begin(), one->end());
+    }
+    if (parts.empty() && !allow_empty) return ErrorAt(source, pointer, "must not be empty");
+    return parts;
+  }
+  return ErrorAt(source, pointer,
+                 list ? "expected a string, a {\"token\": ...} or an array of those"
+                      : "expected a string or a {\"token\": ...}");
+}
+
+// The expression of `parts` (text literals and one-token nodes) in order.
+grammar::ExprId AddParts(grammar::Grammar& g, const Parts& parts, size_t first = 0) {
+  std::vector<grammar::ExprId> items;
+  for (size_t k = first; k < parts.size(); ++k) {
+    const Part& p = parts[k];
+    if (!p.is_token) {
+      items.push_back(g.AddLiteral(p.text));
+    } else if (p.id >= 0) {
+      items.push_back(g.AddTokenIds({static_cast<uint32_t>(p.id)}, /*exclude=*/false));
+    } else {
+      items.push_back(g.AddTokenIds({}, /*exclude=*/false, {}, {p.text}));
+    }
+  }
+  return g.AddSequence(std::move(items));
+}
+
 // The tags and triggers of a ready-made format for `tools`.
 absl::Status ExpandFormat(const Json& spec, std::string_view source, std::vector<TagText>* tags,
-                          std::vector<std::string>* triggers) {
+                          std::vector<Part>* triggers) {
   const std::string format = spec.at("format").is_string() ? spec.at("format").get<std::string>() : "";
   const auto tools = spec.find("tools");
   if (tools == spec.end() || !tools->is_array() || tools->empty()) {
     return ErrorAt(source, "/tools", "expected a non-empty array of {\"name\", \"parameters\"}");
   }
   if (format == "llama3") {
-    triggers->push_back("{\"name\": ");
+    triggers->push_back({false, "{\"name\": ", -1});
   } else if (format == "qwen2_5" || format == "hermes") {
-    triggers->push_back("<tool_call>");
+    triggers->push_back({false, "<tool_call>", -1});
   } else {
     return ErrorAt(source, "/format",
                    absl::StrCat("unknown format '", format, "' (llama3, qwen2_5, hermes)"));
@@ -109,23 +196,26 @@ absl::Status ExpandFormat(const Json& spec, std::string_view source, std::vector
     TagText tag;
     tag.schema = &*parameters;
     tag.pointer = pointer;
+    std::string begin, end;
     if (format == "llama3") {
-      tag.begin = absl::StrCat("{\"name\": ", quoted, ", \"parameters\": ");
-      tag.end = "}";
+      begin = absl::StrCat("{\"name\": ", quoted, ", \"parameters\": ");
+      end = "}";
     } else if (format == "qwen2_5") {
-      tag.begin = absl::StrCat("<tool_call>\n{\"name\": ", quoted, ", \"arguments\": ");
-      tag.end = "}\n</tool_call>";
+      begin = absl::StrCat("<tool_call>\n{\"name\": ", quoted, ", \"arguments\": ");
+      end = "}\n</tool_call>";
     } else {
-      tag.begin = "<tool_call>\n{\"arguments\": ";
-      tag.end = absl::StrCat(", \"name\": ", quoted, "}\n</tool_call>");
+      begin = "<tool_call>\n{\"arguments\": ";
+      end = absl::StrCat(", \"name\": ", quoted, "}\n</tool_call>");
     }
+    tag.begin = {{false, std::move(begin), -1}};
+    tag.end = {{false, std::move(end), -1}};
     tags->push_back(std::move(tag));
   }
   return absl::OkStatus();
 }
 
 absl::Status ReadExplicit(const Json& spec, std::string_view source, std::vector<TagText>* tags,
-                          std::vector<std::string>* triggers) {
+                          std::vector<Part>* triggers) {
   const auto tag_list = spec.find("tags");
   if (tag_list == spec.end() || !tag_list->is_array()) {
     return ErrorAt(source, "/tags", "expected an array of {\"begin\", \"schema\" or \"grammar\", \"end\"}");
@@ -135,9 +225,13 @@ absl::Status ReadExplicit(const Json& spec, std::string_view source, std::vector
     TagText tag;
     tag.pointer = absl::StrCat("/tags/", k);
     if (!item.is_object()) return ErrorAt(source, tag.pointer, "expected an object");
-    absl::StatusOr<std::string> begin = StringMember(item, "begin", source, tag.pointer, false);
+    const auto begin_member = item.find("begin");
+    const auto end_member = item.find("end");
+    if (begin_member == item.end()) return ErrorAt(source, tag.pointer + "/begin", "missing");
+    if (end_member == item.end()) return ErrorAt(source, tag.pointer + "/end", "missing");
+    absl::StatusOr<Parts> begin = ReadParts(*begin_member, source, tag.pointer + "/begin", false, true);
     if (!begin.ok()) return begin.status();
-    absl::StatusOr<std::string> end = StringMember(item, "end", source, tag.pointer, true);
+    absl::StatusOr<Parts> end = ReadParts(*end_member, source, tag.pointer + "/end", true, true);
     if (!end.ok()) return end.status();
     tag.begin = *std::move(begin);
     tag.end = *std::move(end);
@@ -159,11 +253,13 @@ absl::Status ReadExplicit(const Json& spec, std::string_view source, std::vector
     return ErrorAt(source, "/triggers", "expected an array of strings");
   }
   for (size_t k = 0; k < trigger_list->size(); ++k) {
-    const Json& trigger = (*trigger_list)[k];
-    if (!trigger.is_string() || trigger.get<std::string>().empty()) {
-      return ErrorAt(source, absl::StrCat("/triggers/", k), "expected a non-empty string");
+    const std::string pointer = absl::StrCat("/triggers/", k);
+    absl::StatusOr<Parts> trigger = ReadParts((*trigger_list)[k], source, pointer, false, false);
+    if (!trigger.ok()) return trigger.status();
+    if (!triggers->empty() && trigger->front().is_token != triggers->front().is_token) {
+      return ErrorAt(source, pointer, "triggers must be all strings or all tokens");
     }
-    triggers->push_back(trigger.get<std::string>());
+    triggers->push_back(trigger->front());
   }
   return absl::OkStatus();
 }
@@ -180,10 +276,11 @@ absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
                                     "\"format\" and \"tools\"");
   }
   std::vector<TagText> tags;
-  std::vector<std::string> triggers;
+  std::vector<Part> triggers;
   absl::Status read = spec.contains("format") ? ExpandFormat(spec, source_name, &tags, &triggers)
                                               : ReadExplicit(spec, source_name, &tags, &triggers);
   if (!read.ok()) return read;
+  const bool token_triggers = !triggers.empty() && triggers.front().is_token;
 
   grammar::Grammar g;
   g.source_name = std::string(source_name);
@@ -191,16 +288,22 @@ absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
   std::vector<std::vector<grammar::ExprId>> per_trigger(triggers.size());
   for (size_t k = 0; k < tags.size(); ++k) {
     const TagText& tag = tags[k];
+    const Part& first = tag.begin.front();
     size_t owner = triggers.size();
     for (size_t t = 0; t < triggers.size(); ++t) {
-      if (tag.begin.starts_with(triggers[t]) &&
-          (owner == triggers.size() || triggers[t].size() < triggers[owner].size())) {
+      const bool starts = token_triggers ? first.SameToken(triggers[t])
+                                         : !first.is_token && first.text.starts_with(triggers[t].text);
+      if (starts && (owner == triggers.size() || triggers[t].text.size() < triggers[owner].text.size())) {
         owner = t;
       }
     }
     if (owner == triggers.size()) {
       return ErrorAt(source_name, tag.pointer + "/begin",
-                     absl::StrCat("\"", tag.begin, "\" starts with no trigger, so it never occurs"));
+                     token_triggers ? "does not begin with one of the trigger tokens (named the same "
+                                      "way: by the same id or the same text), so it never occurs"
+                     : first.is_token
+                         ? "begins with a token: a tag's begin starts with its trigger, here a string"
+                         : absl::StrCat("\"", first.text, "\" starts with no trigger, so it never occurs"));
     }
     const std::string body_source = std::string(source_name) + tag.pointer;
     absl::StatusOr<grammar::Grammar> body =
@@ -211,21 +314,44 @@ absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
     absl::StatusOr<grammar::RuleId> body_root =
         grammar::AppendGrammar(g, *body, absl::StrCat("tag", k, "_"));
     if (!body_root.ok()) return body_root.status();
-    per_trigger[owner].push_back(g.AddSequence({g.AddLiteral(tag.begin.substr(triggers[owner].size())),
-                                                g.AddRuleRef(*body_root), g.AddLiteral(tag.end)}));
+    // What follows the trigger: the rest of the begin, the body, the end.
+    std::vector<grammar::ExprId> after;
+    if (!token_triggers) after.push_back(g.AddLiteral(first.text.substr(triggers[owner].text.size())));
+    after.push_back(AddParts(g, tag.begin, 1));
+    after.push_back(g.AddRuleRef(*body_root));
+    after.push_back(AddParts(g, tag.end));
+    per_trigger[owner].push_back(g.AddSequence(std::move(after)));
   }
-  grammar::TagDispatchSpec dispatch;
   for (size_t t = 0; t < triggers.size(); ++t) {
     if (per_trigger[t].empty()) {
       return ErrorAt(source_name, absl::StrCat("/triggers/", t),
-                     absl::StrCat("no tag begins with \"", triggers[t], "\""));
+                     triggers[t].is_token ? std::string("no tag begins with this token")
+                                          : absl::StrCat("no tag begins with \"", triggers[t].text, "\""));
     }
-    dispatch.tags.push_back({triggers[t], g.AddChoice(std::move(per_trigger[t]))});
   }
-  if (absl::Status s = grammar::CheckTagDispatch(dispatch); !s.ok()) {
-    return ErrorAt(source_name, "/triggers", std::string(s.message()));
+  if (token_triggers) {
+    grammar::TokenTagDispatchSpec dispatch;
+    for (size_t t = 0; t < triggers.size(); ++t) {
+      grammar::TokenTagDispatchSpec::Tag tag;
+      if (triggers[t].id >= 0) {
+        tag.trigger.ids.push_back(static_cast<uint32_t>(triggers[t].id));
+      } else {
+        tag.trigger.names.push_back(triggers[t].text);
+      }
+      tag.body = g.AddChoice(std::move(per_trigger[t]));
+      dispatch.tags.push_back(std::move(tag));
+    }
+    g.rules[0].body = grammar::AddTokenTagDispatch(g, dispatch);
+  } else {
+    grammar::TagDispatchSpec dispatch;
+    for (size_t t = 0; t < triggers.size(); ++t) {
+      dispatch.tags.push_back({triggers[t].text, g.AddChoice(std::move(per_trigger[t]))});
+    }
+    if (absl::Status s = grammar::CheckTagDispatch(dispatch); !s.ok()) {
+      return ErrorAt(source_name, "/triggers", std::string(s.message()));
+    }
+    g.rules[0].body = grammar::AddTagDispatch(g, dispatch);
   }
-  g.rules[0].body = grammar::AddTagDispatch(g, dispatch);
   if (absl::Status s = g.Validate(); !s.ok()) return s;
   return g;
 }

@@ -60,6 +60,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "api/grammar_data.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "nlohmann/json.hpp"
@@ -449,6 +450,17 @@ int RunParse(const std::vector<std::string>& args) {
   }
   if (!grammar.ok()) {
     std::fprintf(stderr, "zapgram parse: %s\n", std::string(grammar.status().message()).c_str());
+    return kExitError;
+  }
+  // Token terminals (XGrammar's Token / ExcludeToken / TokenTagDispatch)
+  // match token ids, which a text does not have: refused rather than
+  // giving text-only verdicts (grammar/xgrammar_macros.h).
+  if (const parser::FlatGrammar& flat = grammar->data().flat; flat.has_token_terminals()) {
+    const parser::TokenTerminal& first = flat.token_terminals.front();
+    std::fprintf(stderr,
+                 "zapgram parse: %s: %s matches a vocabulary token by id, and a text has no token "
+                 "ids: check token sequences with a tokenizer instead (zapgram trace, bench, mask)\n",
+                 first.where.c_str(), first.name.c_str());
     return kExitError;
   }
 

@@ -129,6 +129,41 @@ ExprId Grammar::AddRegex(std::string pattern, uint32_t flags, SourceLocation loc
   return static_cast<ExprId>(exprs.size() - 1);
 }
 
+ExprId Grammar::AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc,
+                            std::vector<std::string> names) {
+  Expr e;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  e.names = std::move(names);
+  e.kind = ExprKind::kTokenIds;
+  e.flags = exclude ? uint32_t{kTokenIdsExclude} : 0u;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (uint32_t id : ids) {
+    if (!e.ranges.empty() && e.ranges.back().hi + 1 == id) {
+      e.ranges.back().hi = id;
+    } else {
+      e.ranges.push_back({id, id});
+    }
+  }
+  e.loc = loc;
+  exprs.push_back(std::move(e));
+  return static_cast<ExprId>(exprs.size() - 1);
+}
+
+bool Grammar::HasTokenIds() const {
+  return std::any_of(exprs.begin(), exprs.end(),
+                     [](const Expr& e) { return e.kind == ExprKind::kTokenIds; });
+}
+
+std::vector<uint32_t> TokenIdsOf(const Expr& e) {
+  std::vector<uint32_t> ids;
+  for (const CodepointRange& r : e.ranges) {
+    for (uint64_t id = r.lo; id <= r.hi; ++id) ids.push_back(static_cast<uint32_t>(id));
+  }
+  return ids;
+}
+
 ExprId Grammar::AddToken(uint32_t token, SourceLocation loc) {
   Expr e;
   e.kind = ExprKind::kToken;
@@ -181,7 +216,7 @@ int64_t Grammar::FindRule(std::string_view name) const {
 size_t Grammar::memory_bytes() const {
   size_t bytes = HeapBytes(source_name) + HeapBytes(rules) + HeapBytes(exprs) + HeapBytes(tokens);
   for (const Rule& r : rules) bytes += HeapBytes(r.name);
-  for (const Expr& e : exprs) bytes += HeapBytes(e.literal) + HeapBytes(e.ranges) + HeapBytes(e.children);
+  for (const Expr& e : exprs) bytes += HeapBytes(e.literal) + HeapBytes(e.ranges) + HeapBytes(e.children) + HeapBytes(e.names);
   for (const Token& t : tokens) bytes += HeapBytes(t.name) + HeapBytes(t.pattern) + HeapBytes(t.text);
   return bytes;
 }
@@ -229,6 +264,20 @@ absl::Status Grammar::Validate() const {
         if (e.token >= tokens.size()) {
           return absl::InternalError(absl::StrCat(source_name, ": expression ", i,
                                                   " refers to a token out of range"));
+        }
+        break;
+      case ExprKind::kTokenIds:
+        for (size_t k = 0; k < e.ranges.size(); ++k) {
+          if (e.ranges[k].lo > e.ranges[k].hi ||
+              (k > 0 && e.ranges[k].lo <= e.ranges[k - 1].hi + 1)) {
+            return absl::InternalError(absl::StrCat(source_name, ": token ids of expression ", i,
+                                                    " are not sorted and merged"));
+          }
+        }
+        if (lexed()) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s:%d:%d: a lexed grammar cannot match token ids", source_name, e.loc.line,
+              e.loc.col));
         }
         break;
       default:
@@ -359,6 +408,18 @@ void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
         // Not GBNF: a lexed grammar's token, by name (the lexicon follows the rules).
         *out += g.tokens[e.token].name;
         break;
+      case ExprKind::kTokenIds: {
+        // XGrammar's macros (the GBNF reader reads them back).
+        *out += (e.flags & kTokenIdsExclude) ? "ExcludeToken(" : "Token(";
+        const std::vector<uint32_t> ids = TokenIdsOf(e);
+        for (size_t k = 0; k < ids.size(); ++k) absl::StrAppend(out, k ? ", " : "", ids[k]);
+        for (size_t k = 0; k < e.names.size(); ++k) {
+          if (k > 0 || !ids.empty()) *out += ", ";
+          AppendLiteral(e.names[k], out);
+        }
+        out->push_back(')');
+        break;
+      }
       case ExprKind::kRuleRef:
         *out += g.rules[e.rule].name;
         break;
@@ -498,6 +559,7 @@ Productivity ComputeProductivity(const Grammar& g) {
       case ExprKind::kLiteral:
       case ExprKind::kRegex:  // opaque: an empty regex language is the lowering's to report
       case ExprKind::kToken:  // likewise
+      case ExprKind::kTokenIds:  // ids are checked against a vocabulary when compiled
         mark(id);
         break;
       case ExprKind::kCharClass:

@@ -58,6 +58,18 @@ enum class ExprKind : uint8_t {
   kRepeat,     // `children[0]` repeated min..max times (max may be kUnbounded)
   kRegex,      // a regular expression terminal: `literal` holds the pattern, `flags` RegexFlags
   kToken,      // a token of the grammar's lexicon: `token` indexes Grammar::tokens
+  // One whole token of the model's vocabulary, by id (XGrammar's Token(...) /
+  // ExcludeToken(...)): `ranges` holds token-id intervals (not code points),
+  // sorted and merged, and `names` tokens named by their text (sorted,
+  // distinct; resolved to ids against the vocabulary when compiled); flags
+  // kTokenIdsExclude = any normal token *not* listed. Such a grammar needs a
+  // vocabulary: only a Matcher's AcceptToken takes it.
+  kTokenIds,
+};
+
+// Flags of a kTokenIds node.
+enum TokenIdsFlags : uint32_t {
+  kTokenIdsExclude = 1u << 0,  // every normal token except the listed ids
 };
 
 // Flags of a kRegex terminal (Lark's /.../imsx, Python re, ECMA-262).
@@ -85,6 +97,7 @@ struct Expr {
   RuleId rule = 0;                     // kRuleRef
   uint32_t token = 0;                  // kToken
   std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)
+  std::vector<std::string> names;      // kTokenIds: tokens named by text
   uint32_t min = 0;                    // kRepeat
   uint32_t max = 0;                    // kRepeat
   SourceLocation loc;                  // where the reader saw it (0:0 when synthesized)
@@ -143,6 +156,14 @@ class Grammar {
   ExprId AddRegex(std::string pattern, uint32_t flags, SourceLocation loc = {});
   // A reference to tokens[token].
   ExprId AddToken(uint32_t token, SourceLocation loc = {});
+  // One vocabulary token whose id is in `ids` or whose text is one of
+  // `names` (or, with `exclude`, a normal token that is neither); any order,
+  // duplicates allowed.
+  ExprId AddTokenIds(std::vector<uint32_t> ids, bool exclude, SourceLocation loc = {},
+                     std::vector<std::string> names = {});
+  // True when some expression is kTokenIds: the grammar matches token ids
+  // as well as bytes, so it is only meaningful against a vocabulary.
+  bool HasTokenIds() const;
   // One child is returned as is; zero children give kEmpty.
   ExprId AddSequence(std::vector<ExprId> children, SourceLocation loc = {});
   ExprId AddChoice(std::vector<ExprId> children, SourceLocation loc = {});
@@ -161,6 +182,9 @@ class Grammar {
 // rule renamed `prefix` + its name; returns the id `from`'s root has in `into`.
 // Used to put whole grammars (JSON Schema bodies) under structural tags.
 absl::StatusOr<RuleId> AppendGrammar(Grammar& into, const Grammar& from, std::string_view prefix);
+
+// The ids of a kTokenIds node, in increasing order.
+std::vector<uint32_t> TokenIdsOf(const Expr& e);
 
 // Sorts, merges and (when `negated`) complements ranges within [0, kMaxCodepoint].
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negated);

@@ -200,6 +200,7 @@ absl::Status Lowering::RenderPatterns(ExprId root) {
         break;
       }
       case ExprKind::kToken:
+      case ExprKind::kTokenIds:
         return absl::InternalError("a Lark arena holds no tokens");
     }
     if (p.regexp.size() > options_.max_token_pattern_bytes) {

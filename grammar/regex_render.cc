@@ -127,6 +127,8 @@ absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
         break;
       case ExprKind::kToken:
         return absl::InvalidArgumentError("a token has no regex of its own here");
+      case ExprKind::kTokenIds:
+        return absl::InvalidArgumentError("a vocabulary token id is not text: it has no regex");
     }
     if (out.size() > max_bytes) return too_long();
     ++memo->nodes_rendered;

@@ -23,6 +23,9 @@ constexpr std::string_view kMacroNames[] = {
 
 // Any one code point, whatever the flags.
 constexpr char kAnyCodepoint[] = "[\\s\\S]";
+// The largest token id a macro may name (the vocabulary's own limit,
+// masks/vocabulary.h: max_vocab_size 2^24).
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
 
 absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
@@ -257,57 +260,90 @@ absl::StatusOr<ExprId> LowerTagDispatch(const MacroCall& call, MacroBuilder& bui
   return grammar.AddSequence({dispatch, grammar.AddChoice(std::move(ends), loc)}, loc);
 }
 
-// Token-level macros: the arguments are checked, then the call is refused.
-absl::StatusOr<ExprId> RefuseTokenMacro(const MacroCall& call, MacroBuilder& builder) {
+// Token-level macros: Token(ids...), ExcludeToken(ids...) and
+// TokenTagDispatch((id, rule)..., loop_after_dispatch=, excludes=(ids...)).
+// The ids are checked against a vocabulary when the grammar is compiled
+// (masks/matcher.cc); here only their shape.
+absl::StatusOr<ExprId> LowerTokenMacro(const MacroCall& call, MacroBuilder& builder) {
   Arguments args(call, builder);
   const bool dispatch = call.name == "TokenTagDispatch";
   if (absl::Status s = dispatch ? args.Check({"loop_after_dispatch", "excludes"}) : args.Check({});
       !s.ok()) {
     return s;
   }
-  auto check_id = [&](const MacroValue& value) -> absl::Status {
-    if (absl::Status s = args.Expect(value, MacroValue::Kind::kInteger, "a token id"); !s.ok()) {
-      return s;
+  // A token: an id, or (our extension, as XGrammar's structural tags allow)
+  // a string naming the token by its text.
+  using TokenRef = TokenTagDispatchSpec::TokenRef;
+  auto read_token = [&](const MacroValue& value, TokenRef* out) -> absl::Status {
+    if (value.kind == MacroValue::Kind::kString) {
+      if (value.text.empty()) return args.ErrorAt(value, "a token name must not be empty");
+      out->names.push_back(value.text);
+      return absl::OkStatus();
+    }
+    if (value.kind != MacroValue::Kind::kInteger) {
+      return args.ErrorAt(value, absl::StrCat("a token must be an id or its text (a string), not ",
+                                              std::string(KindName(value.kind))));
     }
     if (value.integer < 0) return args.ErrorAt(value, "a token id must not be negative");
+    if (value.integer > kMaxTokenId) {
+      return args.ErrorAt(value, absl::StrCat("token id ", value.integer, " is too large (at most ",
+                                              kMaxTokenId, ")"));
+    }
+    out->ids.push_back(static_cast<uint32_t>(value.integer));
     return absl::OkStatus();
   };
-  if (!dispatch && args.positional().empty()) {
-    return builder.ErrorAt(call.offset, absl::StrCat(call.name, "(...) needs at least one token id"));
-  }
-  for (const MacroValue* value : args.positional()) {
-    if (!dispatch) {
-      if (absl::Status s = check_id(*value); !s.ok()) return s;
-      continue;
+  Grammar& grammar = builder.grammar();
+  const SourceLocation loc = builder.LocationOf(call.offset);
+  if (!dispatch) {
+    // ExcludeToken() without ids (any one token) is zapgram's: XGrammar wants one.
+    if (call.name == "Token" && args.positional().empty()) {
+      return builder.ErrorAt(call.offset, "Token(...) needs at least one token id");
     }
+    TokenRef tokens;
+    for (const MacroValue* value : args.positional()) {
+      if (absl::Status s = read_token(*value, &tokens); !s.ok()) return s;
+    }
+    return grammar.AddTokenIds(std::move(tokens.ids), call.name == "ExcludeToken", loc,
+                               std::move(tokens.names));
+  }
+  TokenTagDispatchSpec spec;
+  for (const MacroValue* value : args.positional()) {
     if (value->kind != MacroValue::Kind::kTuple || value->elements.size() != 2) {
       return args.ErrorAt(*value, "each positional argument must be a pair (token id, rule)");
     }
-    if (absl::Status s = check_id(value->elements[0]); !s.ok()) return s;
-    if (absl::Status s = args.Expect(value->elements[1], MacroValue::Kind::kName,
-                                     "the second element of a pair");
+    TokenTagDispatchSpec::Tag tag;
+    if (absl::Status s = read_token(value->elements[0], &tag.trigger); !s.ok()) return s;
+    tag.trigger.loc = builder.LocationOf(value->elements[0].offset);
+    const MacroValue& rule = value->elements[1];
+    if (absl::Status s = args.Expect(rule, MacroValue::Kind::kName, "the second element of a pair");
         !s.ok()) {
       return s;
     }
+    tag.body = builder.ReferenceRule(rule.text, rule.offset);
+    spec.tags.push_back(std::move(tag));
   }
-  if (dispatch) {
-    if (absl::StatusOr<bool> loop = NamedBoolean(args, "loop_after_dispatch", true); !loop.ok()) {
-      return loop.status();
+  absl::StatusOr<bool> loop = NamedBoolean(args, "loop_after_dispatch", true);
+  if (!loop.ok()) return loop.status();
+  spec.loop_after_dispatch = *loop;
+  if (const MacroValue* excludes = args.Named("excludes")) {
+    if (absl::Status s = args.Expect(*excludes, MacroValue::Kind::kTuple, "excludes"); !s.ok()) {
+      return s;
     }
-    if (const MacroValue* excludes = args.Named("excludes")) {
-      if (absl::Status s = args.Expect(*excludes, MacroValue::Kind::kTuple, "excludes"); !s.ok()) {
-        return s;
+    for (const MacroValue& value : excludes->elements) {
+      TokenRef one;
+      if (absl::Status s = read_token(value, &one); !s.ok()) return s;
+      for (const TokenTagDispatchSpec::Tag& tag : spec.tags) {
+        if (tag.trigger.ids == one.ids && tag.trigger.names == one.names) {
+          return args.ErrorAt(value, absl::StrCat("token ", value.kind == MacroValue::Kind::kString
+                                                                ? absl::StrCat("\"", value.text, "\"")
+                                                                : absl::StrCat("id ", value.integer),
+                                                  " is both a trigger and excluded"));
+        }
       }
-      for (const MacroValue& id : excludes->elements) {
-        if (absl::Status s = check_id(id); !s.ok()) return s;
-      }
+      if (absl::Status s = read_token(value, &spec.excludes); !s.ok()) return s;
     }
   }
-  return builder.ErrorAt(
-      call.offset,
-      absl::StrCat("XGrammar macro '", call.name,
-                   "(...)' is not supported: it matches token ids, and zapgram grammars match "
-                   "bytes (use a structural tag or a string trigger instead)"));
+  return AddTokenTagDispatch(grammar, spec, loc);
 }
 
 // Whether the longer pattern `longer` ends with `shorter` (and is longer).
@@ -326,7 +362,7 @@ absl::StatusOr<ExprId> LowerXGrammarMacro(const MacroCall& call, MacroBuilder& b
   if (call.name == "Substring") return LowerSubstring(call, builder);
   if (call.name == "TagDispatch") return LowerTagDispatch(call, builder);
   if (call.name == "Token" || call.name == "ExcludeToken" || call.name == "TokenTagDispatch") {
-    return RefuseTokenMacro(call, builder);
+    return LowerTokenMacro(call, builder);
   }
   return builder.ErrorAt(call.offset,
                          absl::StrCat("XGrammar macro '", call.name, "(...)' is not supported"));
@@ -585,6 +621,35 @@ std::string TagDispatchTriggerPattern(const TagDispatchSpec& spec, size_t tag) {
   for (const TagDispatchSpec::Tag& other : spec.tags) exclude_longer(other.trigger);
   for (const std::string& exclude : spec.excludes) exclude_longer(exclude);
   return pattern + ")";
+}
+
+ExprId AddTokenTagDispatch(Grammar& grammar, const TokenTagDispatchSpec& spec,
+                           SourceLocation loc) {
+  // As XGrammar builds it (the free token excludes the triggers too):
+  //   loop:    (ExcludeToken(T + E) | Token(t_1) body_1 | ...)*
+  //   no loop: ExcludeToken(T + E)* (Token(t_1) body_1 | ...)?
+  std::vector<uint32_t> excluded_ids = spec.excludes.ids;
+  std::vector<std::string> excluded_names = spec.excludes.names;
+  std::vector<ExprId> dispatches;
+  for (const TokenTagDispatchSpec::Tag& tag : spec.tags) {
+    excluded_ids.insert(excluded_ids.end(), tag.trigger.ids.begin(), tag.trigger.ids.end());
+    excluded_names.insert(excluded_names.end(), tag.trigger.names.begin(), tag.trigger.names.end());
+    dispatches.push_back(grammar.AddSequence(
+        {grammar.AddTokenIds(tag.trigger.ids, /*exclude=*/false, tag.trigger.loc, tag.trigger.names),
+         tag.body},
+        loc));
+  }
+  const ExprId free_token = grammar.AddTokenIds(std::move(excluded_ids), /*exclude=*/true, loc,
+                                                std::move(excluded_names));
+  if (spec.loop_after_dispatch) {
+    std::vector<ExprId> options = {free_token};
+    options.insert(options.end(), dispatches.begin(), dispatches.end());
+    return grammar.AddRepeat(grammar.AddChoice(std::move(options), loc), 0, kUnbounded, loc);
+  }
+  const ExprId free_text = grammar.AddRepeat(free_token, 0, kUnbounded, loc);
+  if (dispatches.empty()) return free_text;
+  return grammar.AddSequence(
+      {free_text, grammar.AddRepeat(grammar.AddChoice(std::move(dispatches), loc), 0, 1, loc)}, loc);
 }
 
 ExprId AddTagDispatch(Grammar& grammar, const TagDispatchSpec& spec, SourceLocation loc) {

@@ -49,11 +49,35 @@
 //       dispatches), and after a tag that is a proper prefix of another tag
 //       it may also go on to the longer one (here the shorter one dispatches).
 //       Neither case occurs in XGrammar's own test grammars.
-//   Token, ExcludeToken, TokenTagDispatch
-//       name token ids; a byte grammar cannot say them, so they are refused
-//       ("XGrammar macro 'Token(...)' is not supported: ...") once their
-//       arguments have been checked.
-//
+//   Token(id, ...)
+//       exactly one token of the model's vocabulary whose id is listed: a
+//       kTokenIds node (grammar/grammar.h). It matches that id only, never
+//       the same bytes spelled by other tokens; a special token (Llama 3's
+//       <|python_tag|>) is reachable only this way. Ids are sorted and
+//       deduplicated; at least one is needed. Our extension (XGrammar's
+//       structural tags allow it, its EBNF does not): a string names a token
+//       by its text, Token("<tool_call>"), resolved when compiled to the
+//       first id with exactly those bytes ("unknown token" otherwise).
+//   ExcludeToken(id, ...)
+//       exactly one *normal* token (masks/vocabulary.h: not special, not
+//       EOS, not unused) whose id is not listed. XGrammar's universe is its
+//       "sorted vocabulary": every token but the stop tokens and the ones
+//       that decode to nothing; ours is the normal tokens, because zapgram
+//       never lets a special token through unless named. ExcludeToken()
+//       with no id (any one normal token) is our extension (dumps use it).
+//   TokenTagDispatch((id, rule), ..., loop_after_dispatch=true, excludes=(id, ...))
+//       free *tokens* until a trigger token, then the trigger's rule, then
+//       (looping) free tokens again; a trigger may not also be excluded.
+//       Lowered as XGrammar builds its automaton (the free token excludes
+//       the triggers and the excluded ids):
+//          loop:    (ExcludeToken(T + E) | Token(t_1) rule_1 | ...)*
+//          no loop: ExcludeToken(T + E)* (Token(t_1) rule_1 | ...)?
+//   Ids are checked against the vocabulary when the grammar is compiled
+//   for one (an id out of range, or Token naming an EOS id, is an error
+//   placed at the macro); a grammar with token-level nodes cannot be used
+//   without a vocabulary (`zapgram parse` refuses it; Matcher::AcceptBytes
+//   feeds text, which never matches a token-level node). See
+//   masks/matcher.h for how the mask and AcceptToken honour them.
 // Every error is the reader's "SOURCE:LINE:COL: message", placed at the
 // offending argument (or the macro name when the call as a whole is wrong).
 //
@@ -62,7 +86,9 @@
 //
 // Tests: tests/grammar/xgrammar_macros_test.cc (languages against brute force,
 // errors), tests/data/xgrammar_ebnf_test.cc (XGrammar's labelled strings),
-// tests/masks/tag_dispatch_mask_test.cc (masks against per-token brute force).
+// tests/masks/matcher_test.cc (MatcherTagDispatch: masks against per-token
+// brute force), tests/masks/token_terminals_test.cc (token-level macros:
+// XGrammar's own examples, masks against the brute force, errors).
 #ifndef ZAPGRAM_GRAMMAR_XGRAMMAR_MACROS_H_
 #define ZAPGRAM_GRAMMAR_XGRAMMAR_MACROS_H_
 
@@ -163,6 +189,28 @@ std::string TagDispatchTriggerPattern(const TagDispatchSpec& spec, size_t tag);
 
 // Adds the expression of a checked spec to `grammar` (see the essay).
 ExprId AddTagDispatch(Grammar& grammar, const TagDispatchSpec& spec, SourceLocation loc = {});
+
+// A token tag dispatch (TokenTagDispatch, structural tags with trigger
+// tokens): free tokens until a trigger token, then its body.
+struct TokenTagDispatchSpec {
+  // A token by id or by its text (resolved when compiled for a vocabulary).
+  struct TokenRef {
+    std::vector<uint32_t> ids;
+    std::vector<std::string> names;
+    SourceLocation loc;
+  };
+  struct Tag {
+    TokenRef trigger;  // one token
+    ExprId body = 0;   // what must follow it
+  };
+  std::vector<Tag> tags;
+  TokenRef excludes;  // never free tokens (the triggers never are either)
+  bool loop_after_dispatch = true;
+};
+
+// Adds the expression of `spec` (see the essay: XGrammar's construction).
+ExprId AddTokenTagDispatch(Grammar& grammar, const TokenTagDispatchSpec& spec,
+                           SourceLocation loc = {});
 
 }  // namespace zapgram::grammar
 

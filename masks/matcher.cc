@@ -150,6 +150,7 @@ CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
   m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() +
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
+  for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
   m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
   m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);
@@ -337,8 +338,125 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
     std::shared_ptr<const Vocabulary> vocabulary) {
   absl::StatusOr<std::shared_ptr<const TokenTrie>> trie = vocabulary->SharedTrie();
   if (!trie.ok()) return trie.status();
-  return std::shared_ptr<const CompiledGrammar>(
+  if (grammar->has_token_names()) {
+    // Tokens named by text become ids of this vocabulary, in a copy.
+    absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> resolved =
+        ResolveTokenNames(*grammar, *vocabulary);
+    if (!resolved.ok()) return resolved.status();
+    grammar = *std::move(resolved);
+  }
+  std::shared_ptr<CompiledGrammar> compiled(
       new CompiledGrammar(std::move(grammar), std::move(vocabulary), *std::move(trie)));
+  if (absl::Status s = compiled->BuildTokenTerminalWords(); !s.ok()) return s;
+  return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
+}
+
+absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> CompiledGrammar::ResolveTokenNames(
+    const parser::FlatGrammar& grammar, const Vocabulary& vocab) {
+  // As XGrammar's structural tags resolve a token string: the first id
+  // whose text is exactly the name. One pass over the vocabulary, testing
+  // only the tokens whose length some name has.
+  absl::flat_hash_map<std::string_view, TokenId> by_text;
+  std::vector<uint8_t> name_length(size_t{1} << 16, 0);
+  for (const parser::TokenTerminal& tt : grammar.token_terminals) {
+    for (const std::string& name : tt.names) {
+      if (name.size() < name_length.size()) name_length[name.size()] = 1;
+      by_text.try_emplace(name, -1);
+    }
+  }
+  for (TokenId id = 0; id < vocab.size(); ++id) {
+    const std::string_view bytes = vocab.token_bytes(id);
+    if (!name_length[bytes.size()] || vocab.kind(id) == TokenKind::kUnused) continue;
+    auto it = by_text.find(bytes);
+    if (it != by_text.end() && it->second < 0) it->second = id;
+  }
+  auto copy = std::make_shared<parser::FlatGrammar>(grammar);
+  // Token(...) first, as in BuildTokenTerminalWords.
+  for (const bool exclude_pass : {false, true}) {
+  for (parser::TokenTerminal& tt : copy->token_terminals) {
+    if (tt.names.empty() || tt.exclude != exclude_pass) continue;
+    std::vector<uint32_t> ids;
+    for (const grammar::CodepointRange& r : tt.ids) {
+      for (uint64_t id = r.lo; id <= r.hi; ++id) ids.push_back(static_cast<uint32_t>(id));
+    }
+    for (const std::string& name : tt.names) {
+      const auto it = by_text.find(name);
+      if (it == by_text.end() || it->second < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            tt.where, ": ", tt.name, ": unknown token \"", name, "\": no token of the vocabulary ",
+            vocab.source_name(), " has this text"));
+      }
+      ids.push_back(static_cast<uint32_t>(it->second));
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    tt.ids.clear();
+    for (uint32_t id : ids) {
+      if (!tt.ids.empty() && tt.ids.back().hi + 1 == id) {
+        tt.ids.back().hi = id;
+      } else {
+        tt.ids.push_back({id, id});
+      }
+    }
+    tt.names.clear();
+  }
+  }
+  return std::shared_ptr<const parser::FlatGrammar>(std::move(copy));
+}
+
+absl::Status CompiledGrammar::BuildTokenTerminalWords() {
+  const Vocabulary& vocab = *vocabulary_;
+  const TokenId padded = vocab.padded_size();
+  const std::vector<parser::TokenTerminal>& terminals = grammar_->token_terminals;
+  token_terminal_words_.assign(terminals.size(), {});
+  // Token(...) first: a TokenTagDispatch's free token excludes its triggers,
+  // and a bad trigger is best reported at the trigger.
+  for (const bool exclude_pass : {false, true}) {
+  for (size_t k = 0; k < terminals.size(); ++k) {
+    const parser::TokenTerminal& tt = terminals[k];
+    if (tt.exclude != exclude_pass) continue;
+    auto error = [&](std::string_view message) {
+      return absl::InvalidArgumentError(absl::StrCat(tt.where, ": ", tt.name, ": ", std::string(message)));
+    };
+    std::vector<uint32_t> words(mask_words(), 0u);
+    for (const grammar::CodepointRange& r : tt.ids) {
+      for (uint64_t id = r.lo; id <= r.hi; ++id) {
+        if (id >= static_cast<uint64_t>(padded)) {
+          return error(absl::StrCat("token id ", id, " is out of range: the vocabulary ",
+                                    vocab.source_name(), " has ids 0..", padded - 1));
+        }
+        const TokenId tid = static_cast<TokenId>(id);
+        if (tt.exclude) continue;
+        if (vocab.kind(tid) == TokenKind::kUnused) {
+          return error(absl::StrCat("token id ", id, " is unused in the vocabulary ",
+                                    vocab.source_name(), " (no token has it)"));
+        }
+        if (vocab.is_eos(tid)) {
+          return error(absl::StrCat("token id ", id, " (", std::string(vocab.token_bytes(tid)),
+                                    ") is an end-of-sequence id: it ends the text, so no "
+                                    "grammar symbol matches it"));
+        }
+        SetBit(words.data(), tid);
+      }
+    }
+    if (tt.exclude) {
+      // Every normal token, then the listed ones cleared.
+      absl::Span<const TokenRecord> records = vocab.records();
+      for (TokenId id = 0; id < padded; ++id) {
+        if (records[id].kind == TokenKind::kNormal) SetBit(words.data(), id);
+      }
+      for (const grammar::CodepointRange& r : tt.ids) {
+        for (uint64_t id = r.lo; id <= r.hi; ++id) words[id / 32] &= ~(1u << (id % 32));
+      }
+      if (CountBits(words.data(), words.size()) == 0) {
+        return error(absl::StrCat("no token of the vocabulary ", vocab.source_name(),
+                                  " is left to match"));
+      }
+    }
+    token_terminal_words_[k] = std::move(words);
+  }
+  }
+  return absl::OkStatus();
 }
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
@@ -408,7 +526,12 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words) {
   roots_.clear();
   if (!g.grammar().lexed()) {
     recognizer_.CollectScanStates(&states_);
-    for (uint32_t state : states_) AddTokenSets(g.TokenSets(state), words);
+    const parser::FlatGrammar& flat = g.grammar();
+    for (uint32_t state : states_) {
+      // Token terminals take no bytes: CountAndAddEos adds their ids.
+      if (state >= flat.token_state_begin && state < flat.token_state_end) continue;
+      AddTokenSets(g.TokenSets(state), words);
+    }
   } else {
     // Per lane: the union of its items' sets, minus the tokens that make one
     // of its guards fire (the lane dies on them whatever the parser does).
@@ -495,8 +618,28 @@ void Matcher::ClassifyLexedSubtree(uint32_t root, uint32_t* words) {
                roots_.end());
 }
 
+void Matcher::AddTokenTerminals(uint32_t* words) {
+  const CompiledGrammar& g = *grammar_;
+  const parser::FlatGrammar& flat = g.grammar();
+  recognizer_.CollectScanStates(&states_);
+  for (uint32_t state : states_) {
+    if (!flat.IsTokenState(state)) continue;
+    const std::vector<uint32_t>& ids = g.TokenTerminalWords(state - flat.token_state_begin);
+    for (size_t w = 0; w < ids.size(); ++w) words[w] |= ids[w];
+  }
+}
+
+bool Matcher::HasTokenItems() {
+  if (!grammar_->grammar().has_token_terminals()) return false;
+  recognizer_.CollectScanStates(&states_);
+  const parser::FlatGrammar& flat = grammar_->grammar();
+  return std::any_of(states_.begin(), states_.end(),
+                     [&](uint32_t s) { return flat.IsTokenState(s); });
+}
+
 size_t Matcher::CountAndAddEos(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
+  if (g.grammar().has_token_terminals()) AddTokenTerminals(words);
   size_t allowed = CountBits(words, g.mask_words());
   if (recognizer_.IsAccepting()) {
     for (TokenId id : g.vocabulary().eos_ids()) {
@@ -546,6 +689,15 @@ bool Matcher::AcceptToken(TokenId id) {
     history_.push_back(kEosEntry);
     return true;
   }
+  if (grammar_->grammar().has_token_terminals()) {
+    // Both paths at once: the text (normal tokens) and the id (see matcher.h).
+    if (vocab.kind(id) == TokenKind::kUnused) return false;
+    const bool normal = vocab.kind(id) == TokenKind::kNormal;
+    const std::string_view bytes = normal ? vocab.token_bytes(id) : std::string_view();
+    if (!recognizer_.FeedToken(static_cast<uint32_t>(id), normal, bytes)) return false;
+    history_.push_back(static_cast<uint32_t>(std::max<size_t>(1, bytes.size())));
+    return true;
+  }
   if (vocab.kind(id) != TokenKind::kNormal) return false;
   if (!AcceptBytes(vocab.token_bytes(id))) return false;
   return true;
@@ -589,7 +741,8 @@ bool Matcher::IsAccepting() const { return recognizer_.IsAccepting(); }
 
 std::string Matcher::ForcedBytes() {
   std::string forced;
-  while (!recognizer_.IsAccepting()) {
+  // A token terminal could take the next token instead of the bytes.
+  while (!recognizer_.IsAccepting() && !HasTokenItems()) {
     const parser::ByteSet next = recognizer_.NextBytes();
     if (next.count() != 1) break;
     uint8_t byte = 0;
@@ -609,6 +762,16 @@ size_t Matcher::ValidateTokens(absl::Span<const TokenId> draft) {
     if (vocab.is_eos(id)) {
       if (recognizer_.IsAccepting()) ++valid;
       break;  // nothing follows EOS
+    }
+    if (grammar_->grammar().has_token_terminals()) {
+      if (vocab.kind(id) == TokenKind::kUnused) break;
+      const bool normal = vocab.kind(id) == TokenKind::kNormal;
+      const size_t taken = recognizer_.PushToken(
+          static_cast<uint32_t>(id), normal, normal ? vocab.token_bytes(id) : std::string_view());
+      if (taken == 0) break;
+      pushed += taken;
+      ++valid;
+      continue;
     }
     if (vocab.kind(id) != TokenKind::kNormal) break;
     const std::string_view bytes = vocab.token_bytes(id);
@@ -647,6 +810,12 @@ std::vector<TokenId> Matcher::LastRejectedTokens() {
     }
   }
   std::sort(out.begin(), out.end());
+  if (grammar_->grammar().has_token_terminals() && !finished_) {
+    // A token under a rejected prefix may still be allowed by its id.
+    std::vector<uint32_t> by_id(grammar_->mask_words(), 0u);
+    AddTokenTerminals(by_id.data());
+    std::erase_if(out, [&](TokenId id) { return ((by_id[id / 32] >> (id % 32)) & 1) != 0; });
+  }
   return out;
 }
 

@@ -55,6 +55,26 @@
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
 //
+// Token terminals (XGrammar's Token / ExcludeToken / TokenTagDispatch,
+// parser/flat_grammar.h) match one whole token by id. Build checks their ids
+// against the vocabulary (an id past padded_size(), a Token naming an
+// unused or an EOS id, an ExcludeToken matching nothing: errors at the
+// macro's place) and turns each into a mask of the ids it matches. The mask
+// ORs in the masks of the token terminals that items of the newest set sit
+// on: such an item accepts those ids whatever follows, because the item's
+// continuation is productive (the token is consumed whole, nothing of it is
+// left to the rest of the grammar). The byte walk never moves these items
+// (their state leaves on no byte), so a token is allowed by its text path,
+// its id path, or both. Tokens named by text in the grammar are resolved to
+// this vocabulary's ids first, in a copy of the lowered grammar (an unknown
+// text is an error). AcceptToken then runs both paths at once
+// (Recognizer::FeedToken): the text through the byte terminals (normal
+// tokens only) and the id through the token terminals; a special token
+// is allowed only where a token terminal names it. AcceptBytes feeds text:
+// it never passes a token terminal. The cache key spells the items on token
+// terminals like any item, so cached masks stay exact. ForcedBytes stops
+// where a token terminal could take the next token instead.
+//
 // Tests: tests/masks/matcher_test.cc (masks against a per-token brute force;
 // TokenSets.*: each state's sets against a node-by-node oracle and the
 // shortcut against the plain walk, on random and JSON grammars).
@@ -147,6 +167,11 @@ class CompiledGrammar {
   // This grammar's share of the cache.
   MaskCacheStats cache_stats() const { return account_->stats(); }
 
+  // The tokens token terminal k (FlatGrammar::token_terminals) matches, as
+  // a mask (mask_words() words): Token's listed ids, or ExcludeToken's
+  // normal tokens not listed. Checked against the vocabulary by Build.
+  const std::vector<uint32_t>& TokenTerminalWords(size_t k) const { return token_terminal_words_[k]; }
+
   // Heap bytes this grammar holds, by kind.
   struct Memory {
     size_t grammar = 0;           // lowered grammar, tables, classes, slots
@@ -190,6 +215,10 @@ class CompiledGrammar {
   mutable std::vector<std::shared_ptr<const StateTokenSets>> sets_;
   mutable std::atomic<size_t> sets_built_bytes_{0}, sets_found_bytes_{0}, on_demand_bytes_{0};
   std::shared_ptr<MaskCache> cache_;  // the vocabulary's
+  std::vector<std::vector<uint32_t>> token_terminal_words_;
+  absl::Status BuildTokenTerminalWords();
+  static absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> ResolveTokenNames(
+      const parser::FlatGrammar& grammar, const Vocabulary& vocab);
   std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
 };
 
@@ -272,6 +301,10 @@ class Matcher {
   std::string pushed_;
   std::vector<parser::Recognizer::LaneView> lanes_;
   std::vector<uint32_t> lane_words_;
+  // Sets the bits of the tokens that the token terminals of the newest
+  // set match (grammars with token terminals).
+  void AddTokenTerminals(uint32_t* words);
+  bool HasTokenItems();
   // Sets the bits of `sets`' accepted tokens in `words`; appends its roots.
   void AddTokenSets(const StateTokenSets& sets, uint32_t* words);
   // Walks the uncertain subtrees in roots_ with the parser (sorted first).

@@ -152,6 +152,10 @@ class Lowering {
   };
   grammar::ByteNfa lazy_nfa_;
   std::vector<LazyTerminal> lazy_terminals_;
+  // Token terminals (kTokenIds): their terminal ids and definitions, in
+  // order; their states are numbered by BuildTerminalTable.
+  std::vector<uint32_t> token_terminal_ids_;
+  std::vector<TokenTerminal> token_terminals_;
   // Counted terminals (grammar/counted_automaton.h) and their twins' ids.
   struct CountedTerminal {
     uint32_t terminal;
@@ -328,6 +332,26 @@ absl::StatusOr<Symbol> Lowering::LazyRegexTerminal(const grammar::ByteNfa& nfa,
 absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
   std::string key;
   if (e.kind == ExprKind::kRegex) return RegexSymbolFor(e);
+  if (e.kind == ExprKind::kTokenIds) {
+    grammar::Grammar scratch;
+    Expr copy = e;
+    scratch.exprs.push_back(copy);
+    std::string name = grammar::DumpExpr(scratch, 0);
+    key = "T" + name;
+    auto it = terminal_ids_.find(key);
+    if (it != terminal_ids_.end()) return kTerminalTag | it->second;
+    const uint32_t id = static_cast<uint32_t>(dfas_.size());
+    dfas_.emplace_back();  // no automaton: BuildTerminalTable gives it a token state
+    terminal_names_.push_back(name);
+    token_terminal_ids_.push_back(id);
+    token_terminals_.push_back({e.ranges, e.names, (e.flags & grammar::kTokenIdsExclude) != 0,
+                                // No place for synthesized nodes (structural tags): the source.
+                                e.loc.line == 0 ? g_.source_name
+                                                : absl::StrCat(g_.source_name, ":", e.loc.line, ":", e.loc.col),
+                                std::move(name)});
+    terminal_ids_.emplace(std::move(key), id);
+    return kTerminalTag | id;
+  }
   if (e.kind == ExprKind::kLiteral) {
     key = "L";
     key += e.literal;
@@ -362,6 +386,7 @@ absl::StatusOr<Symbol> Lowering::SymbolFor(ExprId id, uint32_t owner) {
     case ExprKind::kLiteral:
     case ExprKind::kCharClass:
     case ExprKind::kRegex:
+    case ExprKind::kTokenIds:
       return TerminalFor(e);
     case ExprKind::kRuleRef:
       return e.rule;
@@ -575,6 +600,18 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
     t.start.push_back(d.next.empty() ? 0 : total);  // lazy terminals: filled below
     if (d.next.empty()) continue;
     total += d.num_states() - 1;
+    if (total > limits_.max_dfa_states) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          g_.source_name, ": terminal automata exceed max_dfa_states = ", limits_.max_dfa_states));
+    }
+  }
+  // Token terminals: one token state each, then the hold state (rows of
+  // dead transitions, not accepting: see FlatGrammar::token_terminals).
+  if (!token_terminals_.empty()) {
+    out.token_state_begin = total;
+    for (size_t k = 0; k < token_terminal_ids_.size(); ++k) t.start[token_terminal_ids_[k]] = total++;
+    out.token_state_end = ++total;
+    out.token_terminals = std::move(token_terminals_);
     if (total > limits_.max_dfa_states) {
       return absl::ResourceExhaustedError(absl::StrCat(
           g_.source_name, ": terminal automata exceed max_dfa_states = ", limits_.max_dfa_states));
@@ -884,6 +921,10 @@ size_t FlatGrammar::memory_bytes() const {
            HeapBytes(t.eager_has_next) + HeapBytes(t.eager_live_bytes) + HeapBytes(t.names);
   for (const TerminalTable::CountedSegment& seg : t.counted) bytes += seg.automaton->memory_bytes();
   if (t.lazy != nullptr) bytes += t.lazy->memory_bytes();
+  bytes += HeapBytes(token_terminals);
+  for (const TokenTerminal& tt : token_terminals) {
+    bytes += HeapBytes(tt.ids) + HeapBytes(tt.names) + HeapBytes(tt.where) + HeapBytes(tt.name);
+  }
   if (lexer != nullptr) {
     const LexerTable& x = *lexer;
     bytes += HeapBytes(x.names) + HeapBytes(x.rank) + HeapBytes(x.ignored) + HeapBytes(x.in_lexer) +

@@ -27,6 +27,9 @@
 //    nonterminal and items sitting on a terminal.
 // Unproductive productions are dropped (they can never complete), so an item
 // alive in the chart always has a completion: "can continue" is exact.
+// Token terminals (XGrammar's Token / ExcludeToken: one whole vocabulary
+// token by id) sit in the same table as states no byte leaves; only a token
+// step moves them (FlatGrammar::token_terminals, parser/recognizer.h).
 //
 // Tests: tests/parser/recognizer_test.cc (dump golden, lowering), differential_test.cc.
 #ifndef ZAPGRAM_PARSER_FLAT_GRAMMAR_H_
@@ -137,6 +140,27 @@ struct TerminalTable {
   }
 };
 
+// A terminal matching one whole vocabulary token by id (grammar::ExprKind::
+// kTokenIds: XGrammar's Token(...) and ExcludeToken(...)).
+struct TokenTerminal {
+  std::vector<grammar::CodepointRange> ids;  // id intervals, sorted and merged
+  // Tokens named by their text, not yet ids: masks::CompiledGrammar::Build
+  // resolves them against its vocabulary (into a copy of the grammar), and
+  // only a resolved grammar (no names left) may be parsed.
+  std::vector<std::string> names;
+  bool exclude = false;                      // any *normal* token not listed
+  std::string where;                         // "SOURCE:LINE:COL" of the macro, for errors
+  std::string name;                          // "Token(1, 2)", for dumps and errors
+  // Whether a token with this id (normal: a text token of the vocabulary,
+  // not special) is matched.
+  bool Matches(uint32_t id, bool normal) const {
+    auto it = std::upper_bound(ids.begin(), ids.end(), id,
+                               [](uint32_t v, const grammar::CodepointRange& r) { return v < r.lo; });
+    const bool listed = it != ids.begin() && id <= (it - 1)->hi;
+    return exclude ? normal && !listed : listed;
+  }
+};
+
 struct FlatGrammar {
   std::vector<Symbol> rhs;
   std::vector<uint32_t> dot_lhs;             // per rhs index: lhs of the production it belongs to
@@ -159,6 +183,29 @@ struct FlatGrammar {
   std::shared_ptr<const LexerTable> lexer;
 
   bool lexed() const { return lexer != nullptr; }
+
+  // Token terminals. Each has a *token state* as its start state in
+  // `terminals`: an eager state no byte leaves and that does not accept,
+  // so bytes (Recognizer::Feed, Push) drop items sitting on it; only a token
+  // step (Recognizer::FeedToken) moves them, when the token's id matches.
+  // Token states are [token_state_begin, token_state_end - 1), in the order
+  // of token_terminals; the last state of the block, the hold state, keeps
+  // an item that took a token while the token's remaining bytes go by (it
+  // too leaves on no byte). Both are 0 when the grammar has no token terminal.
+  std::vector<TokenTerminal> token_terminals;
+  uint32_t token_state_begin = 0;
+  uint32_t token_state_end = 0;
+  bool has_token_terminals() const { return token_state_end != 0; }
+  // Some token terminal names a token by text (see TokenTerminal::names).
+  bool has_token_names() const {
+    return std::any_of(token_terminals.begin(), token_terminals.end(),
+                       [](const TokenTerminal& t) { return !t.names.empty(); });
+  }
+  bool IsTokenState(uint32_t s) const { return s >= token_state_begin && s + 1 < token_state_end; }
+  uint32_t token_hold_state() const { return token_state_end - 1; }
+  const TokenTerminal& TokenTerminalOf(uint32_t token_state) const {
+    return token_terminals[token_state - token_state_begin];
+  }
   // Heap bytes held (tables, names, the lazy automaton so far, the lexer).
   size_t memory_bytes() const;
 

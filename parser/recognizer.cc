@@ -80,7 +80,9 @@ void Recognizer::TakeCheckpoint() {
   const uint64_t window_start =
       Position() > options_.max_rollback ? Position() - options_.max_rollback : 0;
   while (checkpoints_.size() > 1 && checkpoints_[1].position <= window_start) {
-    replay_.erase(0, checkpoints_[1].position - checkpoints_[0].position);
+    replay_.erase(replay_.begin(),
+                  replay_.begin() + static_cast<std::ptrdiff_t>(checkpoints_[1].position -
+                                                                checkpoints_[0].position));
     checkpoints_.pop_front();
   }
 }
@@ -311,16 +313,37 @@ void Recognizer::FinishSet(Chart& chart, uint64_t position, uint32_t lane,
   chart.sets.push_back(set);
 }
 
-bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte) {
+bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte, TokenMark mark) {
   const FlatGrammar& g = *grammar_;
   const TerminalTable& t = g.terminals;
   const EarleySet& last = chart.sets.back();
   const uint64_t position = last.position + 1;
   BeginSet();
   set_index_ = static_cast<uint32_t>(chart.sets.size());
+  // Token states leave on no byte, so plain bytes need no test for them.
+  const bool token_step = mark.has(TokenMark::kActive);
   // Scan: every item on a terminal steps its automaton.
   for (uint32_t i = last.scan_begin; i < last.scan_end; ++i) {
     const Item item = chart.scan[i];
+    if (token_step) {
+      // Token path: an item on a matching token terminal takes the token at
+      // its first position and holds until its last (FeedToken).
+      if (item.state >= g.token_state_begin && item.state < g.token_state_end) {
+        const bool takes = item.state == g.token_hold_state()
+                               ? !mark.has(TokenMark::kFirst)
+                               : mark.has(TokenMark::kFirst) &&
+                                     g.TokenTerminalOf(item.state)
+                                         .Matches(mark.id, mark.has(TokenMark::kNormal));
+        if (!takes) continue;
+        if (mark.has(TokenMark::kLast)) {
+          AddItem(item.dot + 1, item.parent);
+        } else {
+          AddScanItem(item.dot, item.parent, g.token_hold_state());
+        }
+        continue;
+      }
+      if (mark.has(TokenMark::kNoByte)) continue;  // no text path
+    }
     uint32_t next = t.Step(item.state, byte);
     if (next == 0) continue;
     if (next == TerminalTable::kOverflow) [[unlikely]] {
@@ -498,17 +521,56 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
   return pushed;
 }
 
-bool Recognizer::Push(uint8_t byte) {
+bool Recognizer::Push(uint8_t byte) { return PushStep(byte, {}); }
+
+bool Recognizer::PushStep(uint8_t byte, TokenMark mark) {
   if (!status_.ok()) return false;
   if (grammar_->lexed()) return BuildNextLexedSets(current(), byte);
-  return BuildNextSet(current(), byte);
+  return BuildNextSet(current(), byte, mark);
 }
 
 void Recognizer::Pop() { current().PopPosition(); }
 
-bool Recognizer::Feed(uint8_t byte) {
+TokenMark Recognizer::MarkOf(uint32_t id, bool normal, size_t position, size_t positions,
+                             bool no_byte) {
+  TokenMark mark;
+  mark.id = id;
+  mark.flags = TokenMark::kActive | (normal ? TokenMark::kNormal : 0) |
+               (position == 0 ? TokenMark::kFirst : 0) |
+               (position + 1 == positions ? TokenMark::kLast : 0) | (no_byte ? TokenMark::kNoByte : 0);
+  return mark;
+}
+
+size_t Recognizer::PushToken(uint32_t id, bool normal, std::string_view bytes) {
+  const size_t positions = std::max<size_t>(1, bytes.size());
+  for (size_t k = 0; k < positions; ++k) {
+    const uint8_t byte = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[k]);
+    if (!PushStep(byte, MarkOf(id, normal, k, positions, bytes.empty()))) {
+      for (size_t j = 0; j < k; ++j) Pop();
+      return 0;
+    }
+  }
+  return positions;
+}
+
+bool Recognizer::FeedToken(uint32_t id, bool normal, std::string_view bytes) {
   status_ = absl::OkStatus();
-  if (!Push(byte)) return false;
+  // Checked first without touching the committed state (all or nothing).
+  const size_t positions = PushToken(id, normal, bytes);
+  if (positions == 0) return false;
+  for (size_t k = 0; k < positions; ++k) Pop();
+  for (size_t k = 0; k < positions; ++k) {
+    const uint8_t byte = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[k]);
+    if (!FeedStep(byte, MarkOf(id, normal, k, positions, bytes.empty()))) return false;  // a budget
+  }
+  return true;
+}
+
+bool Recognizer::Feed(uint8_t byte) { return FeedStep(byte, {}); }
+
+bool Recognizer::FeedStep(uint8_t byte, TokenMark mark) {
+  status_ = absl::OkStatus();
+  if (!PushStep(byte, mark)) return false;
   if (compactor_ != nullptr) compactor_->AfterPush(*grammar_, chart_);
   const ParserLimits& limits = options_.limits;
   const size_t sets = RetainedSets();
@@ -527,7 +589,7 @@ bool Recognizer::Feed(uint8_t byte) {
   compactor_->Commit(*grammar_, &chart_);
   if (options_.max_rollback > 0) {
     rollback_limit_ = std::min<size_t>(rollback_limit_ + 1, options_.max_rollback);
-    replay_.push_back(static_cast<char>(byte));
+    replay_.push_back({byte, mark});
     // A checkpoint copies the live chart, so it is taken once per
     // max(kCheckpointInterval, live items / 4) bytes: amortized O(1) per
     // byte even when deep nesting keeps a large chart alive (rollback then
@@ -566,12 +628,14 @@ bool Recognizer::Rollback(size_t n) {
   chart_ = cp.chart;
   compactor_->Reset(*grammar_, chart_);
   const uint64_t offset = cp.position - checkpoints_.front().position;
-  const std::string bytes = replay_.substr(offset, target - cp.position);
+  const std::vector<ReplayStep> steps(
+      replay_.begin() + static_cast<std::ptrdiff_t>(offset),
+      replay_.begin() + static_cast<std::ptrdiff_t>(offset + (target - cp.position)));
   replay_.resize(offset);
   checkpoints_.resize(k);
   status_ = absl::OkStatus();
-  for (char c : bytes) {
-    bool ok = Feed(static_cast<uint8_t>(c));
+  for (const ReplayStep& step : steps) {
+    bool ok = FeedStep(step.byte, step.mark);
     assert(ok);  // these bytes were accepted before
     (void)ok;
   }

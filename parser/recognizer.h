@@ -21,6 +21,12 @@
 // append or drop one position's sets without compaction; Feed = Push +
 // compaction.
 //
+// Token steps (FeedToken / PushToken) serve grammars with token terminals
+// (flat_grammar.h): a whole vocabulary token goes through the byte terminals
+// as text and through the token terminals as an id at once, one position
+// per byte (one for a token without text); each position carries a token
+// mark, which rollback replays with the byte.
+//
 // Lexed grammars (Lark, parser/lexer.h): the items' terminals are tokens, and
 // the lexer decides where tokens end. Each position holds one set per *lane*
 // (chart.h), a lane being (lexer state of the token in progress, guards). A
@@ -104,6 +110,16 @@ class ChartCompactor {
   virtual size_t LiveSets() const = 0;
 };
 
+// One position of a token step (Recognizer::FeedToken): the token's id,
+// whether it is normal (text), and whether this position is its first, its
+// last, and has no byte (a token without text). Inactive for plain bytes.
+struct TokenMark {
+  static constexpr uint8_t kActive = 1, kFirst = 2, kLast = 4, kNoByte = 8, kNormal = 16;
+  uint32_t id = 0;
+  uint8_t flags = 0;
+  bool has(uint8_t f) const { return (flags & f) != 0; }
+};
+
 class Recognizer {
  public:
   // `grammar` must outlive the recognizer. With `compactor` null the chart is
@@ -119,6 +135,22 @@ class Recognizer {
   bool Feed(uint8_t byte);
   // Feeds bytes until one is rejected; returns how many were accepted.
   size_t FeedBytes(std::string_view bytes);
+
+  // Token steps (grammars with token terminals, flat_grammar.h): one whole
+  // vocabulary token, `id`, whose text is `bytes` (empty for a token that
+  // is not text: a special token). Two paths are taken at once, as in
+  // XGrammar: the text path feeds the bytes through the byte terminals, and
+  // the token path moves the items sitting on a token terminal that
+  // matches (id, normal) over it. An item taking the token waits in the
+  // hold state while the remaining bytes go by and advances at the last
+  // one, so the set after the token holds the survivors of both paths.
+  // Takes max(1, bytes.size()) positions (one for a token without text).
+  // All or nothing: false, state unchanged, when neither path survives
+  // (or a budget ran out: status() says so).
+  bool FeedToken(uint32_t id, bool normal, std::string_view bytes);
+  // The speculative form: pushes the token's positions without compaction;
+  // returns how many (0: rejected, nothing pushed). Pop() each to undo.
+  size_t PushToken(uint32_t id, bool normal, std::string_view bytes);
 
   // Undoes the last n accepted bytes. Returns false (and does nothing) when n
   // exceeds RollbackLimit(). With a compactor, rollback restores the newest
@@ -197,9 +229,13 @@ class Recognizer {
   const Chart& chart_for_testing() const { return chart_; }
 
  private:
+  // The marks of the positions of a token step.
+  static TokenMark MarkOf(uint32_t id, bool normal, size_t position, size_t positions, bool no_byte);
   // Builds the set after `byte` on top of `chart`; false (nothing pushed) when
   // the byte is rejected or a budget ran out.
-  bool BuildNextSet(Chart& chart, uint8_t byte);
+  bool BuildNextSet(Chart& chart, uint8_t byte, TokenMark mark = {});
+  bool PushStep(uint8_t byte, TokenMark mark);
+  bool FeedStep(uint8_t byte, TokenMark mark);
   void BuildInitialSet(Chart& chart);
   void NextSerial();
   void BeginSet();
@@ -238,7 +274,12 @@ class Recognizer {
     Chart chart;
   };
   std::deque<Checkpoint> checkpoints_;
-  std::string replay_;  // bytes from checkpoints_.front().position on
+  // Positions fed since checkpoints_.front(): the byte and its token mark.
+  struct ReplayStep {
+    uint8_t byte;
+    TokenMark mark;
+  };
+  std::vector<ReplayStep> replay_;
   size_t rollback_limit_ = 0;
 
   // Scratch of the set under construction.

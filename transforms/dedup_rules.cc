@@ -75,12 +75,13 @@ struct NodeKey {
   std::string literal;
   std::vector<CodepointRange> ranges;
   std::vector<ExprId> children;
+  std::vector<std::string> names;  // kTokenIds
 
   friend bool operator==(const NodeKey&, const NodeKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const NodeKey& k) {
     h = H::combine(std::move(h), static_cast<uint8_t>(k.kind), k.flags, k.rule, k.min, k.max,
-                   k.literal, k.children, k.ranges.size());
+                   k.literal, k.children, k.names, k.ranges.size());
     for (const CodepointRange& r : k.ranges) h = H::combine(std::move(h), r.lo, r.hi);
     return h;
   }
@@ -184,6 +185,7 @@ class Deduper {
     e.max = key.max;
     e.literal = key.literal;
     e.ranges = key.ranges;
+    e.names = key.names;
     e.children = key.children;
     e.loc = loc;
     bool self = e.kind == ExprKind::kRuleRef && e.rule == kSelf;
@@ -207,6 +209,11 @@ class Deduper {
         break;
       case ExprKind::kCharClass:
         key.ranges = e.ranges;
+        break;
+      case ExprKind::kTokenIds:
+        key.ranges = e.ranges;
+        key.flags = e.flags;
+        key.names = e.names;
         break;
       case ExprKind::kToken:
         key.rule = e.token;  // the kind tells a token from a rule

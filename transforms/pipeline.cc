@@ -64,6 +64,7 @@ GrammarSize MeasureGrammar(const Grammar& g) {
         case ExprKind::kCharClass:
         case ExprKind::kRegex:
         case ExprKind::kToken:
+        case ExprKind::kTokenIds:
         case ExprKind::kRuleRef:
           total = 1;
           break;

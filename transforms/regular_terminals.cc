@@ -100,7 +100,7 @@ void Merger::FindRegularRules() {
   const size_t n = g_.rules.size();
   std::vector<std::vector<RuleId>> users(n);
   std::vector<uint32_t> pending(n, 0);
-  // Rules holding a token or a counted regex are not regular.
+  // Rules holding a token (lexed, or a vocabulary id) or a counted regex are not regular.
   std::vector<uint8_t> opaque(n, 0);
   std::vector<uint32_t> seen(g_.exprs.size(), 0xFFFFFFFFu);
   for (RuleId r = 0; r < n; ++r) {
@@ -113,7 +113,9 @@ void Merger::FindRegularRules() {
       seen[id] = r;
       const Expr& e = g_.exprs[id];
       if (e.kind == ExprKind::kRuleRef) deps.push_back(e.rule);
-      if (e.kind == ExprKind::kToken || IsCountedRegex(e)) opaque[r] = 1;
+      if (e.kind == ExprKind::kToken || e.kind == ExprKind::kTokenIds || IsCountedRegex(e)) {
+        opaque[r] = 1;
+      }
       for (ExprId c : e.children) stack.push_back(c);
     }
     std::sort(deps.begin(), deps.end());
@@ -158,7 +160,8 @@ void Merger::FindRegularNodes() {
       stack.pop_back();
       if (state[id] == 2) continue;
       state[id] = 2;
-      bool regular = e.kind != ExprKind::kToken && !IsCountedRegex(e);
+      bool regular =
+          e.kind != ExprKind::kToken && e.kind != ExprKind::kTokenIds && !IsCountedRegex(e);
       if (e.kind == ExprKind::kRuleRef) regular = regular_rule_[e.rule] != 0;
       for (ExprId c : e.children) regular = regular && regular_node_[c];
       regular_node_[id] = regular;

@@ -99,6 +99,7 @@ inline ExprId CopyNode(const Expr& e, const std::vector<ExprId>& kids, RuleId ru
   copy.literal = e.literal;
   copy.flags = e.flags;
   copy.ranges = e.ranges;
+  copy.names = e.names;
   copy.rule = rule;
   copy.token = e.token;
   copy.children = kids;

@@ -134,7 +134,9 @@ class ZAPGRAM_EXPORT Recognizer {
   Recognizer& operator=(Recognizer&&) noexcept;
 
   // true: byte accepted. false: rejected (state unchanged) or a budget ran out
-  // (status() is then not ok).
+  // (status() is then not ok). Bytes are text: a token-level construct
+  // (XGrammar's Token / ExcludeToken / TokenTagDispatch) never matches them;
+  // grammars with those need a vocabulary and a Matcher.
   bool Feed(uint8_t byte);
   size_t FeedBytes(std::string_view bytes);  // bytes accepted before the first rejection
   bool Rollback(size_t n);

@@ -117,7 +117,10 @@ class ZAPGRAM_EXPORT Matcher {
   // Fills mask_words() words; returns the number of allowed ids.
   size_t ComputeMask(uint32_t* words);
   bool AcceptToken(int32_t id);               // false: not allowed, state unchanged
-  bool AcceptBytes(std::string_view bytes);   // all or nothing
+  // All or nothing. The bytes are text: they never match a token-level
+  // construct (XGrammar's Token / ExcludeToken / TokenTagDispatch), which
+  // only AcceptToken passes.
+  bool AcceptBytes(std::string_view bytes);
   bool Rollback(size_t n_tokens);             // false: beyond the rollback budget
   void Reset();
   bool IsAccepting() const;                   // the text so far is a sentence

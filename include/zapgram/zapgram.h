@@ -61,6 +61,19 @@ ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_compile_with_options(const char*
                                                                      const zapgram_vocab* vocab,
                                                                      const zapgram_grammar_options* options,
                                                                      char** error);
+/* Structural tags given as JSON text (`json[0 .. length)`, UTF-8): free text
+ * with constrained tool calls, as a structural:PATH file holds them
+ * (docs/structural_tags.md): {"tags": [{"begin", "schema" or "grammar",
+ * "end"}], "triggers": [...]} or {"format": "llama3" | "qwen2_5" | "hermes",
+ * "tools": [...]}. A begin, an end or a trigger may name one token of the
+ * vocabulary as {"token": ID} or {"token": "TEXT"}; trigger tokens make the
+ * free part free tokens (XGrammar's TokenTagDispatch). `options` may be NULL
+ * (schemas for generation). Errors name the JSON member ("<structural
+ * tags>: /tags/0/begin: ...") or the token ("unknown token ..."). */
+ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_compile_structural_tags(const char* json, size_t length,
+                                                                        const zapgram_vocab* vocab,
+                                                                        const zapgram_grammar_options* options,
+                                                                        char** error);
 ZAPGRAM_EXPORT void zapgram_grammar_free(zapgram_grammar* grammar);
 ZAPGRAM_EXPORT size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar);
 

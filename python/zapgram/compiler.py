@@ -48,7 +48,7 @@ class StructuralTagItem:
     """One structural tag (XGrammar's name): `begin`, a body under `schema`
     (a JSON Schema as dict, str or pydantic class), `end`."""
 
-    def __init__(self, *, begin: str, schema: Any, end: str):
+    def __init__(self, *, begin: Any, schema: Any, end: Any):
         self.begin, self.schema, self.end = begin, schema, end
 
 
@@ -104,7 +104,10 @@ class GrammarCompiler:
         the rest of its begin, its body (a JSON Schema: dict, str or pydantic
         class; or {"grammar": GBNF text}), its end; then free text again.
         `tags` are StructuralTagItem(begin=, schema=, end=) or dicts with the
-        same keys (docs/structural_tags.md)."""
+        same keys (docs/structural_tags.md). A begin, an end or a trigger may
+        be one token, {"token": id or text} (a list of strings and tokens for
+        a begin or an end); trigger tokens make the free part free tokens
+        (XGrammar's TokenTagDispatch)."""
         items = []
         for tag in tags:
             if isinstance(tag, StructuralTagItem):

@@ -135,6 +135,68 @@ static void check_schema_purpose(const zapgram_vocab* vocab, const char* schema_
   CHECK(schema_accepts(spec, vocab, &options, invalid) == 0);
 }
 
+/* Structural tags as JSON text: string triggers on the real vocabulary,
+ * trigger and end tokens on a toy one. */
+static void check_structural_tags(const zapgram_vocab* vocab) {
+  char* error = NULL;
+  const char* text_spec =
+      "{\"tags\": [{\"begin\": \"<f>\", \"grammar\": \"root ::= [0-9]+\", \"end\": \"</f>\"}],"
+      " \"triggers\": [\"<f>\"]}";
+  zapgram_grammar* g = zapgram_grammar_compile_structural_tags(text_spec, strlen(text_spec), vocab, NULL, &error);
+  CHECK(g != NULL);
+  if (g != NULL) {
+    zapgram_matcher* m = zapgram_matcher_new(g);
+    CHECK(zapgram_matcher_accept_bytes(m, "hi <f>12", 8) == 1);
+    CHECK(zapgram_matcher_accept_bytes(m, "x", 1) == 0); /* inside the tag: digits only */
+    CHECK(zapgram_matcher_is_accepting(m) == 0);
+    CHECK(zapgram_matcher_accept_bytes(m, "</f> bye", 8) == 1);
+    CHECK(zapgram_matcher_is_accepting(m) == 1);
+    zapgram_matcher_free(m);
+    zapgram_grammar_free(g);
+  }
+
+  const char* toy[] = {"<s>", "</s>", "<call>", "ab", "1", "2", "</call>"};
+  size_t lengths[7];
+  for (size_t k = 0; k < 7; ++k) lengths[k] = strlen(toy[k]);
+  const int32_t eos = 1;
+  zapgram_vocab* small = zapgram_vocab_from_tokens(toy, lengths, 7, &eos, 1, &error);
+  CHECK(small != NULL);
+  if (small == NULL) return;
+  const char* token_spec =
+      "{\"tags\": [{\"begin\": {\"token\": \"<call>\"}, \"grammar\": \"root ::= [0-9]+\","
+      " \"end\": {\"token\": 6}}], \"triggers\": [{\"token\": \"<call>\"}]}";
+  g = zapgram_grammar_compile_structural_tags(token_spec, strlen(token_spec), small, NULL, &error);
+  CHECK(g != NULL);
+  if (g != NULL) {
+    uint32_t words[1] = {0};
+    CHECK(zapgram_grammar_mask_words(g) == 1);
+    zapgram_matcher* m = zapgram_matcher_new(g);
+    zapgram_matcher_compute_mask(m, words);
+    CHECK(words[0] == 0x7Fu); /* free tokens, the trigger, EOS */
+    CHECK(zapgram_matcher_accept_token(m, 2) == 1);
+    zapgram_matcher_compute_mask(m, words);
+    CHECK(words[0] == ((1u << 4) | (1u << 5))); /* the body: digits */
+    CHECK(zapgram_matcher_accept_token(m, 4) == 1);
+    zapgram_matcher_compute_mask(m, words);
+    CHECK(words[0] == ((1u << 4) | (1u << 5) | (1u << 6)));
+    CHECK(zapgram_matcher_accept_bytes(m, "</call>", 7) == 0); /* text is not the end token */
+    CHECK(zapgram_matcher_accept_token(m, 6) == 1);
+    CHECK(zapgram_matcher_is_accepting(m) == 1);
+    zapgram_matcher_free(m);
+    zapgram_grammar_free(g);
+  }
+  const char* unknown =
+      "{\"tags\": [{\"begin\": {\"token\": \"<nope>\"}, \"grammar\": \"root ::= \\\"x\\\"\", \"end\": \"\"}],"
+      " \"triggers\": [{\"token\": \"<nope>\"}]}";
+  CHECK(zapgram_grammar_compile_structural_tags(unknown, strlen(unknown), small, NULL, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "unknown token \"<nope>\"") != NULL);
+  zapgram_free_string(error);
+  CHECK(zapgram_grammar_compile_structural_tags("{\"tags\": 3}", 12, small, NULL, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "<structural tags>: /tags") != NULL);
+  zapgram_free_string(error);
+  zapgram_vocab_free(small);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: c_api_test TOKENIZER.json SCHEMA.json\n");
@@ -158,6 +220,7 @@ int main(int argc, char** argv) {
   CHECK(n_eos >= 1);
 
   check_schema_purpose(vocab, argv[2]);
+  check_structural_tags(vocab);
 
   zapgram_grammar* broken = zapgram_grammar_compile("regex:(ab", NULL, vocab, &error);
   CHECK(broken == NULL);

@@ -304,8 +304,12 @@ TEST(XGrammarMacroErrors, BadArgumentsAreReportedWhereTheyAre) {
       {"root ::= Token(-1)",
        "t.gbnf:1:16: Token(...): a token id must not be negative"},
       {"root ::= Token()", "t.gbnf:1:10: Token(...) needs at least one token id"},
-      {"root ::= TokenTagDispatch((1, r), excludes=(\"a\",))\nr ::= \"x\"",
-       "t.gbnf:1:45: TokenTagDispatch(...): a token id must be an integer, not a string"},
+      {"root ::= TokenTagDispatch((1, r), excludes=(r,))\nr ::= \"x\"",
+       "t.gbnf:1:45: TokenTagDispatch(...): a token must be an id or its text (a string), not a "
+       "rule name"},
+      {"root ::= TokenTagDispatch((\"<a>\", r), excludes=(\"<a>\",))\nr ::= \"x\"",
+       "t.gbnf:1:49: TokenTagDispatch(...): token \"<a>\" is both a trigger and excluded"},
+      {"root ::= Token(\"\")", "t.gbnf:1:16: Token(...): a token name must not be empty"},
   };
   for (const auto& [text, message] : cases) {
     EXPECT_EQ(ErrorOf(text), message) << text;

@@ -249,6 +249,7 @@ class BoundedLanguages {
           ADD_FAILURE() << "bounded enumeration: unexpected regex terminal /" << e.literal << "/";
           break;
         case grammar::ExprKind::kToken:  // nor tokens
+        case grammar::ExprKind::kTokenIds:
           ADD_FAILURE() << "bounded enumeration: unexpected token " << e.token;
           break;
         case grammar::ExprKind::kSequence:

@@ -345,3 +345,24 @@ def test_compile_structural_tag(small_compiler):
     with pytest.raises(ValueError, match="starts with no trigger"):
         small_compiler.compile_structural_tag(
             [{"begin": "<x>", "schema": schema, "end": "</x>"}], ["<function="])
+
+
+def test_structural_tag_with_token_triggers(small_compiler):
+    # Trigger, begin and end as single tokens ({"token": id or text}): id 9
+    # ("a") opens the tag, id 10 ("b") closes it; "a" is never free text.
+    compiled = small_compiler.compile_structural_tag(
+        [{"begin": {"token": "a"}, "schema": {"grammar": "root ::= [0-9]+"}, "end": {"token": 10}}], [{"token": "a"}])
+    m = zapgram.GrammarMatcher(compiled)
+    assert m.accept_token(24)  # "x": a free token
+    assert m.accept_token(9)  # the trigger
+    assert not m.accept_token(24)  # inside: digits only
+    assert m.accept_token(20) and m.accept_token(10)  # "12", then the end token
+    assert m.accept_token(0) and m.is_terminated()
+    with pytest.raises(ValueError, match='unknown token "zz"'):
+        small_compiler.compile_structural_tag(
+            [{"begin": {"token": "zz"}, "schema": {"grammar": "root ::= [0-9]+"}, "end": ""}], [{"token": "zz"}])
+    # The EBNF macros, by id and by text.
+    tokens = small_compiler.compile_grammar('root ::= Token("x") ExcludeToken(9, 10)* Token(25)', format="ebnf")
+    m = zapgram.GrammarMatcher(tokens)
+    assert not m.accept_string("x")  # text never matches a token
+    assert m.accept_token(24) and m.accept_token(13) and not m.accept_token(9) and m.accept_token(25)

@@ -324,6 +324,10 @@ ReferenceRecognizer::ReferenceRecognizer(const grammar::Grammar& g, ReferenceOpt
           if (error_.empty()) error_ = "the reference recognizer does not lex (lexed grammar)";
           sym = NewNonterminal(name);
           break;
+        case ExprKind::kTokenIds:
+          if (error_.empty()) error_ = "the reference recognizer reads bytes, not token ids";
+          sym = NewNonterminal(name);
+          break;
         case ExprKind::kSequence: {
           sym = NewNonterminal(name);
           std::vector<Sym> rhs;
