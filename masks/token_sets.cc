@@ -514,21 +514,11 @@ StateTokenSets FinishSplitTokenSets(const TokenTrie& trie, const parser::Termina
 
 namespace {
 
-// Accepted ids gathered in a bitset, stored like a walk's: a list when
-// smaller than the bitset.
+// StoreAcceptedWords for a bitset whose bits are not counted yet.
 void StoreAcceptedWords(std::vector<uint32_t> words, size_t mask_words, StateTokenSets* out) {
   size_t count = 0;
   for (uint32_t w : words) count += static_cast<size_t>(std::popcount(w));
-  if (count >= mask_words) {
-    out->accepted_words = std::move(words);
-    return;
-  }
-  out->accepted_ids.reserve(count);
-  for (size_t w = 0; w < words.size(); ++w) {
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
-    }
-  }
+  StoreAcceptedWords(std::move(words), count, mask_words, out);
 }
 
 }  // namespace
@@ -628,6 +618,8 @@ CountedProfile BuildCountedProfile(const TokenTrie& trie, const grammar::Counted
   // Per depth: the unit state (1 = at a unit start) and the units completed.
   const size_t height = trie.max_depth() + 1u;
   std::vector<uint32_t> unit_state(height, 1), completed(height, 0);
+  // Inside a crossing's subtree, per depth: the S bytes matched.
+  std::vector<uint32_t> matched(height, 0);
   for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes;) {
     const TokenTrieNode& node = nodes[i];
     const uint32_t depth = node.depth;
@@ -636,8 +628,6 @@ CountedProfile BuildCountedProfile(const TokenTrie& trie, const grammar::Counted
       // S starts here, after k units: its subtree is decided by S alone.
       CountedProfile::Crossing x{k, static_cast<uint32_t>(out.crossing_ids.size()), 0,
                                  static_cast<uint32_t>(out.crossing_roots.size()), 0};
-      // Per node of the subtree: the S bytes matched at its depth.
-      std::vector<uint32_t> matched(height, 0);
       matched[depth] = 1;
       for (uint32_t j = i; j < node.subtree_end;) {
         const TokenTrieNode& n = nodes[j];

@@ -90,6 +90,23 @@ inline void SetBit(uint32_t* words, TokenId id) {
 }
 
 
+// Accepted ids gathered in a bitset with `count` bits set, stored the way
+// a walk stores them: the bitset when a list would not be smaller, else the
+// ids in increasing order read straight off it (a dense state never sorts).
+inline void StoreAcceptedWords(std::vector<uint32_t> words, size_t count, size_t mask_words,
+                               StateTokenSets* out) {
+  if (count >= mask_words) {
+    out->accepted_words = std::move(words);
+    return;
+  }
+  out->accepted_ids.reserve(count);
+  for (size_t w = 0; w < words.size(); ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+    }
+  }
+}
+
 // The accepted ids of a walk, stored adaptively: a sorted list, or a bitset
 // when the list would not be smaller. Gathered in a short list first (a
 // sparse state pays nothing for the vocabulary's size), then in a bitset,
@@ -118,15 +135,8 @@ class AcceptedTokens {
     if (words_.empty()) {  // fewer than list_limit_ <= mask_words_ ids
       std::sort(list_.begin(), list_.end());
       out->accepted_ids = std::move(list_);
-    } else if (count_ >= mask_words_) {
-      out->accepted_words = std::move(words_);
-    } else {  // listed in increasing order straight from the bitset
-      out->accepted_ids.reserve(count_);
-      for (size_t w = 0; w < words_.size(); ++w) {
-        for (uint32_t bits = words_[w]; bits != 0; bits &= bits - 1) {
-          out->accepted_ids.push_back(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
-        }
-      }
+    } else {
+      StoreAcceptedWords(std::move(words_), count_, mask_words_, out);
     }
   }
 
