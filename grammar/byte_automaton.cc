@@ -259,13 +259,43 @@ absl::StatusOr<ByteDfa> CodepointClassDfa(const std::vector<CodepointRange>& ran
 }
 
 void ByteClassPartition::Refine(const std::array<uint32_t, 256>& row) {
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> refined;
-  for (uint32_t b = 0; b < 256; ++b) {
-    auto [it, inserted] =
-        refined.emplace(std::make_pair(class_[b], row[b]), static_cast<uint32_t>(refined.size()));
-    class_[b] = it->second;
+  // A class splits only where one of its bytes sees another value than the
+  // class's first byte. Most rows of a table split nothing once a few rows
+  // have been seen: for them this is one pass with no allocation.
+  std::array<uint32_t, 256> first_value;
+  std::array<uint8_t, 256> seen{};
+  bool splits = false;
+  for (uint32_t b = 0; b < 256 && !splits; ++b) {
+    const uint32_t c = class_[b];
+    if (!seen[c]) {
+      seen[c] = 1;
+      first_value[c] = row[b];
+    } else {
+      splits = first_value[c] != row[b];
+    }
   }
-  num_classes_ = static_cast<uint32_t>(refined.size());
+  if (!splits) return;
+  // New classes are numbered by first appearance in byte order (so by
+  // smallest byte); each old class chains its (value, new class) entries,
+  // and an entry's index is its new class.
+  std::array<int16_t, 256> head;
+  head.fill(-1);
+  std::array<int16_t, 256> chain;
+  std::array<uint32_t, 256> value;
+  int16_t count = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const uint32_t c = class_[b];
+    int16_t e = head[c];
+    while (e >= 0 && value[e] != row[b]) e = chain[e];
+    if (e < 0) {
+      e = count++;
+      value[e] = row[b];
+      chain[e] = head[c];
+      head[c] = e;
+    }
+    class_[b] = static_cast<uint32_t>(e);
+  }
+  num_classes_ = static_cast<uint32_t>(count);
 }
 
 void ByteClassPartition::RefineByRanges(const ByteNfa& nfa) {

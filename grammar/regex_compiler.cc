@@ -1384,17 +1384,28 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
 
 RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
                                           const RegexLimits& limits) {
-  std::string key = absl::StrFormat("%d/%d/%d/%d/%d/", flags, limits.max_nesting,
-                                    limits.max_repeat, limits.max_nfa_states,
-                                    limits.max_dfa_states);
+  // The state limit is not part of the key: a DFA built within a limit is
+  // the same under any larger one, and a pattern that overflowed a limit
+  // overflows every smaller one. Only a result that says nothing about the
+  // asked limit is built again (and replaces the entry).
+  std::string key = absl::StrFormat("%d/%d/%d/%d/", flags, limits.max_nesting, limits.max_repeat,
+                                    limits.max_nfa_states);
   key.append(pattern);
   auto [it, inserted] = entries_.try_emplace(std::move(key));
-  if (inserted) {
-    it->second.dfa = DeterminizeRegex(pattern, flags, limits);
-  } else {
+  Entry& entry = it->second;
+  const bool overflowed = !inserted && !entry.dfa.ok() &&
+                          entry.dfa.status().code() == absl::StatusCode::kResourceExhausted;
+  const bool valid =
+      !inserted && (overflowed ? limits.max_dfa_states <= entry.max_dfa_states
+                               : !entry.dfa.ok() || limits.max_dfa_states >= entry.max_dfa_states);
+  if (valid) {
     ++hits_;
+    return entry;
   }
-  return it->second;
+  entry.dfa = DeterminizeRegex(pattern, flags, limits);
+  entry.max_dfa_states = limits.max_dfa_states;
+  entry.minimized = false;
+  return entry;
 }
 
 const absl::StatusOr<ByteDfa>& RegexDfaCache::Determinized(std::string_view pattern,

@@ -99,7 +99,10 @@ absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
 
 // CompileRegex results by (pattern, flags, limits), for the stages of one
 // grammar compilation: the regular-terminal merge compiles each candidate
-// regex to check its size, and the lowering needs the same DFAs again.
+// regex to check its size, and the lowering needs the same DFAs again. A
+// result is reused under another state limit when it answers for it too (a
+// DFA built within a limit is the same under a larger one; an overflow of a
+// limit overflows any smaller one); otherwise it is built again.
 // Entries never move (references stay valid). Not thread-safe: one cache
 // per compilation.
 class RegexDfaCache {
@@ -118,6 +121,7 @@ class RegexDfaCache {
  private:
   struct Entry {
     absl::StatusOr<ByteDfa> dfa;
+    uint32_t max_dfa_states = 0;  // the limit `dfa` was built under
     bool minimized = false;
   };
   Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);

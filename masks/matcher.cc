@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "masks/bounded_equivalence.h"
 #include "pruning/compact.h"
 
 namespace zapgram::masks {

@@ -262,43 +262,6 @@ StateTokenSets BuildTerminalTokenSets(const TokenTrie& trie, const parser::Termi
   return out;
 }
 
-std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth) {
-  // Moore's refinement, stopped after `depth` rounds: after k rounds two
-  // states share a class iff every string of at most k bytes leads both to
-  // the dead state or both to live states, accepting alike. A mask looks at
-  // most `depth` bytes (the longest token) past a terminal state, so such
-  // states have equal token sets and equal masks in equal contexts:
-  // counting states (a string of at most 1000 letters) collapse to about
-  // `depth` classes instead of one per count.
-  const uint32_t n = t.eager_states();
-  const uint32_t columns = t.num_classes;
-  std::vector<uint32_t> cls(n), next_cls(n);
-  for (uint32_t s = 0; s < n; ++s) cls[s] = s == 0 ? 0 : (t.eager_accepting[s] ? 1 : 2);
-  uint32_t num_classes = 0;
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids;
-  std::vector<uint32_t> signature(columns + 1);
-  for (uint32_t round = 0; round < depth; ++round) {
-    ids.clear();
-    for (uint32_t s = 0; s < n; ++s) {
-      signature[0] = cls[s];
-      for (uint32_t c = 0; c < columns; ++c) {
-        signature[c + 1] = cls[t.next[static_cast<size_t>(s) * columns + c]];
-      }
-      next_cls[s] = ids.try_emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
-    }
-    cls.swap(next_cls);
-    if (ids.size() == num_classes) break;  // stable: refining further changes nothing
-    num_classes = static_cast<uint32_t>(ids.size());
-  }
-  // Each class is named by its smallest state.
-  std::vector<uint32_t> first(n, 0xFFFFFFFFu), out(n);
-  for (uint32_t s = 0; s < n; ++s) {
-    if (first[cls[s]] == 0xFFFFFFFFu) first[cls[s]] = s;
-    out[s] = first[cls[s]];
-  }
-  return out;
-}
-
 namespace {
 
 // Spells breadth first the states of `order` (it grows while spelled):

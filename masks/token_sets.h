@@ -157,10 +157,6 @@ class AcceptedTokens {
 StateTokenSets BuildTerminalTokenSets(const TokenTrie& trie, const parser::TerminalTable& table,
                                       uint32_t state, size_t mask_words, bool use_subtrees = true);
 
-// Per eager state of `t`: the smallest state equivalent to it up to `depth`
-// bytes (same dead/live/accepting outcome on every string that short).
-std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth);
-
 // The canonical spelling of the eager automaton reachable from `state` (see
 // above); empty when it has more than `max_states` states (not shared).
 std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint32_t state,

@@ -975,5 +975,40 @@ TEST(RegexEndToEndTest, CompileErrorsCarryTheLocation) {
             "g.lark:3:7: regex /a(?=b)/: lookahead (?= is not supported at offset 1");
 }
 
+// The cache answers a state limit from an entry built under another one only
+// when that entry decides it: a success within a limit stands for larger
+// limits, an overflow for smaller ones; anything else is built again.
+TEST(RegexDfaCacheTest, ReusesResultsAcrossStateLimitsOnlyWhenTheyDecide) {
+  RegexDfaCache cache;
+  RegexLimits small, medium, large;
+  small.max_dfa_states = 4;
+  medium.max_dfa_states = 64;
+  large.max_dfa_states = 4096;
+  const std::string pattern = "abcdefghij";  // 11 live states plus the dead one
+  EXPECT_EQ(cache.Determinized(pattern, 0, small).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache.hits(), 0u);
+  // Overflowing 4 says nothing about 64: built again, and fits.
+  ASSERT_TRUE(cache.Determinized(pattern, 0, medium).ok());
+  EXPECT_EQ(cache.hits(), 0u);
+  // Built within 64: the same DFA under 4096.
+  const absl::StatusOr<ByteDfa>& reused = cache.Compile(pattern, 0, large);
+  ASSERT_TRUE(reused.ok());
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_TRUE(reused->Matches("abcdefghij"));
+  EXPECT_FALSE(reused->Matches("abcdefghi"));
+  // A smaller limit than the one it was built under: built again, overflows.
+  EXPECT_EQ(cache.Determinized(pattern, 0, small).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache.hits(), 1u);
+  // And that overflow answers any smaller limit.
+  RegexLimits tiny;
+  tiny.max_dfa_states = 2;
+  EXPECT_EQ(cache.Determinized(pattern, 0, tiny).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache.hits(), 2u);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
 }  // namespace
 }  // namespace zapgram::grammar

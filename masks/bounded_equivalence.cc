@@ -1,0 +1,239 @@
+// Bounded state equivalence by incremental Moore rounds (see
+// bounded_equivalence.h).
+#include "masks/bounded_equivalence.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace zapgram::masks {
+
+namespace {
+
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+class Refinement {
+ public:
+  explicit Refinement(const parser::TerminalTable& t)
+      : t_(t), n_(t.eager_states()), columns_(t.num_classes) {}
+
+  std::vector<uint32_t> Run(uint32_t depth);
+
+ private:
+  // A state's signature is its class and the classes of its successors.
+  // Rows are kept sparse: the dead state 0 is a class of its own for good
+  // (round 0 puts it alone and no live state ever joins it), so listing
+  // the (column, target) pairs with a live target, in column order, spells
+  // the signature exactly; a literal chain's state has one such pair.
+  uint64_t SignatureHash(uint32_t s) const {
+    uint64_t h = (cls_[s] + 1) * 0x9E3779B97F4A7C15ull;
+    for (uint32_t k = row_begin_[s]; k < row_begin_[s + 1]; ++k) {
+      h = (h ^ row_columns_[k]) * 0x100000001B3ull;
+      h = (h ^ cls_[row_targets_[k]]) * 0x100000001B3ull;
+      h ^= h >> 29;
+    }
+    return h;
+  }
+  bool SameSignature(uint32_t a, uint32_t b) const {
+    if (cls_[a] != cls_[b]) return false;
+    const uint32_t length = row_begin_[a + 1] - row_begin_[a];
+    if (length != row_begin_[b + 1] - row_begin_[b]) return false;
+    for (uint32_t k = 0; k < length; ++k) {
+      const uint32_t ka = row_begin_[a] + k, kb = row_begin_[b] + k;
+      if (row_columns_[ka] != row_columns_[kb] ||
+          cls_[row_targets_[ka]] != cls_[row_targets_[kb]]) {
+        return false;
+      }
+    }
+    return true;
+  }
+  void BuildRows();
+  void BuildPredecessors();
+  void LinkInto(uint32_t s, uint32_t id);
+  void Unlink(uint32_t s);
+
+  const parser::TerminalTable& t_;
+  const uint32_t n_;
+  const uint32_t columns_;
+  std::vector<uint32_t> cls_;
+  // Live transitions of state s: row_columns_/row_targets_[row_begin_[s] .. row_begin_[s + 1]).
+  std::vector<uint32_t> row_begin_, row_columns_, row_targets_;
+  // Distinct predecessors of state s: preds_[pred_begin_[s] .. pred_begin_[s + 1]).
+  std::vector<uint32_t> pred_begin_, preds_;
+  // Members of each class, as a doubly linked list; sizes per class.
+  std::vector<uint32_t> head_, size_, next_member_, prev_member_;
+};
+
+void Refinement::BuildRows() {
+  row_begin_.assign(n_ + 1, 0);
+  for (uint32_t s = 0; s < n_; ++s) {
+    const uint32_t* row = &t_.next[static_cast<size_t>(s) * columns_];
+    for (uint32_t c = 0; c < columns_; ++c) {
+      if (row[c] != 0) {
+        row_columns_.push_back(c);
+        row_targets_.push_back(row[c]);
+      }
+    }
+    row_begin_[s + 1] = static_cast<uint32_t>(row_columns_.size());
+  }
+}
+
+void Refinement::BuildPredecessors() {
+  pred_begin_.assign(n_ + 1, 0);
+  std::vector<uint32_t> last(n_, kNone);
+  for (uint32_t s = 0; s < n_; ++s) {
+    for (uint32_t k = row_begin_[s]; k < row_begin_[s + 1]; ++k) {
+      const uint32_t to = row_targets_[k];
+      if (last[to] != s) {
+        last[to] = s;
+        ++pred_begin_[to + 1];
+      }
+    }
+  }
+  for (uint32_t s = 0; s < n_; ++s) pred_begin_[s + 1] += pred_begin_[s];
+  preds_.resize(pred_begin_[n_]);
+  std::vector<uint32_t> fill(pred_begin_.begin(), pred_begin_.end() - 1);
+  std::fill(last.begin(), last.end(), kNone);
+  for (uint32_t s = 0; s < n_; ++s) {
+    for (uint32_t k = row_begin_[s]; k < row_begin_[s + 1]; ++k) {
+      const uint32_t to = row_targets_[k];
+      if (last[to] != s) {
+        last[to] = s;
+        preds_[fill[to]++] = s;
+      }
+    }
+  }
+}
+
+void Refinement::LinkInto(uint32_t s, uint32_t id) {
+  if (id >= head_.size()) {
+    head_.resize(id + 1, kNone);
+    size_.resize(id + 1, 0);
+  }
+  cls_[s] = id;
+  prev_member_[s] = kNone;
+  next_member_[s] = head_[id];
+  if (head_[id] != kNone) prev_member_[head_[id]] = s;
+  head_[id] = s;
+  ++size_[id];
+}
+
+void Refinement::Unlink(uint32_t s) {
+  const uint32_t id = cls_[s];
+  if (prev_member_[s] != kNone) {
+    next_member_[prev_member_[s]] = next_member_[s];
+  } else {
+    head_[id] = next_member_[s];
+  }
+  if (next_member_[s] != kNone) prev_member_[next_member_[s]] = prev_member_[s];
+  --size_[id];
+}
+
+std::vector<uint32_t> Refinement::Run(uint32_t depth) {
+  cls_.assign(n_, 0);
+  next_member_.assign(n_, kNone);
+  prev_member_.assign(n_, kNone);
+  // Round 0: dead, accepting, other.
+  for (uint32_t s = n_; s-- > 0;) LinkInto(s, s == 0 ? 0 : (t_.eager_accepting[s] ? 1 : 2));
+  uint32_t next_id = 3;
+  BuildRows();
+  BuildPredecessors();
+
+  // Round 1 looks at every state; later rounds at the predecessors of the
+  // states whose class changed.
+  std::vector<uint32_t> affected(n_);
+  for (uint32_t s = 0; s < n_; ++s) affected[s] = s;
+  std::vector<uint8_t> is_affected(n_, 0);
+  std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (signature hash, state)
+  std::vector<std::pair<uint32_t, uint32_t>> moves;  // (state, new class)
+  std::vector<uint32_t> group_reps, group_ids;
+  for (uint32_t round = 0; round < depth && !affected.empty(); ++round) {
+    for (uint32_t s : affected) is_affected[s] = 1;
+    // Affected states by class, then by signature hash.
+    std::sort(affected.begin(), affected.end(),
+              [&](uint32_t a, uint32_t b) { return cls_[a] < cls_[b] || (cls_[a] == cls_[b] && a < b); });
+    moves.clear();
+    for (size_t i = 0; i < affected.size();) {
+      const uint32_t id = cls_[affected[i]];
+      size_t j = i;
+      while (j < affected.size() && cls_[affected[j]] == id) ++j;
+      // The signature every unaffected member of the class shares, if any.
+      uint32_t keeper = kNone;
+      if (j - i < size_[id]) {
+        for (uint32_t m = head_[id]; m != kNone; m = next_member_[m]) {
+          if (!is_affected[m]) {
+            keeper = m;
+            break;
+          }
+        }
+      }
+      keyed.clear();
+      for (size_t k = i; k < j; ++k) keyed.push_back({SignatureHash(affected[k]), affected[k]});
+      std::sort(keyed.begin(), keyed.end());
+      // Groups of equal signature: the keeper's group (or, with no keeper,
+      // the first group) keeps the id; each other group gets a new one.
+      bool id_taken = keeper != kNone;
+      for (size_t a = 0; a < keyed.size();) {
+        size_t b = a;
+        while (b < keyed.size() && keyed[b].first == keyed[a].first) ++b;
+        // Equal hashes: split exactly by comparing with each group's first state.
+        group_reps.clear();
+        group_ids.clear();
+        for (size_t k = a; k < b; ++k) {
+          const uint32_t s = keyed[k].second;
+          uint32_t target = kNone;
+          for (size_t g = 0; g < group_reps.size() && target == kNone; ++g) {
+            if (SameSignature(s, group_reps[g])) target = group_ids[g];
+          }
+          if (target == kNone) {
+            if (keeper != kNone && SameSignature(s, keeper)) {
+              target = id;
+            } else if (!id_taken) {
+              target = id;
+              id_taken = true;
+            } else {
+              target = next_id++;
+            }
+            group_reps.push_back(s);
+            group_ids.push_back(target);
+          }
+          if (target != id) moves.push_back({s, target});
+        }
+        a = b;
+      }
+      i = j;
+    }
+    for (uint32_t s : affected) is_affected[s] = 0;
+    // Apply the round's moves, then gather the next round's candidates.
+    for (const auto& [s, id] : moves) {
+      Unlink(s);
+      LinkInto(s, id);
+    }
+    affected.clear();
+    for (const auto& [s, id] : moves) {
+      for (uint32_t k = pred_begin_[s]; k < pred_begin_[s + 1]; ++k) {
+        const uint32_t p = preds_[k];
+        if (!is_affected[p]) {
+          is_affected[p] = 1;
+          affected.push_back(p);
+        }
+      }
+    }
+    for (uint32_t s : affected) is_affected[s] = 0;
+  }
+  // Each class is named by its smallest state.
+  std::vector<uint32_t> first(next_id, kNone), out(n_);
+  for (uint32_t s = 0; s < n_; ++s) {
+    if (first[cls_[s]] == kNone) first[cls_[s]] = s;
+    out[s] = first[cls_[s]];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth) {
+  if (t.eager_states() == 0) return {};
+  return Refinement(t).Run(depth);
+}
+
+}  // namespace zapgram::masks
