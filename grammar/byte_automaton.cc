@@ -164,21 +164,67 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   const std::vector<uint8_t> first_byte = classes.Representatives();
   const uint32_t num_classes = static_cast<uint32_t>(first_byte.size());
 
+  // Subsets hold only the NFA states that matter to a DFA state: those with
+  // a byte range or accepting (Thompson's joins and splits are pure epsilon
+  // and never change what a subset does). A range target's closure,
+  // restricted to those states, is computed once and kept (up to a budget
+  // of entries; past it, computed each time), where the plain subset
+  // construction recomputed it for every subset and class that reached it.
+  const uint32_t nfa_states = nfa.num_states();
+  std::vector<uint8_t> mark(nfa_states, 0);
+  constexpr uint32_t kNotKept = 0xFFFFFFFFu;
+  constexpr size_t kMaxKeptEntries = size_t{1} << 24;
+  std::vector<uint32_t> kept_begin(nfa_states, kNotKept), kept_size(nfa_states, 0), kept;
+  std::vector<uint32_t> closure;
+  auto important = [&](uint32_t s) { return nfa.accepting(s) || !nfa.ranges(s).empty(); };
+  // Appends the important states of `s`'s closure to `out` (unsorted, may repeat).
+  auto append_closure = [&](uint32_t s, std::vector<uint32_t>& out) {
+    if (kept_begin[s] != kNotKept) {
+      out.insert(out.end(), kept.begin() + kept_begin[s], kept.begin() + kept_begin[s] + kept_size[s]);
+      return;
+    }
+    closure.assign(1, s);
+    EpsilonClosure(nfa, closure, mark);
+    const size_t before = out.size();
+    for (uint32_t x : closure) {
+      if (important(x)) out.push_back(x);
+    }
+    if (kept.size() + (out.size() - before) <= kMaxKeptEntries) {
+      kept_begin[s] = static_cast<uint32_t>(kept.size());
+      kept_size[s] = static_cast<uint32_t>(out.size() - before);
+      kept.insert(kept.end(), out.begin() + before, out.end());
+    }
+  };
+  // Sorted and without repeats, in place (`mark` is left all zero).
+  auto normalize = [&](std::vector<uint32_t>& set) {
+    size_t k = 0;
+    for (uint32_t x : set) {
+      if (!mark[x]) {
+        mark[x] = 1;
+        set[k++] = x;
+      }
+    }
+    set.resize(k);
+    for (uint32_t x : set) mark[x] = 0;
+    std::sort(set.begin(), set.end());
+  };
+
   // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
   std::vector<uint32_t> next(2 * num_classes, 0);
   std::vector<uint8_t> accepting(2, 0);
-  std::vector<uint8_t> mark(nfa.num_states(), 0);
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
   std::vector<std::vector<uint32_t>> subsets;
-  std::vector<uint32_t> start = {0};
-  EpsilonClosure(nfa, start, mark);
+  std::vector<uint32_t> start;
+  append_closure(0, start);
+  normalize(start);
   ids.emplace(start, 1);
   subsets.push_back(std::move(start));
 
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
+  std::vector<uint32_t> t;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
-    for (auto& t : targets) t.clear();
+    for (auto& raw : targets) raw.clear();
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
@@ -189,11 +235,13 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
     }
     accepting[id] = is_accepting;
     for (uint32_t c = 0; c < num_classes; ++c) {
-      std::vector<uint32_t>& t = targets[c];
-      if (t.empty()) continue;
-      std::sort(t.begin(), t.end());
-      t.erase(std::unique(t.begin(), t.end()), t.end());
-      EpsilonClosure(nfa, t, mark);
+      std::vector<uint32_t>& raw = targets[c];
+      if (raw.empty()) continue;
+      normalize(raw);
+      t.clear();
+      for (uint32_t x : raw) append_closure(x, t);
+      if (t.empty()) continue;  // nothing matters past here: dead
+      normalize(t);
       auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
       if (inserted) {
         if (subsets.size() + 2 > max_states) {
