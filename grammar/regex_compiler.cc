@@ -1158,43 +1158,27 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
   const uint32_t n = dfa.num_states();
   if (n <= 2) return dfa;
   // Bytes whose columns agree in every state are interchangeable: the
-  // refinement runs over one byte per column class (a hash of each column
-  // finds candidates, a comparison confirms them).
-  std::vector<uint8_t> column_bytes;
-  {
-    std::array<uint64_t, 256> column_hash{};
-    for (uint32_t s = 0; s < n; ++s) {
-      for (uint32_t b = 0; b < 256; ++b) {
-        column_hash[b] = (column_hash[b] ^ dfa.next[s][b]) * 0x100000001b3ull;
-      }
-    }
-    for (uint32_t b = 0; b < 256; ++b) {
-      bool seen = false;
-      for (uint8_t c : column_bytes) {
-        if (column_hash[c] != column_hash[b]) continue;
-        bool same = true;
-        for (uint32_t s = 0; s < n && same; ++s) same = dfa.next[s][c] == dfa.next[s][b];
-        if (same) {
-          seen = true;
-          break;
-        }
-      }
-      if (!seen) column_bytes.push_back(static_cast<uint8_t>(b));
-    }
-  }
+  // refinement runs over one byte per column class. The classes come from
+  // refining by each row in turn (rows are contiguous; comparing columns
+  // strode a row of 1 KiB per state).
+  ByteClassPartition columns;
+  for (uint32_t s = 1; s < n && !columns.all_distinct(); ++s) columns.Refine(dfa.next[s]);
+  const std::vector<uint8_t> column_bytes = columns.Representatives();
   const uint32_t width = static_cast<uint32_t>(column_bytes.size());
 
   // Hopcroft's refinement, O(width * n log n). Predecessor lists per
   // (symbol, state) in one CSR array.
   std::vector<uint32_t> pred_begin(size_t{width} * n + 1, 0), preds(size_t{width} * n);
-  for (uint32_t a = 0; a < width; ++a) {
-    for (uint32_t s = 0; s < n; ++s) ++pred_begin[size_t{a} * n + dfa.next[s][column_bytes[a]] + 1];
+  // (State-major loops: a row is contiguous; each cell still lists its
+  // predecessors in increasing order.)
+  for (uint32_t s = 0; s < n; ++s) {
+    for (uint32_t a = 0; a < width; ++a) ++pred_begin[size_t{a} * n + dfa.next[s][column_bytes[a]] + 1];
   }
   for (size_t i = 0; i + 1 < pred_begin.size(); ++i) pred_begin[i + 1] += pred_begin[i];
   {
     std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-    for (uint32_t a = 0; a < width; ++a) {
-      for (uint32_t s = 0; s < n; ++s) {
+    for (uint32_t s = 0; s < n; ++s) {
+      for (uint32_t a = 0; a < width; ++a) {
         preds[fill[size_t{a} * n + dfa.next[s][column_bytes[a]]]++] = s;
       }
     }
