@@ -308,20 +308,10 @@ absl::StatusOr<ByteDfa> CodepointClassDfa(const std::vector<CodepointRange>& ran
 
 void ByteClassPartition::Refine(const std::array<uint32_t, 256>& row) {
   // A class splits only where one of its bytes sees another value than the
-  // class's first byte. Most rows of a table split nothing once a few rows
-  // have been seen: for them this is one pass with no allocation.
-  std::array<uint32_t, 256> first_value;
-  std::array<uint8_t, 256> seen{};
+  // class's smallest byte. Most rows of a table split nothing once a few
+  // rows have been seen: for them this is one compare per byte.
   bool splits = false;
-  for (uint32_t b = 0; b < 256 && !splits; ++b) {
-    const uint32_t c = class_[b];
-    if (!seen[c]) {
-      seen[c] = 1;
-      first_value[c] = row[b];
-    } else {
-      splits = first_value[c] != row[b];
-    }
-  }
+  for (uint32_t b = 0; b < 256; ++b) splits |= row[b] != row[smallest_in_class_[b]];
   if (!splits) return;
   // New classes are numbered by first appearance in byte order (so by
   // smallest byte); each old class chains its (value, new class) entries,
@@ -330,6 +320,7 @@ void ByteClassPartition::Refine(const std::array<uint32_t, 256>& row) {
   head.fill(-1);
   std::array<int16_t, 256> chain;
   std::array<uint32_t, 256> value;
+  std::array<uint8_t, 256> smallest;
   int16_t count = 0;
   for (uint32_t b = 0; b < 256; ++b) {
     const uint32_t c = class_[b];
@@ -340,8 +331,10 @@ void ByteClassPartition::Refine(const std::array<uint32_t, 256>& row) {
       value[e] = row[b];
       chain[e] = head[c];
       head[c] = e;
+      smallest[e] = static_cast<uint8_t>(b);
     }
     class_[b] = static_cast<uint32_t>(e);
+    smallest_in_class_[b] = smallest[e];
   }
   num_classes_ = static_cast<uint32_t>(count);
 }

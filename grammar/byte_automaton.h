@@ -77,6 +77,7 @@ class ByteClassPartition {
 
  private:
   std::array<uint32_t, 256> class_{};
+  std::array<uint8_t, 256> smallest_in_class_{};  // per byte: its class's smallest byte
   uint32_t num_classes_ = 1;
 };
 
