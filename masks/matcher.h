@@ -300,6 +300,32 @@ class Matcher {
   absl::flat_hash_set<uint32_t> walked_roots_;
   std::string pushed_;
   std::vector<parser::Recognizer::LaneView> lanes_;
+  // Lexed walks (lexed_masks.cc). Per depth of the trie path being walked:
+  // its node and the lanes after its bytes (depth 0: the newest lanes).
+  std::vector<uint32_t> view_path_;
+  std::vector<uint32_t> ancestors_;
+  std::vector<std::vector<parser::Recognizer::LaneView>> view_stack_;
+  // A lane view's source tag names a history: a set of the newest position
+  // and the tokens that ended since (each advancing the items and closing),
+  // and the view of the boundary set they leave. Memoized per mask, so the
+  // parser closes each distinct token sequence once, however many trie
+  // nodes end it.
+  struct History {
+    uint32_t parent;  // kNoHistory: a set of the newest position
+    uint32_t token;   // the token ended last
+    uint32_t set;     // the chart set holding the closure while pushed
+    bool alive;       // the closure left a set
+    bool accepting;
+    std::vector<uint32_t> tokens;
+  };
+  static constexpr uint32_t kNoHistory = 0xFFFFFFFFu;
+  std::vector<History> histories_;
+  absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
+  std::vector<uint32_t> chain_;         // AdvanceHistory scratch
+  std::vector<uint32_t> pushed_chain_;  // histories whose closures the chart holds, oldest first
+  // Fills `boundary` with the view after `token` ends in history `source`.
+  bool AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary);
+  void WalkLexedRoots(uint32_t* words);
   std::vector<uint32_t> lane_words_;
   // Sets the bits of the tokens that the token terminals of the newest
   // set match (grammars with token terminals).
@@ -309,10 +335,11 @@ class Matcher {
   void AddTokenSets(const StateTokenSets& sets, uint32_t* words);
   // Walks the uncertain subtrees in roots_ with the parser (sorted first).
   void WalkUncertainRoots(uint32_t* words);
-  // Lexed grammars, with the parser holding `root`'s bytes: sets the bits of
-  // the subtree's tokens that some lane keeps for sure, pushes the nested
-  // uncertain roots onto roots_.
-  void ClassifyLexedSubtree(uint32_t root, uint32_t* words);
+  // Lexed grammars, with `lanes` the lanes after `root`'s bytes: sets the
+  // bits of the subtree's tokens that some lane keeps for sure, pushes the
+  // nested uncertain roots onto roots_.
+  void ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recognizer::LaneView> lanes,
+                            uint32_t* words);
   size_t CountAndAddEos(uint32_t* words);
 };
 

@@ -127,7 +127,8 @@ std::vector<TraceRecord> ReadTrace(const std::string& tokenizer, const std::stri
 // the trace's token is allowed exactly while the document is still valid.
 // ZAPGRAM_BRUTE_FORCE_DOCS / ZAPGRAM_BRUTE_FORCE_STEPS widen the sample for
 // long offline runs (every step of many documents).
-void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps) {
+void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps,
+                const MatcherOptions& options = {}) {
   if (const char* d = std::getenv("ZAPGRAM_BRUTE_FORCE_DOCS")) docs = std::strtoull(d, nullptr, 10);
   if (const char* s = std::getenv("ZAPGRAM_BRUTE_FORCE_STEPS")) steps = std::strtoull(s, nullptr, 10);
   auto vocab = LoadVocabulary(tokenizer);
@@ -136,7 +137,7 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
   for (const TraceRecord& rec : ReadTrace(tokenizer, set, docs)) {
     auto& g = grammars[rec.grammar];
     if (g == nullptr) g = CompileFor(rec.grammar, vocab);
-    Matcher m(g);
+    Matcher m(g, options);
     std::vector<uint32_t> words(g->mask_words());
     std::string text;
     for (size_t k = 0; k < rec.tokens.size() && k < steps; ++k) {
@@ -155,6 +156,7 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
   }
   std::printf("%s/%s: %d masks checked against the brute force, %d mismatches\n", tokenizer.c_str(),
               set.c_str(), checked, mismatches);
+  EXPECT_GT(checked, 0);
   EXPECT_EQ(mismatches, 0);
 }
 
@@ -311,6 +313,22 @@ TEST(MatcherRandomWalk, CountedTerminalsMatchBruteForce) {
   }
   std::printf("counted terminals: %d masks checked, %d mismatches\n", masks, mismatches);
   EXPECT_EQ(mismatches, 0);
+}
+
+// Lexed (Lark) grammars with the cache off, so that every mask walks
+// (masks/lexed_masks.cc): every step of the first tokens of the first
+// documents of java, go and sql on Llama 3 against the brute force.
+TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t docs = 1, steps = 4;
+#else
+  const size_t docs = 2, steps = 12;
+#endif
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  CheckTrace("llama3", "java", docs, steps, uncached);
+  CheckTrace("llama3", "go", docs, steps, uncached);
+  CheckTrace("llama3", "sql", 4 * docs, steps, uncached);  // short documents
 }
 
 // Lexed (Lark) grammars: random walks with the cache off, so the per-lane
