@@ -25,7 +25,9 @@
 // `foo(`, `bar(` and `x(` share one closure after NAME and one after "(".
 // Before, every root pushed its bytes through the recognizer (each byte
 // inside a name closed the boundary lane again): ~2,500 roots per miss at
-// ~1 us each on java/go/sql.
+// ~1 us each on java/go/sql. The roots are walked in trie order without
+// sorting the whole list per mask: the token sets give each lane's roots as
+// an ascending run (merged, SortRuns), nested roots go through a min-heap.
 //
 // Below a root, the subtree is classified like the token sets, from the
 // root's lanes (LexedSubtreeSets, cached per (node, lane)); the nested
@@ -92,12 +94,14 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
 std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
     uint32_t root, uint32_t lexer_state, const std::vector<uint32_t>& guards,
     const std::vector<uint32_t>& tokens) const {
-  std::vector<uint32_t> key = {root, lexer_state, static_cast<uint32_t>(guards.size())};
+  // Spelled into a per-thread buffer: a hit allocates nothing.
+  thread_local std::vector<uint32_t> key;
+  key.assign({root, lexer_state, static_cast<uint32_t>(guards.size())});
   key.insert(key.end(), guards.begin(), guards.end());
   key.insert(key.end(), tokens.begin(), tokens.end());
   {
     std::lock_guard<std::mutex> lock(on_demand_mu_);
-    auto it = subtree_sets_.find(key);
+    auto it = subtree_sets_.find(absl::Span<const uint32_t>(key));
     if (it != subtree_sets_.end()) return it->second;
   }
   auto sets = std::make_shared<const StateTokenSets>(
@@ -107,7 +111,7 @@ std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
   if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
   subtree_bytes_ += bytes;
   on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  return subtree_sets_.try_emplace(std::move(key), std::move(sets)).first->second;
+  return subtree_sets_.try_emplace(key, std::move(sets)).first->second;
 }
 
 StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
@@ -243,12 +247,37 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
   return true;
 }
 
+namespace {
+
+// Sorts `v`, made of ascending runs (each lane's roots come in trie order),
+// by merging neighbouring runs, and drops repeats.
+void SortRuns(std::vector<uint32_t>* v, std::vector<size_t>* bounds) {
+  bounds->assign(1, 0);
+  for (size_t i = 1; i < v->size(); ++i) {
+    if ((*v)[i] < (*v)[i - 1]) bounds->push_back(i);
+  }
+  bounds->push_back(v->size());
+  while (bounds->size() > 2) {
+    size_t out = 1;
+    for (size_t k = 0; k + 2 < bounds->size(); k += 2) {
+      std::inplace_merge(v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k]),
+                         v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k + 1]),
+                         v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k + 2]));
+      (*bounds)[out++] = (*bounds)[k + 2];
+    }
+    if (bounds->size() % 2 == 0) (*bounds)[out++] = bounds->back();
+    bounds->resize(out);
+  }
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
+}  // namespace
+
 void Matcher::WalkLexedRoots(uint32_t* words) {
   const TokenTrie& trie = grammar_->trie();
   absl::Span<const TokenTrieNode> nodes = trie.nodes();
   const parser::LexerTable& lexer = *grammar_->grammar().lexer;
-  std::sort(roots_.begin(), roots_.end(), std::greater<uint32_t>());
-  roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
+  SortRuns(&roots_, &root_runs_);
   // Depth 0: the newest lanes, each its own history.
   if (view_stack_.size() < trie.max_depth() + 1u) view_stack_.resize(trie.max_depth() + 1u);
   histories_.clear();
@@ -262,47 +291,61 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
   const auto advance = [this](uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary) {
     return AdvanceHistory(source, token, boundary);
   };
-  // roots_ is a stack, smallest node on top, so paths come in trie order;
-  // a nested root may be found again from an enclosing one: walked once.
-  walked_roots_.clear();
-  while (!roots_.empty()) {
-    const uint32_t root = roots_.back();
-    roots_.pop_back();
-    if (!walked_roots_.insert(root).second) continue;
-    const uint32_t depth = nodes[root].depth;
-    ancestors_.resize(depth + 1);
-    for (uint32_t d = depth, k = root; d > 0; --d, k = trie.parent(k)) ancestors_[d] = k;
-    // Step the views from the deepest node shared with the last path.
-    size_t keep = 1;
-    while (keep < view_path_.size() && keep <= depth && view_path_[keep] == ancestors_[keep]) ++keep;
-    view_path_.resize(keep);
-    for (size_t d = keep; d <= depth; ++d) {
-      parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[ancestors_[d]].byte, advance,
-                                        &view_stack_[d]);
-      view_path_.push_back(ancestors_[d]);
+  // Roots in trie order (so that paths share their views): the sorted
+  // roots of the token sets, merged with a min-heap of the nested roots
+  // found on the way (each inside the root that found it, so after it). A
+  // nested root may be found again from an enclosing one: walked once.
+  const size_t top = roots_.size();
+  nested_.clear();
+  uint32_t last = TokenTrie::kRoot;
+  for (size_t next = 0; next < top || !nested_.empty();) {
+    uint32_t root;
+    if (!nested_.empty() && (next == top || nested_.front() <= roots_[next])) {
+      std::pop_heap(nested_.begin(), nested_.end(), std::greater<uint32_t>());
+      root = nested_.back();
+      nested_.pop_back();
+    } else {
+      root = roots_[next++];
     }
-    const std::vector<parser::Recognizer::LaneView>& lanes = view_stack_[depth];
+    if (root == last) continue;
+    last = root;
+    // Climb to the deepest node on the current path, then step the views
+    // down from there.
+    size_t n = 0;
+    uint32_t k = root;
+    while (nodes[k].depth >= view_path_.size() || view_path_[nodes[k].depth] != k) {
+      if (ancestors_.size() == n) ancestors_.push_back(0);
+      ancestors_[n++] = k;
+      k = trie.parent(k);
+    }
+    view_path_.resize(nodes[k].depth + 1u);
+    while (n > 0) {
+      const uint32_t node = ancestors_[--n];
+      const uint32_t d = nodes[node].depth;
+      parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[node].byte, advance, &view_stack_[d]);
+      view_path_.push_back(node);
+    }
+    const std::vector<parser::Recognizer::LaneView>& lanes = view_stack_[nodes[root].depth];
     if (lanes.empty()) continue;  // the whole subtree is rejected
     for (TokenId id : trie.TokensAt(root)) SetBit(words, id);
-    const size_t before = roots_.size();
     ClassifyLexedSubtree(root, lanes, words);
-    std::sort(roots_.begin() + static_cast<std::ptrdiff_t>(before), roots_.end(), std::greater<uint32_t>());
+    for (size_t i = top; i < roots_.size(); ++i) {
+      nested_.push_back(roots_[i]);
+      std::push_heap(nested_.begin(), nested_.end(), std::greater<uint32_t>());
+    }
+    roots_.resize(top);
   }
+  roots_.clear();
   PopBytes(pushed_chain_.size());
   pushed_chain_.clear();
 }
 
 void Matcher::ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recognizer::LaneView> lanes,
                                    uint32_t* words) {
-  const size_t first_nested = roots_.size();
   for (const parser::Recognizer::LaneView& lane : lanes) {
     if (lane.tokens.empty() && !lane.accepting) continue;
     AddTokenSets(*grammar_->LexedSubtreeSets(root, lane.lexer_state, lane.guards, lane.tokens), words);
   }
-  // Nested roots found by several lanes are walked once.
-  std::sort(roots_.begin() + static_cast<std::ptrdiff_t>(first_nested), roots_.end());
-  roots_.erase(std::unique(roots_.begin() + static_cast<std::ptrdiff_t>(first_nested), roots_.end()),
-               roots_.end());
 }
 
 }  // namespace zapgram::masks

@@ -94,6 +94,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "masks/mask_cache.h"
@@ -199,7 +200,17 @@ class CompiledGrammar {
   const StateTokenSets& OnDemandSets(uint64_t key, absl::FunctionRef<StateTokenSets()> build) const;
   mutable std::mutex on_demand_mu_;
   mutable absl::node_hash_map<uint64_t, StateTokenSets> on_demand_sets_;
-  mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>> subtree_sets_;
+  // Looked up by span (no key is built to find one).
+  struct SpanHash {
+    using is_transparent = void;
+    size_t operator()(absl::Span<const uint32_t> s) const { return absl::HashOf(s); }
+  };
+  struct SpanEq {
+    using is_transparent = void;
+    bool operator()(absl::Span<const uint32_t> a, absl::Span<const uint32_t> b) const { return a == b; }
+  };
+  mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
+      subtree_sets_;
   mutable size_t subtree_bytes_ = 0;
   size_t subtree_budget_bytes_ = size_t{64} << 20;
   mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
@@ -297,12 +308,13 @@ class Matcher {
   std::vector<uint32_t> full_key_;  // when key_ was cut
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
-  absl::flat_hash_set<uint32_t> walked_roots_;
   std::string pushed_;
   std::vector<parser::Recognizer::LaneView> lanes_;
   // Lexed walks (lexed_masks.cc). Per depth of the trie path being walked:
   // its node and the lanes after its bytes (depth 0: the newest lanes).
   std::vector<uint32_t> view_path_;
+  std::vector<size_t> root_runs_;
+  std::vector<uint32_t> nested_;  // min-heap of nested roots
   std::vector<uint32_t> ancestors_;
   std::vector<std::vector<parser::Recognizer::LaneView>> view_stack_;
   // A lane view's source tag names a history: a set of the newest position
