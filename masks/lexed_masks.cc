@@ -117,6 +117,19 @@ std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
 StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                                       const std::vector<uint32_t>& guards,
                                                       const std::vector<uint32_t>& tokens) const {
+  StateTokenSets out;
+  AcceptedTokens accepted(mask_words());
+  WalkLexedSubtree(
+      root, lexer_state, guards, tokens, [&](uint32_t node) { accepted.Add(trie_->TokensAt(node)); },
+      [&](uint32_t node) { out.uncertain_roots.push_back(node); });
+  std::move(accepted).Store(&out);
+  return out;
+}
+
+void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
+                                       absl::Span<const uint32_t> tokens,
+                                       absl::FunctionRef<void(uint32_t)> accept,
+                                       absl::FunctionRef<void(uint32_t)> uncertain) const {
   // One lane below `root`, with the parser holding root's bytes: a node is
   // certain while the lane's open token can still become a token its items
   // wait for (or an ignored one); when it cannot, the node is uncertain if
@@ -124,7 +137,11 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
   // that fires kills the lane below it (BuildGuardFailures' rule).
   const parser::LexerTable& lexer = *grammar_->lexer;
   absl::Span<const TokenTrieNode> nodes = trie_->nodes();
-  std::vector<uint64_t> want(lexer.words_per_state, 0);
+  // Per-thread scratch: small subtrees are walked per mask (no allocation).
+  thread_local std::vector<uint64_t> want;
+  thread_local std::vector<uint32_t> states, guard_stack, guard_begin;
+  thread_local std::vector<uint8_t> ended;
+  want.assign(lexer.words_per_state, 0);
   for (uint32_t token : tokens) want[token / 64] |= uint64_t{1} << (token % 64);
   auto inside = [&](uint32_t u) {
     if (u == 0) return false;
@@ -135,8 +152,6 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
     }
     return false;
   };
-  StateTokenSets out;
-  AcceptedTokens accepted(mask_words());
   // Per level below the root: lexer state, whether the lexer could have
   // emitted a token on the path so far, and the guards still pending (pairs
   // guard state, rank) in guard_stack. (Rooting the uncertain subtree at the
@@ -144,10 +159,10 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
   // shares parser steps after ignored whitespace, but its subtrees are so
   // much larger that Lark masks got 3-5x slower.)
   const uint32_t root_depth = nodes[root].depth;
-  std::vector<uint32_t> states = {lexer_state};
-  std::vector<uint8_t> ended = {0};
-  std::vector<uint32_t> guard_stack(guards.begin(), guards.end());
-  std::vector<uint32_t> guard_begin = {0, static_cast<uint32_t>(guard_stack.size())};
+  states.assign(1, lexer_state);
+  ended.assign(1, 0);
+  guard_stack.assign(guards.begin(), guards.end());
+  guard_begin.assign({0, static_cast<uint32_t>(guard_stack.size())});
   for (uint32_t i = root + 1; i < nodes[root].subtree_end;) {
     const TokenTrieNode& node = nodes[i];
     const uint32_t level = node.depth - root_depth;  // 1 for the root's children
@@ -173,18 +188,16 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
       // A fired guard: the token whose end made this lane did not end there,
       // so the lane and every lane it would spawn below are dead. Else the
       // parser decides where a token may have ended on the way.
-      if (!killed && ended_here) out.uncertain_roots.push_back(i);
+      if (!killed && ended_here) uncertain(i);
       i = node.subtree_end;
       continue;
     }
-    accepted.Add(trie_->TokensAt(i));
+    accept(i);
     states.push_back(u);
     ended.push_back(ended_here);
     guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
     ++i;
   }
-  std::move(accepted).Store(&out);
-  return out;
 }
 
 const StateTokenSets& CompiledGrammar::LexedTokenSets(uint32_t lexer_state, uint32_t token) const {
@@ -342,9 +355,23 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
 
 void Matcher::ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recognizer::LaneView> lanes,
                                    uint32_t* words) {
+  // A small subtree is walked here (cheaper than finding its sets, and
+  // nothing to keep); a leaf has nothing below it.
+  const TokenTrie& trie = grammar_->trie();
+  const uint32_t below = trie.nodes()[root].subtree_end - root - 1;
+  if (below == 0) return;
   for (const parser::Recognizer::LaneView& lane : lanes) {
     if (lane.tokens.empty() && !lane.accepting) continue;
-    AddTokenSets(*grammar_->LexedSubtreeSets(root, lane.lexer_state, lane.guards, lane.tokens), words);
+    if (below <= kWalkedSubtreeNodes) {
+      grammar_->WalkLexedSubtree(
+          root, lane.lexer_state, lane.guards, lane.tokens,
+          [&](uint32_t node) {
+            for (TokenId id : trie.TokensAt(node)) SetBit(words, id);
+          },
+          [&](uint32_t node) { roots_.push_back(node); });
+    } else {
+      AddTokenSets(*grammar_->LexedSubtreeSets(root, lane.lexer_state, lane.guards, lane.tokens), words);
+    }
   }
 }
 

@@ -194,6 +194,16 @@ class CompiledGrammar {
   StateTokenSets BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                        const std::vector<uint32_t>& guards,
                                        const std::vector<uint32_t>& tokens) const;
+
+ public:
+  // The walk that builds LexedSubtreeSets, with sinks: `accept(node)` for
+  // each node below `root` whose tokens the lane keeps, `uncertain(node)`
+  // for each uncertain root, in trie order. Thread-safe (per-thread scratch).
+  void WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
+                        absl::Span<const uint32_t> tokens, absl::FunctionRef<void(uint32_t)> accept,
+                        absl::FunctionRef<void(uint32_t)> uncertain) const;
+
+ private:
   // Sets without a slot of their own, built on first use: lexed grammars',
   // keyed by (state, token), and lazy terminal states', keyed by state; and
   // guard failures keyed by (guard state, rank).
@@ -312,6 +322,9 @@ class Matcher {
   std::vector<parser::Recognizer::LaneView> lanes_;
   // Lexed walks (lexed_masks.cc). Per depth of the trie path being walked:
   // its node and the lanes after its bytes (depth 0: the newest lanes).
+  // Subtrees up to this many nodes below an uncertain root are walked per
+  // mask rather than looked up (WalkLexedSubtree vs LexedSubtreeSets).
+  static constexpr uint32_t kWalkedSubtreeNodes = 32;
   std::vector<uint32_t> view_path_;
   std::vector<size_t> root_runs_;
   std::vector<uint32_t> nested_;  // min-heap of nested roots
