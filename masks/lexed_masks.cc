@@ -120,7 +120,7 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
   StateTokenSets out;
   AcceptedTokens accepted(mask_words());
   WalkLexedSubtree(
-      root, lexer_state, guards, tokens, [&](uint32_t node) { accepted.Add(trie_->TokensAt(node)); },
+      root, lexer_state, guards, tokens, [&](absl::Span<const TokenId> ids) { accepted.Add(ids); },
       [&](uint32_t node) { out.uncertain_roots.push_back(node); });
   std::move(accepted).Store(&out);
   return out;
@@ -128,7 +128,7 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
 
 void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
                                        absl::Span<const uint32_t> tokens,
-                                       absl::FunctionRef<void(uint32_t)> accept,
+                                       absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
                                        absl::FunctionRef<void(uint32_t)> uncertain) const {
   // One lane below `root`, with the parser holding root's bytes: a node is
   // certain while the lane's open token can still become a token its items
@@ -192,7 +192,15 @@ void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl
       i = node.subtree_end;
       continue;
     }
-    accept(i);
+    if (u == states.back() && node.subtree_end > i + 1 && guard_stack.size() == guard_begin[level] &&
+        IsSubset(trie_->SubtreeBytes(i), lexer_loops_[u])) {
+      // Every byte below steps u to itself, inside, with no guard to fire:
+      // the whole subtree is kept, and holds no uncertain root.
+      accept(trie_->SubtreeTokens(i));
+      i = node.subtree_end;
+      continue;
+    }
+    accept(trie_->TokensAt(i));
     states.push_back(u);
     ended.push_back(ended_here);
     guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
@@ -365,8 +373,8 @@ void Matcher::ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recog
     if (below <= kWalkedSubtreeNodes) {
       grammar_->WalkLexedSubtree(
           root, lane.lexer_state, lane.guards, lane.tokens,
-          [&](uint32_t node) {
-            for (TokenId id : trie.TokensAt(node)) SetBit(words, id);
+          [&](absl::Span<const TokenId> ids) {
+            for (TokenId id : ids) SetBit(words, id);
           },
           [&](uint32_t node) { roots_.push_back(node); });
     } else {

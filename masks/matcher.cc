@@ -50,6 +50,17 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   sets_once_ = std::make_unique<std::once_flag[]>(states);
   sets_.resize(states);
   if (!grammar_->lexed()) mask_class_ = BoundedEquivalence(grammar_->terminals, trie_->max_depth());
+  if (grammar_->lexed()) {
+    // Per lexer state, the bytes it steps to itself on (WalkLexedSubtree's
+    // whole-subtree shortcut): one row scan per state.
+    const parser::LexerTable& lexer = *grammar_->lexer;
+    lexer_loops_.assign(lexer.num_states(), TrieByteSet{});
+    for (uint32_t s = 1; s < lexer.num_states(); ++s) {
+      for (uint32_t b = 0; b < 256; ++b) {
+        if (lexer.Step(s, static_cast<uint8_t>(b)) == s) lexer_loops_[s][b / 64] |= uint64_t{1} << (b % 64);
+      }
+    }
+  }
 }
 
 std::string CompiledGrammar::NodeString(uint32_t node) const {
@@ -148,7 +159,7 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
 
 CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
-  m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() +
+  m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
   for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);

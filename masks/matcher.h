@@ -201,8 +201,11 @@ class CompiledGrammar {
   // The walk that builds LexedSubtreeSets, with sinks: `accept(node)` for
   // each node below `root` whose tokens the lane keeps, `uncertain(node)`
   // for each uncertain root, in trie order. Thread-safe (per-thread scratch).
+  // `accept` gets ids (a node's, or a whole subtree's when the lane's lexer
+  // state loops on every byte below a node and no guard is pending: every
+  // node there stays inside, as the byte-level sets' shortcut).
   void WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
-                        absl::Span<const uint32_t> tokens, absl::FunctionRef<void(uint32_t)> accept,
+                        absl::Span<const uint32_t> tokens, absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
                         absl::FunctionRef<void(uint32_t)> uncertain) const;
 
  private:
@@ -224,6 +227,7 @@ class CompiledGrammar {
   mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
       subtree_sets_;
   mutable size_t subtree_bytes_ = 0;
+  std::vector<TrieByteSet> lexer_loops_;  // lexed grammars: per lexer state, the bytes looping on it
   size_t subtree_budget_bytes_ = size_t{64} << 20;
   mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
 

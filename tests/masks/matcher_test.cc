@@ -331,6 +331,50 @@ TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
   CheckTrace("llama3", "sql", 4 * docs, steps, uncached);  // short documents
 }
 
+// Inside comments (an ignored token whose lexer state loops on almost every
+// byte: the lexed sets' whole-subtree shortcut settles most of the trie):
+// uncached masks at positions of java and go documents that end inside a
+// block or line comment, against the brute force.
+TEST(MatcherLexed, MasksInsideCommentsMatchBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const int per_set = 1;
+#else
+  const int per_set = 4;
+#endif
+  auto vocab = LoadVocabulary("llama3");
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  int checked = 0, mismatches = 0;
+  for (const char* set : {"java", "go"}) {
+    std::shared_ptr<const CompiledGrammar> g;
+    int found = 0;
+    for (const TraceRecord& rec : ReadTrace("llama3", set, 20)) {
+      if (found == per_set) break;
+      if (g == nullptr) g = CompileFor(rec.grammar, vocab);
+      Matcher m(g, uncached);
+      std::vector<uint32_t> words(g->mask_words());
+      std::string text;
+      for (size_t k = 0; k < rec.tokens.size(); ++k) {
+        const size_t open = text.rfind("/*"), line = text.rfind('\n'), slashes = text.rfind("//");
+        const bool in_block = open != std::string::npos && text.find("*/", open + 2) == std::string::npos;
+        const bool in_line = slashes != std::string::npos && (line == std::string::npos || slashes > line);
+        if (in_block || in_line) {
+          m.ComputeMask(words.data());
+          mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), rec.id + " step " + std::to_string(k));
+          ++checked;
+          ++found;
+          break;  // one per document
+        }
+        if (!m.AcceptToken(rec.tokens[k])) break;
+        text += vocab->token_bytes(rec.tokens[k]);
+      }
+    }
+  }
+  std::printf("masks inside comments: %d checked, %d mismatches\n", checked, mismatches);
+  EXPECT_GE(checked, 2 * per_set);
+  EXPECT_EQ(mismatches, 0);
+}
+
 // Lexed (Lark) grammars: random walks with the cache off, so the per-lane
 // token sets and guard sets answer every step.
 TEST(MatcherRandomWalk, LexedGrammarsMatchBruteForce) {
