@@ -51,6 +51,17 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   sets_once_ = std::make_unique<std::once_flag[]>(states);
   sets_.resize(states);
   if (!grammar_->lexed()) mask_class_ = BoundedEquivalence(grammar_->terminals, trie_->max_depth());
+  if (grammar_->lexed()) {
+    // Per lexer state, the bytes it steps to itself on (WalkLexedSubtree's
+    // whole-subtree shortcut): one row scan per state.
+    const parser::LexerTable& lexer = *grammar_->lexer;
+    lexer_loops_.assign(lexer.num_states(), TrieByteSet{});
+    for (uint32_t s = 1; s < lexer.num_states(); ++s) {
+      for (uint32_t b = 0; b < 256; ++b) {
+        if (lexer.Step(s, static_cast<uint8_t>(b)) == s) lexer_loops_[s][b / 64] |= uint64_t{1} << (b % 64);
+      }
+    }
+  }
 }
 
 std::string CompiledGrammar::NodeString(uint32_t node) const {
@@ -149,7 +160,7 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
 
 CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
-  m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() +
+  m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
   for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
@@ -183,156 +194,6 @@ StateTokenSets CompiledGrammar::BuildTokenSets(uint32_t state, bool use_subtrees
   return BuildTerminalTokenSets(*trie_, grammar_->terminals, state, mask_words(), use_subtrees);
 }
 
-StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
-  // The whole trie is the subtree of its root; kIgnoredOnly waits for no
-  // token (the lane's accepting flag rides through ignored tokens).
-  std::vector<uint32_t> tokens;
-  if (token != kIgnoredOnly) tokens.push_back(token);
-  return BuildLexedSubtreeSets(TokenTrie::kRoot, lexer_state, {}, tokens);
-}
-
-std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, uint32_t rank) const {
-  // The guard fires when the lexer, run on from the earlier token's start,
-  // accepts a terminal ranked `rank` or better; it is over when it dies or
-  // no such terminal is reachable any more.
-  const parser::LexerTable& lexer = *grammar_->lexer;
-  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
-  std::vector<uint32_t> fire(mask_words(), 0u);
-  std::vector<uint32_t> state = {guard_state};
-  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
-    const TokenTrieNode& node = nodes[i];
-    state.resize(node.depth);
-    // The recognizer's order (BuildNextLexedSets): dead = holds, then fire,
-    // then nothing good enough reachable = holds.
-    const uint32_t g = lexer.Step(state.back(), node.byte);
-    const bool fires = g != 0 && lexer.min_accepting_rank[g] <= rank;
-    if (fires) {
-      for (uint32_t k = i; k < node.subtree_end; ++k) {
-        for (TokenId id : trie_->TokensAt(k)) SetBit(fire.data(), id);
-      }
-    }
-    if (fires || g == 0 || lexer.min_rank_later[g] > rank) {
-      i = node.subtree_end;
-      continue;
-    }
-    state.push_back(g);
-    ++i;
-  }
-  return fire;
-}
-
-std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
-    uint32_t root, uint32_t lexer_state, const std::vector<uint32_t>& guards,
-    const std::vector<uint32_t>& tokens) const {
-  std::vector<uint32_t> key = {root, lexer_state, static_cast<uint32_t>(guards.size())};
-  key.insert(key.end(), guards.begin(), guards.end());
-  key.insert(key.end(), tokens.begin(), tokens.end());
-  {
-    std::lock_guard<std::mutex> lock(on_demand_mu_);
-    auto it = subtree_sets_.find(key);
-    if (it != subtree_sets_.end()) return it->second;
-  }
-  auto sets = std::make_shared<const StateTokenSets>(
-      BuildLexedSubtreeSets(root, lexer_state, guards, tokens));
-  std::lock_guard<std::mutex> lock(on_demand_mu_);
-  const size_t bytes = sets->bytes() + 4 * key.size() + 96;
-  if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
-  subtree_bytes_ += bytes;
-  on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  return subtree_sets_.try_emplace(std::move(key), std::move(sets)).first->second;
-}
-
-StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
-                                                      const std::vector<uint32_t>& guards,
-                                                      const std::vector<uint32_t>& tokens) const {
-  // One lane below `root`, with the parser holding root's bytes: a node is
-  // certain while the lane's open token can still become a token its items
-  // wait for (or an ignored one); when it cannot, the node is uncertain if
-  // the lexer could have emitted a token on the way (else rejected); a guard
-  // that fires kills the lane below it (BuildGuardFailures' rule).
-  const parser::LexerTable& lexer = *grammar_->lexer;
-  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
-  std::vector<uint64_t> want(lexer.words_per_state, 0);
-  for (uint32_t token : tokens) want[token / 64] |= uint64_t{1} << (token % 64);
-  auto inside = [&](uint32_t u) {
-    if (u == 0) return false;
-    if (lexer.ignored_can_continue[u]) return true;
-    const uint64_t* bits = &lexer.continue_bits[static_cast<size_t>(u) * lexer.words_per_state];
-    for (uint32_t w = 0; w < lexer.words_per_state; ++w) {
-      if (bits[w] & want[w]) return true;
-    }
-    return false;
-  };
-  StateTokenSets out;
-  AcceptedTokens accepted(mask_words());
-  // Per level below the root: lexer state, whether the lexer could have
-  // emitted a token on the path so far, and the guards still pending (pairs
-  // guard state, rank) in guard_stack. (Rooting the uncertain subtree at the
-  // emit itself rather than at the node where the lane dies was tried: it
-  // shares parser steps after ignored whitespace, but its subtrees are so
-  // much larger that Lark masks got 3-5x slower.)
-  const uint32_t root_depth = nodes[root].depth;
-  std::vector<uint32_t> states = {lexer_state};
-  std::vector<uint8_t> ended = {0};
-  std::vector<uint32_t> guard_stack(guards.begin(), guards.end());
-  std::vector<uint32_t> guard_begin = {0, static_cast<uint32_t>(guard_stack.size())};
-  for (uint32_t i = root + 1; i < nodes[root].subtree_end;) {
-    const TokenTrieNode& node = nodes[i];
-    const uint32_t level = node.depth - root_depth;  // 1 for the root's children
-    states.resize(level);
-    ended.resize(level);
-    guard_begin.resize(level + 1);
-    guard_stack.resize(guard_begin[level]);
-    const uint32_t u = lexer.Step(states.back(), node.byte);
-    const bool ended_here = ended.back() != 0 || (u != 0 && lexer.emit[u] != parser::kNoToken);
-    bool killed = false;
-    for (uint32_t k = guard_begin[level - 1]; k < guard_begin[level] && !killed; k += 2) {
-      const uint32_t guard = lexer.Step(guard_stack[k], node.byte);
-      const uint32_t rank = guard_stack[k + 1];
-      if (guard == 0) continue;  // no longer match possible: the guard holds
-      if (lexer.min_accepting_rank[guard] <= rank) {
-        killed = true;
-      } else if (lexer.min_rank_later[guard] <= rank) {
-        guard_stack.push_back(guard);
-        guard_stack.push_back(rank);
-      }
-    }
-    if (killed || !inside(u)) {
-      // A fired guard: the token whose end made this lane did not end there,
-      // so the lane and every lane it would spawn below are dead. Else the
-      // parser decides where a token may have ended on the way.
-      if (!killed && ended_here) out.uncertain_roots.push_back(i);
-      i = node.subtree_end;
-      continue;
-    }
-    accepted.Add(trie_->TokensAt(i));
-    states.push_back(u);
-    ended.push_back(ended_here);
-    guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
-    ++i;
-  }
-  std::move(accepted).Store(&out);
-  return out;
-}
-
-const StateTokenSets& CompiledGrammar::LexedTokenSets(uint32_t lexer_state, uint32_t token) const {
-  return OnDemandSets((uint64_t{lexer_state} << 32) | token,
-                      [&] { return BuildLexedTokenSets(lexer_state, token); });
-}
-
-const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state, uint32_t rank) const {
-  const uint64_t key = (uint64_t{guard_state} << 32) | rank;
-  {
-    std::lock_guard<std::mutex> lock(on_demand_mu_);
-    auto it = guard_failures_.find(key);
-    if (it != guard_failures_.end()) return it->second;
-  }
-  std::vector<uint32_t> fire = BuildGuardFailures(guard_state, rank);
-  std::lock_guard<std::mutex> lock(on_demand_mu_);
-  auto [it, fresh] = guard_failures_.try_emplace(key, std::move(fire));
-  if (fresh) on_demand_bytes_.fetch_add(4 * it->second.size() + 64, std::memory_order_relaxed);
-  return it->second;
-}
 
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(
     std::shared_ptr<const parser::FlatGrammar> grammar,
@@ -558,28 +419,21 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words) {
 }
 
 void Matcher::WalkUncertainRoots(uint32_t* words) {
-  // Byte-level grammars: each uncertain subtree is walked by the parser.
-  // Lexed grammars: the parser takes the bytes up to and including the root,
-  // then the subtree is classified like the token sets, running only the
-  // lexer (ClassifyLexedSubtree); the parser returns for the nested roots
-  // where a token may end inside the subtree (a lexeme boundary).
-  const bool lexed = grammar_->grammar().lexed();
-  const TokenTrie& trie = grammar_->trie();
-  absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  // Each uncertain subtree is walked by the parser (lexed grammars:
+  // WalkLexedRoots, lexed_masks.cc).
+  if (grammar_->grammar().lexed()) return WalkLexedRoots(words);
+  absl::Span<const TokenTrieNode> nodes = grammar_->trie().nodes();
   std::sort(roots_.begin(), roots_.end(), std::greater<uint32_t>());
   roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
   // `pushed_` holds the bytes pushed so far, shared with the previous
   // root's path where they agree. roots_ is a stack: smallest node on top,
   // so that paths are visited in trie order.
   pushed_.clear();
-  walked_roots_.clear();
   while (!roots_.empty()) {
     const uint32_t root = roots_.back();
     roots_.pop_back();
-    // A nested root may be found again from an enclosing one: walk it once.
-    if (lexed && !walked_roots_.insert(root).second) continue;
     const uint32_t depth = nodes[root].depth;
-    const std::string path = grammar_->NodeString(lexed ? root : grammar_->trie_parent(root));
+    const std::string path = grammar_->NodeString(grammar_->trie_parent(root));
     size_t common = 0;
     while (common < pushed_.size() && common < path.size() && pushed_[common] == path[common]) ++common;
     PopBytes(pushed_.size() - common);
@@ -593,30 +447,10 @@ void Matcher::WalkUncertainRoots(uint32_t* words) {
       pushed_.push_back(path[pushed_.size()]);
     }
     if (!alive) continue;  // the whole subtree is rejected
-    if (!lexed) {
-      WalkNodes(root, nodes[root].subtree_end, depth - 1, words, /*rejected=*/nullptr);
-      continue;
-    }
-    for (TokenId id : trie.TokensAt(root)) SetBit(words, id);
-    const size_t before = roots_.size();
-    ClassifyLexedSubtree(root, words);
-    std::sort(roots_.begin() + static_cast<std::ptrdiff_t>(before), roots_.end(), std::greater<uint32_t>());
+    WalkNodes(root, nodes[root].subtree_end, depth - 1, words, /*rejected=*/nullptr);
   }
   PopBytes(pushed_.size());
   pushed_.clear();
-}
-
-void Matcher::ClassifyLexedSubtree(uint32_t root, uint32_t* words) {
-  const size_t first_nested = roots_.size();
-  recognizer_.CollectLanes(&lanes_);
-  for (const parser::Recognizer::LaneView& lane : lanes_) {
-    if (lane.tokens.empty() && !lane.accepting) continue;
-    AddTokenSets(*grammar_->LexedSubtreeSets(root, lane.lexer_state, lane.guards, lane.tokens), words);
-  }
-  // Nested roots found by several lanes are walked once.
-  std::sort(roots_.begin() + static_cast<std::ptrdiff_t>(first_nested), roots_.end());
-  roots_.erase(std::unique(roots_.begin() + static_cast<std::ptrdiff_t>(first_nested), roots_.end()),
-               roots_.end());
 }
 
 void Matcher::AddTokenTerminals(uint32_t* words) {

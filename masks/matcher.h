@@ -37,11 +37,13 @@
 //    (or an ignored one), uncertain past a possible token end; a lane's
 //    guards remove the tokens that make them fire (the lane dies on them).
 //    There, an uncertain subtree is not walked byte by byte with the parser
-//    (each byte would copy every item of the lane): the parser takes the
-//    root's bytes only, and the subtree below is classified the same way
-//    from the lanes it then holds, running only the lexer
-//    (LexedSubtreeSets, cached per (node, lane)); the parser returns for the
-//    nested roots only, where a token may end. Lark masks got ~20x faster.
+//    (each byte would copy every item of the lane): the lanes after the
+//    root's bytes are stepped as views by the lexer, the parser closing
+//    each distinct sequence of ended tokens once per mask, and the subtree
+//    below is classified the same way from those lanes, running only the
+//    lexer (LexedSubtreeSets, cached per (node, lane), or walked when small);
+//    the parser returns for the nested roots only, where a token may end
+//    (masks/lexed_masks.cc). Lark masks got ~20x faster, then ~2x more.
 //  - the state cache: masks keyed by the recognizer's canonical pruned state
 //    (Recognizer::CanonicalState, spelled in place from the live chart by
 //    the compactor: no copy, no allocation), in the vocabulary's mask cache
@@ -94,6 +96,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "masks/mask_cache.h"
@@ -193,14 +196,38 @@ class CompiledGrammar {
   StateTokenSets BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                        const std::vector<uint32_t>& guards,
                                        const std::vector<uint32_t>& tokens) const;
+
+ public:
+  // The walk that builds LexedSubtreeSets, with sinks: `accept(node)` for
+  // each node below `root` whose tokens the lane keeps, `uncertain(node)`
+  // for each uncertain root, in trie order. Thread-safe (per-thread scratch).
+  // `accept` gets ids (a node's, or a whole subtree's when the lane's lexer
+  // state loops on every byte below a node and no guard is pending: every
+  // node there stays inside, as the byte-level sets' shortcut).
+  void WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
+                        absl::Span<const uint32_t> tokens, absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
+                        absl::FunctionRef<void(uint32_t)> uncertain) const;
+
+ private:
   // Sets without a slot of their own, built on first use: lexed grammars',
   // keyed by (state, token), and lazy terminal states', keyed by state; and
   // guard failures keyed by (guard state, rank).
   const StateTokenSets& OnDemandSets(uint64_t key, absl::FunctionRef<StateTokenSets()> build) const;
   mutable std::mutex on_demand_mu_;
   mutable absl::node_hash_map<uint64_t, StateTokenSets> on_demand_sets_;
-  mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>> subtree_sets_;
+  // Looked up by span (no key is built to find one).
+  struct SpanHash {
+    using is_transparent = void;
+    size_t operator()(absl::Span<const uint32_t> s) const { return absl::HashOf(s); }
+  };
+  struct SpanEq {
+    using is_transparent = void;
+    bool operator()(absl::Span<const uint32_t> a, absl::Span<const uint32_t> b) const { return a == b; }
+  };
+  mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
+      subtree_sets_;
   mutable size_t subtree_bytes_ = 0;
+  std::vector<TrieByteSet> lexer_loops_;  // lexed grammars: per lexer state, the bytes looping on it
   size_t subtree_budget_bytes_ = size_t{64} << 20;
   mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
 
@@ -297,9 +324,39 @@ class Matcher {
   std::vector<uint32_t> full_key_;  // when key_ was cut
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
-  absl::flat_hash_set<uint32_t> walked_roots_;
   std::string pushed_;
   std::vector<parser::Recognizer::LaneView> lanes_;
+  // Lexed walks (lexed_masks.cc). Per depth of the trie path being walked:
+  // its node and the lanes after its bytes (depth 0: the newest lanes).
+  // Subtrees up to this many nodes below an uncertain root are walked per
+  // mask rather than looked up (WalkLexedSubtree vs LexedSubtreeSets).
+  static constexpr uint32_t kWalkedSubtreeNodes = 32;
+  std::vector<uint32_t> view_path_;
+  std::vector<size_t> root_runs_;
+  std::vector<uint32_t> nested_;  // min-heap of nested roots
+  std::vector<uint32_t> ancestors_;
+  std::vector<std::vector<parser::Recognizer::LaneView>> view_stack_;
+  // A lane view's source tag names a history: a set of the newest position
+  // and the tokens that ended since (each advancing the items and closing),
+  // and the view of the boundary set they leave. Memoized per mask, so the
+  // parser closes each distinct token sequence once, however many trie
+  // nodes end it.
+  struct History {
+    uint32_t parent;  // kNoHistory: a set of the newest position
+    uint32_t token;   // the token ended last
+    uint32_t set;     // the chart set holding the closure while pushed
+    bool alive;       // the closure left a set
+    bool accepting;
+    std::vector<uint32_t> tokens;
+  };
+  static constexpr uint32_t kNoHistory = 0xFFFFFFFFu;
+  std::vector<History> histories_;
+  absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
+  std::vector<uint32_t> chain_;         // AdvanceHistory scratch
+  std::vector<uint32_t> pushed_chain_;  // histories whose closures the chart holds, oldest first
+  // Fills `boundary` with the view after `token` ends in history `source`.
+  bool AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary);
+  void WalkLexedRoots(uint32_t* words);
   std::vector<uint32_t> lane_words_;
   // Sets the bits of the tokens that the token terminals of the newest
   // set match (grammars with token terminals).
@@ -309,10 +366,11 @@ class Matcher {
   void AddTokenSets(const StateTokenSets& sets, uint32_t* words);
   // Walks the uncertain subtrees in roots_ with the parser (sorted first).
   void WalkUncertainRoots(uint32_t* words);
-  // Lexed grammars, with the parser holding `root`'s bytes: sets the bits of
-  // the subtree's tokens that some lane keeps for sure, pushes the nested
-  // uncertain roots onto roots_.
-  void ClassifyLexedSubtree(uint32_t root, uint32_t* words);
+  // Lexed grammars, with `lanes` the lanes after `root`'s bytes: sets the
+  // bits of the subtree's tokens that some lane keeps for sure, pushes the
+  // nested uncertain roots onto roots_.
+  void ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recognizer::LaneView> lanes,
+                            uint32_t* words);
   size_t CountAndAddEos(uint32_t* words);
 };
 

@@ -81,10 +81,6 @@ struct CountedTable {
   TrieByteSet one_byte_units{};
 };
 
-bool IsSubset(const TrieByteSet& a, const TrieByteSet& b) {
-  return ((a[0] & ~b[0]) | (a[1] & ~b[1]) | (a[2] & ~b[2]) | (a[3] & ~b[3])) == 0;
-}
-
 // Self-loop byte sets of the states a walk meets, computed once each: a
 // small direct-mapped cache (a miss recomputes; collisions only cost time).
 template <typename Table>

@@ -60,6 +60,9 @@ namespace zapgram::masks {
 
 // A set of bytes as four 64-bit words: byte b is bit b % 64 of word b / 64.
 using TrieByteSet = std::array<uint64_t, 4>;
+inline bool IsSubset(const TrieByteSet& a, const TrieByteSet& b) {
+  return ((a[0] & ~b[0]) | (a[1] & ~b[1]) | (a[2] & ~b[2]) | (a[3] & ~b[3])) == 0;
+}
 
 // 12 bytes, trivially copyable.
 struct TokenTrieNode {

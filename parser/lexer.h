@@ -35,6 +35,7 @@
 #define ZAPGRAM_PARSER_LEXER_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +82,39 @@ struct LexerTable {
   bool NeedsGuard(uint32_t state) const { return min_rank_later[state] <= emit_rank[state]; }
   uint32_t num_states() const { return static_cast<uint32_t>(emit.size()); }
 };
+
+// Steps a lane's guards ((lexer state, rank) pairs, parser/recognizer.h) by
+// `byte`: false when one fires (a longer or better-ranked match: the token
+// that left the guard did not end there, and the lane dies); else appends to
+// `out` the pairs still pending (a guard that dies or can no longer reach an
+// acceptance good enough is dropped).
+inline bool StepGuards(const LexerTable& lexer, const uint32_t* guards, size_t size, uint8_t byte,
+                       std::vector<uint32_t>* out) {
+  for (size_t k = 0; k + 1 < size; k += 2) {
+    const uint32_t guard = lexer.Step(guards[k], byte);
+    const uint32_t rank = guards[k + 1];
+    if (guard == 0) continue;  // no terminal can match longer: the guard holds
+    if (lexer.min_accepting_rank[guard] <= rank) return false;
+    if (lexer.min_rank_later[guard] > rank) continue;
+    out->push_back(guard);
+    out->push_back(rank);
+  }
+  return true;
+}
+
+// Adds the guard of a token emitted at lexer state `state` to sorted guard
+// pairs, when the choice is not final (LexerTable::NeedsGuard); sorted
+// insertion keeps lanes canonical.
+inline void AddEmitGuard(const LexerTable& lexer, uint32_t state, std::vector<uint32_t>* guards) {
+  if (!lexer.NeedsGuard(state)) return;
+  const uint32_t rank = lexer.emit_rank[state];
+  size_t at = 0;
+  while (at < guards->size() &&
+         ((*guards)[at] < state || ((*guards)[at] == state && (*guards)[at + 1] < rank))) {
+    at += 2;
+  }
+  guards->insert(guards->begin() + static_cast<std::ptrdiff_t>(at), {state, rank});
+}
 
 // Builds the lexer of `g.tokens`. Errors name the token: a pattern the regex
 // compiler refuses, a token that matches the empty string, too many states.

@@ -427,20 +427,7 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
     const uint32_t state = lexer.Step(lane[0], byte);
     if (state == 0) continue;
     guard_scratch_.clear();
-    bool killed = false;
-    for (size_t k = 1; k + 1 < lane.size(); k += 2) {
-      const uint32_t guard = lexer.Step(lane[k], byte);
-      const uint32_t rank = lane[k + 1];
-      if (guard == 0) continue;  // no terminal can match longer: the guard holds
-      if (lexer.min_accepting_rank[guard] <= rank) {
-        killed = true;  // a longer or better-ranked match: the token did not end there
-        break;
-      }
-      if (lexer.min_rank_later[guard] > rank) continue;
-      guard_scratch_.push_back(guard);
-      guard_scratch_.push_back(rank);
-    }
-    if (killed) continue;
+    if (!StepGuards(lexer, lane.data() + 1, lane.size() - 1, byte, &guard_scratch_)) continue;
     const bool accept_before = set.accepting != 0;
     const bool ignored_open = lexer.ignored_can_continue[state] != 0;
     // The token goes on.
@@ -459,16 +446,7 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
     // The token ends here.
     const uint32_t token = lexer.emit[state];
     if (token == kNoToken) continue;
-    if (lexer.NeedsGuard(state)) {
-      // Sorted insertion keeps lanes canonical.
-      size_t at = 0;
-      while (at < guard_scratch_.size() &&
-             (guard_scratch_[at] < state ||
-              (guard_scratch_[at] == state && guard_scratch_[at + 1] < lexer.emit_rank[state]))) {
-        at += 2;
-      }
-      guard_scratch_.insert(guard_scratch_.begin() + at, {state, lexer.emit_rank[state]});
-    }
+    AddEmitGuard(lexer, state, &guard_scratch_);
     LaneTarget& t = target(InternLane(/*lexer_state=*/1, guard_scratch_));
     if (lexer.ignored[token]) {
       t.accept |= accept_before;
@@ -714,6 +692,7 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
     view.lexer_state = lane[0];
     view.guards.assign(lane.begin() + 1, lane.end());
     view.accepting = set.accepting != 0;
+    view.source = s;
     view.tokens.clear();
     for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
       view.tokens.push_back(Payload(grammar_->rhs[chart.scan[i].dot]));
@@ -722,6 +701,85 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
     view.tokens.erase(std::unique(view.tokens.begin(), view.tokens.end()), view.tokens.end());
   }
   out->resize(n);
+}
+
+void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneView> in, uint8_t byte,
+                               AdvanceFn advance, std::vector<LaneView>* out) {
+  // BuildNextLexedSets on views: the same rules, lane by lane. The views of
+  // the last call are reused (their vectors keep their capacity).
+  size_t n = 0;
+  auto next_view = [&]() -> LaneView& {
+    if (out->size() == n) out->emplace_back();
+    LaneView& view = (*out)[n++];
+    view.guards.clear();
+    view.tokens.clear();
+    return view;
+  };
+  thread_local std::vector<uint32_t> stepped;
+  for (const LaneView& lane : in) {
+    const uint32_t state = lexer.Step(lane.lexer_state, byte);
+    if (state == 0) continue;
+    stepped.clear();
+    if (!StepGuards(lexer, lane.guards.data(), lane.guards.size(), byte, &stepped)) continue;
+    {
+      // The token goes on: items whose token can still end later (all of
+      // them while an ignored token is open).
+      LaneView& open = next_view();
+      const bool ignored_open = lexer.ignored_can_continue[state] != 0;
+      open.guards = stepped;
+      open.lexer_state = state;
+      open.source = lane.source;
+      open.accepting = lane.accepting && ignored_open;
+      for (uint32_t token : lane.tokens) {
+        if (ignored_open || lexer.CanContinue(state, token)) open.tokens.push_back(token);
+      }
+      if (open.tokens.empty() && !open.accepting) --n;
+    }
+    // The token ends here: a boundary lane with the guard of the choice.
+    const uint32_t token = lexer.emit[state];
+    if (token == kNoToken) continue;
+    const bool ignored = lexer.ignored[token] != 0;
+    if (ignored ? lane.tokens.empty() && !lane.accepting
+                : !std::binary_search(lane.tokens.begin(), lane.tokens.end(), token)) {
+      continue;  // nothing goes into it
+    }
+    LaneView& boundary = next_view();
+    boundary.guards = stepped;
+    if (ignored) {
+      // An ignored token: the items move unchanged into the boundary lane.
+      boundary.tokens = lane.tokens;
+      boundary.accepting = lane.accepting;
+      boundary.source = lane.source;
+    } else if (!advance(lane.source, token, &boundary)) {
+      --n;
+      continue;
+    }
+    boundary.lexer_state = 1;
+    AddEmitGuard(lexer, state, &boundary.guards);
+  }
+  out->resize(n);
+}
+
+bool Recognizer::PushTokenEnd(uint32_t source, uint32_t token) {
+  if (!status_.ok()) return false;
+  Chart& chart = current();
+  const uint32_t begin = chart.sets[source].scan_begin, end = chart.sets[source].scan_end;
+  const uint64_t position = chart.sets.back().position + 1;
+  const Symbol symbol = kTerminalTag | token;
+  BeginSet();
+  set_index_ = static_cast<uint32_t>(chart.sets.size());
+  for (uint32_t i = begin; i < end; ++i) {
+    const Item& item = chart.scan[i];
+    if (grammar_->rhs[item.dot] == symbol) AddItem(item.dot + 1, item.parent);
+  }
+  CloseSet();
+  if (budget_hit_) {
+    status_ = SetBudgetError(position);
+    return false;
+  }
+  if (new_scan_.empty() && !new_accepting_) return false;
+  FinishSet(chart, position, /*lane=*/0);
+  return true;
 }
 
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class,

@@ -182,8 +182,32 @@ class Recognizer {
     std::vector<uint32_t> guards;
     bool accepting = false;
     std::vector<uint32_t> tokens;
+    // StepLaneViews: the caller's tag of the lane's items (CollectLanes: the
+    // index of the lane's set in the chart).
+    uint32_t source = 0;
   };
   void CollectLanes(std::vector<LaneView>* out) const;
+  // The lanes that Push(byte) would leave, computed from the lanes before
+  // it (`in`) without touching the chart: each lane's lexer state and
+  // guards step, its tokens are those that can still end, an ignored
+  // token's end carries the lane's tokens into a boundary lane. Where a
+  // token that a lane's items wait for ends, `advance(source, token,
+  // &boundary)` supplies the boundary lane's tokens, accepting flag and
+  // source (the items advanced over the token and closed, e.g. by
+  // PushTokenEnd), or returns false when nothing survives. Lanes that Push
+  // would merge (equal lexer state and guards) may come out apart, with the
+  // union of the tokens between them. Empty `out`: Push(byte) would fail.
+  // Budgets are not consulted. Tests: tests/masks/lexed_masks_test.cc.
+  using AdvanceFn = absl::FunctionRef<bool(uint32_t source, uint32_t token, LaneView* boundary)>;
+  static void StepLaneViews(const LexerTable& lexer, absl::Span<const LaneView> in, uint8_t byte,
+                            AdvanceFn advance, std::vector<LaneView>* out);
+  // Lexed grammars, speculative: pushes a position holding one boundary set
+  // (lexer state start, no guards): the items of set `source` (of the
+  // newest position) that wait for `token`, advanced over it and closed, as
+  // where the lexer emits `token` (BuildNextLexedSets). No byte is read.
+  // Pop() undoes it. False, nothing pushed, when the set would be empty or a
+  // budget ran out (status() says so).
+  bool PushTokenEnd(uint32_t source, uint32_t token);
   // A canonical form of the live state: the live chart, renumbered densely,
   // without positions, lanes spelled out. Two recognizers of one grammar with
   // equal canonical states accept exactly the same continuations (the key of

@@ -127,7 +127,8 @@ std::vector<TraceRecord> ReadTrace(const std::string& tokenizer, const std::stri
 // the trace's token is allowed exactly while the document is still valid.
 // ZAPGRAM_BRUTE_FORCE_DOCS / ZAPGRAM_BRUTE_FORCE_STEPS widen the sample for
 // long offline runs (every step of many documents).
-void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps) {
+void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps,
+                const MatcherOptions& options = {}) {
   if (const char* d = std::getenv("ZAPGRAM_BRUTE_FORCE_DOCS")) docs = std::strtoull(d, nullptr, 10);
   if (const char* s = std::getenv("ZAPGRAM_BRUTE_FORCE_STEPS")) steps = std::strtoull(s, nullptr, 10);
   auto vocab = LoadVocabulary(tokenizer);
@@ -136,7 +137,7 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
   for (const TraceRecord& rec : ReadTrace(tokenizer, set, docs)) {
     auto& g = grammars[rec.grammar];
     if (g == nullptr) g = CompileFor(rec.grammar, vocab);
-    Matcher m(g);
+    Matcher m(g, options);
     std::vector<uint32_t> words(g->mask_words());
     std::string text;
     for (size_t k = 0; k < rec.tokens.size() && k < steps; ++k) {
@@ -155,6 +156,7 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
   }
   std::printf("%s/%s: %d masks checked against the brute force, %d mismatches\n", tokenizer.c_str(),
               set.c_str(), checked, mismatches);
+  EXPECT_GT(checked, 0);
   EXPECT_EQ(mismatches, 0);
 }
 
@@ -310,6 +312,66 @@ TEST(MatcherRandomWalk, CountedTerminalsMatchBruteForce) {
     }
   }
   std::printf("counted terminals: %d masks checked, %d mismatches\n", masks, mismatches);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// Lexed (Lark) grammars with the cache off, so that every mask walks
+// (masks/lexed_masks.cc): every step of the first tokens of the first
+// documents of java, go and sql on Llama 3 against the brute force.
+TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t docs = 1, steps = 4;
+#else
+  const size_t docs = 2, steps = 12;
+#endif
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  CheckTrace("llama3", "java", docs, steps, uncached);
+  CheckTrace("llama3", "go", docs, steps, uncached);
+  CheckTrace("llama3", "sql", 4 * docs, steps, uncached);  // short documents
+}
+
+// Inside comments (an ignored token whose lexer state loops on almost every
+// byte: the lexed sets' whole-subtree shortcut settles most of the trie):
+// uncached masks at positions of java and go documents that end inside a
+// block or line comment, against the brute force.
+TEST(MatcherLexed, MasksInsideCommentsMatchBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const int per_set = 1;
+#else
+  const int per_set = 4;
+#endif
+  auto vocab = LoadVocabulary("llama3");
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  int checked = 0, mismatches = 0;
+  for (const char* set : {"java", "go"}) {
+    std::shared_ptr<const CompiledGrammar> g;
+    int found = 0;
+    for (const TraceRecord& rec : ReadTrace("llama3", set, 20)) {
+      if (found == per_set) break;
+      if (g == nullptr) g = CompileFor(rec.grammar, vocab);
+      Matcher m(g, uncached);
+      std::vector<uint32_t> words(g->mask_words());
+      std::string text;
+      for (size_t k = 0; k < rec.tokens.size(); ++k) {
+        const size_t open = text.rfind("/*"), line = text.rfind('\n'), slashes = text.rfind("//");
+        const bool in_block = open != std::string::npos && text.find("*/", open + 2) == std::string::npos;
+        const bool in_line = slashes != std::string::npos && (line == std::string::npos || slashes > line);
+        if (in_block || in_line) {
+          m.ComputeMask(words.data());
+          mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), rec.id + " step " + std::to_string(k));
+          ++checked;
+          ++found;
+          break;  // one per document
+        }
+        if (!m.AcceptToken(rec.tokens[k])) break;
+        text += vocab->token_bytes(rec.tokens[k]);
+      }
+    }
+  }
+  std::printf("masks inside comments: %d checked, %d mismatches\n", checked, mismatches);
+  EXPECT_GE(checked, 2 * per_set);
   EXPECT_EQ(mismatches, 0);
 }
 

@@ -1,0 +1,386 @@
+// Masks of lexed (Lark) grammars: the token sets per lane and the walk of
+// the uncertain subtrees (the rest of the Matcher is in matcher.cc).
+//
+// A lexed grammar's recognizer holds one Earley set per lexer lane
+// (parser/recognizer.h). A vocabulary token that stays inside the lane's
+// open token is decided by the lexer alone: the per (lexer state, awaited
+// token) sets (LexedTokenSets, built from the whole trie by
+// BuildLexedSubtreeSets) accept it while the open token can still become
+// one the items wait for, minus what makes a guard fire (GuardFailures).
+// Past a possible token end the parser decides: those trie nodes are the
+// *uncertain roots*.
+//
+// The uncertain walk (WalkLexedRoots). The parser matters only where a
+// token ends: there the items waiting for it advance and the set closes
+// (completion, prediction); between token ends a byte only steps lexer
+// states and drops items whose token can no longer end. So the walk never
+// pushes bytes into the chart. It keeps, per depth of the trie path, the
+// lanes as views (Recognizer::LaneView: lexer state, guards, awaited
+// tokens, accepting) and steps them by the lexer (Recognizer::
+// StepLaneViews, the byte rule of BuildNextLexedSets on views). Where a
+// token that a view's items wait for ends, the boundary lane's view comes
+// from a *history*: the newest set the view descends from and the tokens
+// ended since, closed by the parser once per mask (Recognizer::
+// PushTokenEnd, one position per token, popped again) and memoized, so
+// `foo(`, `bar(` and `x(` share one closure after NAME and one after "(".
+// Before, every root pushed its bytes through the recognizer (each byte
+// inside a name closed the boundary lane again): ~2,500 roots per miss at
+// ~1 us each on java/go/sql. The roots are walked in trie order without
+// sorting the whole list per mask: the token sets give each lane's roots as
+// an ascending run (merged, SortRuns), nested roots go through a min-heap.
+//
+// Below a root, the subtree is classified like the token sets, from the
+// root's lanes (LexedSubtreeSets, cached per (node, lane)); the nested
+// roots it reports (token ends inside) are walked the same way, the views
+// of their path stepped on from the deepest node the walk shares with the
+// previous root.
+//
+// Exactness: views equal what CollectLanes gives after pushing the same
+// bytes, except that lanes the recognizer merges (equal lexer state and
+// guards) may stay apart; every use is a union over lanes (a token is
+// allowed when some lane keeps it), so the split changes nothing, and the
+// closure of a union of items is the union of their closures.
+//
+// Tests: tests/masks/matcher_test.cc (MatcherTrace.* and
+// MatcherRandomWalk.LexedGrammarsMatchBruteForce: masks against a
+// per-token brute force on java/go/sql; LexedViews.*: stepped views equal
+// the recognizer's lanes after a real push, byte by byte).
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include "masks/matcher.h"
+
+namespace zapgram::masks {
+
+StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
+  // The whole trie is the subtree of its root; kIgnoredOnly waits for no
+  // token (the lane's accepting flag rides through ignored tokens).
+  std::vector<uint32_t> tokens;
+  if (token != kIgnoredOnly) tokens.push_back(token);
+  return BuildLexedSubtreeSets(TokenTrie::kRoot, lexer_state, {}, tokens);
+}
+
+std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, uint32_t rank) const {
+  // The guard fires when the lexer, run on from the earlier token's start,
+  // accepts a terminal ranked `rank` or better; it is over when it dies or
+  // no such terminal is reachable any more.
+  const parser::LexerTable& lexer = *grammar_->lexer;
+  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
+  std::vector<uint32_t> fire(mask_words(), 0u);
+  std::vector<uint32_t> state = {guard_state};
+  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
+    const TokenTrieNode& node = nodes[i];
+    state.resize(node.depth);
+    // The recognizer's order (BuildNextLexedSets): dead = holds, then fire,
+    // then nothing good enough reachable = holds.
+    const uint32_t g = lexer.Step(state.back(), node.byte);
+    const bool fires = g != 0 && lexer.min_accepting_rank[g] <= rank;
+    if (fires) {
+      for (uint32_t k = i; k < node.subtree_end; ++k) {
+        for (TokenId id : trie_->TokensAt(k)) SetBit(fire.data(), id);
+      }
+    }
+    if (fires || g == 0 || lexer.min_rank_later[g] > rank) {
+      i = node.subtree_end;
+      continue;
+    }
+    state.push_back(g);
+    ++i;
+  }
+  return fire;
+}
+
+std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
+    uint32_t root, uint32_t lexer_state, const std::vector<uint32_t>& guards,
+    const std::vector<uint32_t>& tokens) const {
+  // Spelled into a per-thread buffer: a hit allocates nothing.
+  thread_local std::vector<uint32_t> key;
+  key.assign({root, lexer_state, static_cast<uint32_t>(guards.size())});
+  key.insert(key.end(), guards.begin(), guards.end());
+  key.insert(key.end(), tokens.begin(), tokens.end());
+  {
+    std::lock_guard<std::mutex> lock(on_demand_mu_);
+    auto it = subtree_sets_.find(absl::Span<const uint32_t>(key));
+    if (it != subtree_sets_.end()) return it->second;
+  }
+  auto sets = std::make_shared<const StateTokenSets>(
+      BuildLexedSubtreeSets(root, lexer_state, guards, tokens));
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  const size_t bytes = sets->bytes() + 4 * key.size() + 96;
+  if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
+  subtree_bytes_ += bytes;
+  on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return subtree_sets_.try_emplace(key, std::move(sets)).first->second;
+}
+
+StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
+                                                      const std::vector<uint32_t>& guards,
+                                                      const std::vector<uint32_t>& tokens) const {
+  StateTokenSets out;
+  AcceptedTokens accepted(mask_words());
+  WalkLexedSubtree(
+      root, lexer_state, guards, tokens, [&](absl::Span<const TokenId> ids) { accepted.Add(ids); },
+      [&](uint32_t node) { out.uncertain_roots.push_back(node); });
+  std::move(accepted).Store(&out);
+  return out;
+}
+
+void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
+                                       absl::Span<const uint32_t> tokens,
+                                       absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
+                                       absl::FunctionRef<void(uint32_t)> uncertain) const {
+  // One lane below `root`, with the parser holding root's bytes: a node is
+  // certain while the lane's open token can still become a token its items
+  // wait for (or an ignored one); when it cannot, the node is uncertain if
+  // the lexer could have emitted a token on the way (else rejected); a guard
+  // that fires kills the lane below it (BuildGuardFailures' rule).
+  const parser::LexerTable& lexer = *grammar_->lexer;
+  absl::Span<const TokenTrieNode> nodes = trie_->nodes();
+  // Per-thread scratch: small subtrees are walked per mask (no allocation).
+  thread_local std::vector<uint64_t> want;
+  thread_local std::vector<uint32_t> states, guard_stack, guard_begin;
+  thread_local std::vector<uint8_t> ended;
+  want.assign(lexer.words_per_state, 0);
+  for (uint32_t token : tokens) want[token / 64] |= uint64_t{1} << (token % 64);
+  auto inside = [&](uint32_t u) {
+    if (u == 0) return false;
+    if (lexer.ignored_can_continue[u]) return true;
+    const uint64_t* bits = &lexer.continue_bits[static_cast<size_t>(u) * lexer.words_per_state];
+    for (uint32_t w = 0; w < lexer.words_per_state; ++w) {
+      if (bits[w] & want[w]) return true;
+    }
+    return false;
+  };
+  // Per level below the root: lexer state, whether the lexer could have
+  // emitted a token on the path so far, and the guards still pending (pairs
+  // guard state, rank) in guard_stack. (Rooting the uncertain subtree at the
+  // emit itself rather than at the node where the lane dies was tried: it
+  // shares parser steps after ignored whitespace, but its subtrees are so
+  // much larger that Lark masks got 3-5x slower.)
+  const uint32_t root_depth = nodes[root].depth;
+  states.assign(1, lexer_state);
+  ended.assign(1, 0);
+  guard_stack.assign(guards.begin(), guards.end());
+  guard_begin.assign({0, static_cast<uint32_t>(guard_stack.size())});
+  for (uint32_t i = root + 1; i < nodes[root].subtree_end;) {
+    const TokenTrieNode& node = nodes[i];
+    const uint32_t level = node.depth - root_depth;  // 1 for the root's children
+    states.resize(level);
+    ended.resize(level);
+    guard_begin.resize(level + 1);
+    guard_stack.resize(guard_begin[level]);
+    const uint32_t u = lexer.Step(states.back(), node.byte);
+    const bool ended_here = ended.back() != 0 || (u != 0 && lexer.emit[u] != parser::kNoToken);
+    bool killed = false;
+    for (uint32_t k = guard_begin[level - 1]; k < guard_begin[level] && !killed; k += 2) {
+      const uint32_t guard = lexer.Step(guard_stack[k], node.byte);
+      const uint32_t rank = guard_stack[k + 1];
+      if (guard == 0) continue;  // no longer match possible: the guard holds
+      if (lexer.min_accepting_rank[guard] <= rank) {
+        killed = true;
+      } else if (lexer.min_rank_later[guard] <= rank) {
+        guard_stack.push_back(guard);
+        guard_stack.push_back(rank);
+      }
+    }
+    if (killed || !inside(u)) {
+      // A fired guard: the token whose end made this lane did not end there,
+      // so the lane and every lane it would spawn below are dead. Else the
+      // parser decides where a token may have ended on the way.
+      if (!killed && ended_here) uncertain(i);
+      i = node.subtree_end;
+      continue;
+    }
+    if (u == states.back() && node.subtree_end > i + 1 && guard_stack.size() == guard_begin[level] &&
+        IsSubset(trie_->SubtreeBytes(i), lexer_loops_[u])) {
+      // Every byte below steps u to itself, inside, with no guard to fire:
+      // the whole subtree is kept, and holds no uncertain root.
+      accept(trie_->SubtreeTokens(i));
+      i = node.subtree_end;
+      continue;
+    }
+    accept(trie_->TokensAt(i));
+    states.push_back(u);
+    ended.push_back(ended_here);
+    guard_begin.push_back(static_cast<uint32_t>(guard_stack.size()));
+    ++i;
+  }
+}
+
+const StateTokenSets& CompiledGrammar::LexedTokenSets(uint32_t lexer_state, uint32_t token) const {
+  return OnDemandSets((uint64_t{lexer_state} << 32) | token,
+                      [&] { return BuildLexedTokenSets(lexer_state, token); });
+}
+
+const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state, uint32_t rank) const {
+  const uint64_t key = (uint64_t{guard_state} << 32) | rank;
+  {
+    std::lock_guard<std::mutex> lock(on_demand_mu_);
+    auto it = guard_failures_.find(key);
+    if (it != guard_failures_.end()) return it->second;
+  }
+  std::vector<uint32_t> fire = BuildGuardFailures(guard_state, rank);
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  auto [it, fresh] = guard_failures_.try_emplace(key, std::move(fire));
+  if (fresh) on_demand_bytes_.fetch_add(4 * it->second.size() + 64, std::memory_order_relaxed);
+  return it->second;
+}
+
+bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary) {
+  const uint64_t key = (uint64_t{source} << 32) | token;
+  auto [it, fresh] = history_after_.try_emplace(key, static_cast<uint32_t>(histories_.size()));
+  if (fresh) {
+    // The chart holds the closures of pushed_chain_ (one position each),
+    // shared with the previous history's where they agree: pop to the
+    // common part, push the rest of the source's chain, then the token.
+    chain_.clear();
+    for (uint32_t h = source; histories_[h].parent != kNoHistory; h = histories_[h].parent) chain_.push_back(h);
+    std::reverse(chain_.begin(), chain_.end());
+    size_t common = 0;
+    while (common < pushed_chain_.size() && common < chain_.size() && pushed_chain_[common] == chain_[common]) {
+      ++common;
+    }
+    PopBytes(pushed_chain_.size() - common);
+    pushed_chain_.resize(common);
+    bool ok = true;
+    for (size_t i = common; i < chain_.size() && ok; ++i) {
+      const History& h = histories_[chain_[i]];
+      ok = recognizer_.PushTokenEnd(histories_[h.parent].set, h.token);  // false only on a budget
+      if (ok) pushed_chain_.push_back(chain_[i]);
+    }
+    History next{source, token, 0, false, false, {}};
+    if (ok && recognizer_.PushTokenEnd(histories_[source].set, token)) {
+      recognizer_.CollectLanes(&lanes_);
+      next.set = lanes_[0].source;
+      next.alive = true;
+      next.accepting = lanes_[0].accepting;
+      next.tokens = lanes_[0].tokens;
+      pushed_chain_.push_back(it->second);
+    }
+    histories_.push_back(std::move(next));
+  }
+  const History& h = histories_[it->second];
+  if (!h.alive) return false;
+  boundary->tokens = h.tokens;
+  boundary->accepting = h.accepting;
+  boundary->source = it->second;
+  return true;
+}
+
+namespace {
+
+// Sorts `v`, made of ascending runs (each lane's roots come in trie order),
+// by merging neighbouring runs, and drops repeats.
+void SortRuns(std::vector<uint32_t>* v, std::vector<size_t>* bounds) {
+  bounds->assign(1, 0);
+  for (size_t i = 1; i < v->size(); ++i) {
+    if ((*v)[i] < (*v)[i - 1]) bounds->push_back(i);
+  }
+  bounds->push_back(v->size());
+  while (bounds->size() > 2) {
+    size_t out = 1;
+    for (size_t k = 0; k + 2 < bounds->size(); k += 2) {
+      std::inplace_merge(v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k]),
+                         v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k + 1]),
+                         v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k + 2]));
+      (*bounds)[out++] = (*bounds)[k + 2];
+    }
+    if (bounds->size() % 2 == 0) (*bounds)[out++] = bounds->back();
+    bounds->resize(out);
+  }
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
+}  // namespace
+
+void Matcher::WalkLexedRoots(uint32_t* words) {
+  const TokenTrie& trie = grammar_->trie();
+  absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  const parser::LexerTable& lexer = *grammar_->grammar().lexer;
+  SortRuns(&roots_, &root_runs_);
+  // Depth 0: the newest lanes, each its own history.
+  if (view_stack_.size() < trie.max_depth() + 1u) view_stack_.resize(trie.max_depth() + 1u);
+  histories_.clear();
+  history_after_.clear();
+  recognizer_.CollectLanes(&view_stack_[0]);
+  for (parser::Recognizer::LaneView& view : view_stack_[0]) {
+    histories_.push_back({kNoHistory, 0, view.source, true, view.accepting, view.tokens});
+    view.source = static_cast<uint32_t>(histories_.size() - 1);
+  }
+  view_path_.assign(1, TokenTrie::kRoot);
+  const auto advance = [this](uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary) {
+    return AdvanceHistory(source, token, boundary);
+  };
+  // Roots in trie order (so that paths share their views): the sorted
+  // roots of the token sets, merged with a min-heap of the nested roots
+  // found on the way (each inside the root that found it, so after it). A
+  // nested root may be found again from an enclosing one: walked once.
+  const size_t top = roots_.size();
+  nested_.clear();
+  uint32_t last = TokenTrie::kRoot;
+  for (size_t next = 0; next < top || !nested_.empty();) {
+    uint32_t root;
+    if (!nested_.empty() && (next == top || nested_.front() <= roots_[next])) {
+      std::pop_heap(nested_.begin(), nested_.end(), std::greater<uint32_t>());
+      root = nested_.back();
+      nested_.pop_back();
+    } else {
+      root = roots_[next++];
+    }
+    if (root == last) continue;
+    last = root;
+    // Climb to the deepest node on the current path, then step the views
+    // down from there.
+    size_t n = 0;
+    uint32_t k = root;
+    while (nodes[k].depth >= view_path_.size() || view_path_[nodes[k].depth] != k) {
+      if (ancestors_.size() == n) ancestors_.push_back(0);
+      ancestors_[n++] = k;
+      k = trie.parent(k);
+    }
+    view_path_.resize(nodes[k].depth + 1u);
+    while (n > 0) {
+      const uint32_t node = ancestors_[--n];
+      const uint32_t d = nodes[node].depth;
+      parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[node].byte, advance, &view_stack_[d]);
+      view_path_.push_back(node);
+    }
+    const std::vector<parser::Recognizer::LaneView>& lanes = view_stack_[nodes[root].depth];
+    if (lanes.empty()) continue;  // the whole subtree is rejected
+    for (TokenId id : trie.TokensAt(root)) SetBit(words, id);
+    ClassifyLexedSubtree(root, lanes, words);
+    for (size_t i = top; i < roots_.size(); ++i) {
+      nested_.push_back(roots_[i]);
+      std::push_heap(nested_.begin(), nested_.end(), std::greater<uint32_t>());
+    }
+    roots_.resize(top);
+  }
+  roots_.clear();
+  PopBytes(pushed_chain_.size());
+  pushed_chain_.clear();
+}
+
+void Matcher::ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recognizer::LaneView> lanes,
+                                   uint32_t* words) {
+  // A small subtree is walked here (cheaper than finding its sets, and
+  // nothing to keep); a leaf has nothing below it.
+  const TokenTrie& trie = grammar_->trie();
+  const uint32_t below = trie.nodes()[root].subtree_end - root - 1;
+  if (below == 0) return;
+  for (const parser::Recognizer::LaneView& lane : lanes) {
+    if (lane.tokens.empty() && !lane.accepting) continue;
+    if (below <= kWalkedSubtreeNodes) {
+      grammar_->WalkLexedSubtree(
+          root, lane.lexer_state, lane.guards, lane.tokens,
+          [&](absl::Span<const TokenId> ids) {
+            for (TokenId id : ids) SetBit(words, id);
+          },
+          [&](uint32_t node) { roots_.push_back(node); });
+    } else {
+      AddTokenSets(*grammar_->LexedSubtreeSets(root, lane.lexer_state, lane.guards, lane.tokens), words);
+    }
+  }
+}
+
+}  // namespace zapgram::masks
