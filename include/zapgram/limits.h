@@ -60,6 +60,26 @@ struct CompileLimits {
   uint32_t max_lexer_states = 1u << 16;
 };
 
+// Budget-aware masks (Matcher::ComputeMask with tokens_left, masks/budget_mask.h):
+// the searches that decide whether a token can still finish within the
+// tokens left. Running out never allows a token that was not proven to
+// finish; it masks it (conservative) and counts it as inexact.
+struct BudgetMaskOptions {
+  // Children evaluated by the exact token search, per mask (each one token
+  // accepted, keyed, rolled back: ~2-20 us). The search runs only for tokens
+  // whose bounds straddle the budget.
+  uint64_t max_search_nodes = 1u << 14;
+  // Children evaluated by one shortest-byte-completion search (a state's
+  // witness), each one byte accepted, keyed, rolled back.
+  uint64_t max_witness_nodes = 1u << 12;
+  // Longest witness searched, in bytes (the matcher's rollback budget must
+  // cover it plus the longest token).
+  uint32_t max_witness_bytes = 256;
+  // Distinct parser states whose bounds are remembered (a few hundred bytes
+  // each); the memo is cleared when full.
+  uint32_t max_memo_entries = 1u << 16;
+};
+
 }  // namespace zapgram
 
 #endif  // ZAPGRAM_LIMITS_H_
