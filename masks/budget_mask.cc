@@ -63,13 +63,30 @@ void BudgetMasker::Pop(Matcher& matcher) {
   pushed_.pop_back();
 }
 
-BudgetMasker::Bounds* BudgetMasker::Lookup(Matcher& matcher) {
+BudgetMasker::Bounds* BudgetMasker::Lookup(Matcher& matcher, bool witness) {
   if (!matcher.ExactStateKey(&key_)) return nullptr;
   auto it = memo_.find(key_);
-  if (it != memo_.end()) return &it->second;
+  if (it != memo_.end() && (it->second.witnessed || !witness)) return &it->second;
+  if (it != memo_.end()) {
+    // Learned by a search; add the witness's bounds.
+    const Bounds found = ComputeBounds(matcher);
+    Bounds& slot = memo_[key_];  // ComputeBounds may have rehashed the memo
+    slot.lb = std::max(slot.lb, found.lb);
+    slot.ub = std::min(slot.ub, found.ub);
+    slot.witnessed = true;
+    return &slot;
+  }
+  if (!witness) {
+    // Inside a token search: no byte search per visited state (it would
+    // dominate), only what is free; the entry is remembered only if the
+    // search learns something.
+    light_ = Bounds{.lb = matcher.IsAccepting() ? 1u : 2u, .ub = matcher.IsAccepting() ? 1u : kUnknown};
+    return &light_;
+  }
   if (memo_.size() >= options_.max_memo_entries) memo_.clear();
   std::vector<uint32_t> key = key_;  // ComputeBounds reuses key_
-  const Bounds bounds = ComputeBounds(matcher);
+  Bounds bounds = ComputeBounds(matcher);
+  bounds.witnessed = true;
   auto [slot, inserted] = memo_.try_emplace(std::move(key), bounds);
   if (!inserted) {  // the witness replay passed through this very state
     slot->second.lb = std::max(slot->second.lb, bounds.lb);
@@ -213,32 +230,55 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   struct Frame {
     std::vector<uint32_t> key;
     uint32_t r;
-    std::vector<int32_t> children;
-    size_t next = 0;
+    std::vector<uint32_t> words;  // its mask; children are read off lazily
+    size_t word = 0;
+    uint32_t bits = 0;
     bool cut = false;  // some child was left undecided (budget)
+    // The next allowed id other than EOS, or -1.
+    int32_t Next(const Vocabulary& vocab) {
+      while (true) {
+        while (bits == 0) {
+          if (word >= words.size()) return -1;
+          bits = words[word++];
+        }
+        const int32_t id = static_cast<int32_t>((word - 1) * 32 + std::countr_zero(bits));
+        bits &= bits - 1;
+        if (!vocab.is_eos(id)) return id;
+      }
+    }
   };
   const CompiledGrammar& g = matcher.grammar();
+  const Vocabulary& vocab = g.vocabulary();
   const size_t n_words = g.mask_words();
-  scratch_words_.resize(n_words);
   std::vector<Frame> stack;
   auto open = [&](uint32_t budget) {
     Frame f;
     matcher.ExactStateKey(&f.key);
     f.r = budget;
-    matcher.ComputeMask(scratch_words_.data());
-    AllowedNonEos(scratch_words_.data(), n_words, g.vocabulary(), &f.children);
+    f.words.resize(n_words);
+    matcher.ComputeMask(f.words.data());
     stack.push_back(std::move(f));
   };
+  if (nodes_left_ == 0) {  // nothing to search with
+    ran_out_ = true;
+    return false;
+  }
   open(r);
   bool success = false;
   while (!stack.empty() && !success) {
     Frame& top = stack.back();
-    if (top.next == top.children.size()) {
+    const int32_t id = nodes_left_ == 0 ? -1 : top.Next(vocab);
+    if (nodes_left_ == 0) {
+      // Out of budget: the remaining children are undecided.
+      top.cut = true;
+      ran_out_ = true;
+    }
+    if (id < 0) {
       // Every child failed: d > r here, unless a budget cut the search.
       const bool cut = top.cut;
       if (!cut) {
-        auto it = memo_.find(top.key);
-        if (it != memo_.end()) it->second.lb = std::max(it->second.lb, top.r + 1);
+        auto [it, inserted] = memo_.try_emplace(top.key, Bounds{.lb = 2, .ub = kUnknown});
+        it->second.lb = std::max(it->second.lb, top.r + 1);
       }
       stack.pop_back();
       if (!stack.empty()) {
@@ -247,20 +287,14 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
       }
       continue;
     }
-    const int32_t id = top.children[top.next++];
     const uint32_t child_r = top.r - 1;
-    if (nodes_left_ == 0) {
-      top.cut = true;
-      ran_out_ = true;
-      continue;
-    }
     --nodes_left_;
     ++stats_.search_nodes;
     if (!Push(matcher, id)) {
       top.cut |= ran_out_;
       continue;
     }
-    const Bounds* cb = Lookup(matcher);
+    const Bounds* cb = Lookup(matcher, /*witness=*/false);
     if (cb == nullptr || cb->lb > child_r) {
       Pop(matcher);
       continue;
@@ -279,8 +313,8 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   if (success) {
     // Every state on the path finishes within its own budget.
     while (!stack.empty()) {
-      auto it = memo_.find(stack.back().key);
-      if (it != memo_.end()) it->second.ub = std::min(it->second.ub, stack.back().r);
+      auto [it, inserted] = memo_.try_emplace(stack.back().key, Bounds{.lb = 2, .ub = kUnknown});
+      it->second.ub = std::min(it->second.ub, stack.back().r);
       stack.pop_back();
       if (!stack.empty()) Pop(matcher);
     }
@@ -331,7 +365,12 @@ size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* wo
       ++stats_.inexact;
       continue;
     }
+    // The token's share of the call's search budget.
+    const uint64_t call_left = nodes_left_;
+    const uint64_t share = std::min<uint64_t>(call_left, options_.max_search_nodes_per_token);
+    nodes_left_ = share;
     const bool ok = FinishesWithin(matcher, r);
+    nodes_left_ = call_left - (share - nodes_left_);
     const Bounds after = StateBounds(matcher);
     if (after.ub == kUnknown) all_known = false;
     else max_child_ub = std::max(max_child_ub, after.ub);

@@ -32,7 +32,8 @@
 //      allowed tokens of each state (their plain masks), depth n - 1,
 //      children pruned by their own bounds; a success is a token path, so
 //      it is a witness too; a fully explored failure raises lb. Every
-//      child a search visits costs one node of max_search_nodes (per
+//      child a search visits costs one node of max_search_nodes (at most
+//      max_search_nodes_per_token of them for one token of the mask; per
 //      Compute call); when the budget runs out the undecided tokens are
 //      *masked* (fail sound: only what was proven to finish is allowed)
 //      and stats().inexact counts them.
@@ -109,6 +110,7 @@ class BudgetMasker {
   struct Bounds {
     uint32_t lb = 1, ub = kUnknown;
     uint32_t max_child_ub = kUnknown;  // R of the state (see above), when known
+    bool witnessed = false;            // the byte search has run for this state
   };
   Bounds StateBounds(Matcher& matcher);
   // Decides d(X) <= r for the current state (exact within the search budget;
@@ -119,7 +121,11 @@ class BudgetMasker {
   void ClearMemo() { memo_.clear(); }
 
  private:
-  Bounds* Lookup(Matcher& matcher);
+  // The memo's bounds of the current state; when absent, computed with a
+  // witness (and remembered) or, with witness false, the free ones only (in
+  // a scratch slot, valid until the next call). Null without keys.
+  Bounds* Lookup(Matcher& matcher, bool witness = true);
+  Bounds light_;
   Bounds ComputeBounds(Matcher& matcher);
   // Shortest byte completion of the current state; false when the byte
   // budget ran out first.

@@ -69,6 +69,11 @@ struct BudgetMaskOptions {
   // accepted, keyed, rolled back: ~2-20 us). The search runs only for tokens
   // whose bounds straddle the budget.
   uint64_t max_search_nodes = 1u << 14;
+  // Of those, at most this many for one token of the mask: with a large
+  // vocabulary a refutation needs the whole subtree, so a token whose witness
+  // misses the budget is given up (masked) quickly rather than starving the
+  // others.
+  uint64_t max_search_nodes_per_token = 256;
   // Children evaluated by one shortest-byte-completion search (a state's
   // witness), each one byte accepted, keyed, rolled back.
   uint64_t max_witness_nodes = 1u << 12;
