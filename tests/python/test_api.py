@@ -374,10 +374,10 @@ def test_budget_aware_mask(small_compiler):
     assert m.accept_string("[1")
     bitmask = zapgram.allocate_token_bitmask(1, 40, backend="numpy")
     m.fill_next_token_bitmask(bitmask, 0)
-    assert allowed_ids(bitmask[0], 40) == ids_of("]", "1", "2", "12")
+    assert allowed_ids(bitmask[0], 40) == ids_of(b"]", b"1", b"2", b"12")
     m.fill_next_token_bitmask(bitmask, 0, tokens_left=2)  # "]" then EOS
-    assert allowed_ids(bitmask[0], 40) == ids_of("]")
+    assert allowed_ids(bitmask[0], 40) == ids_of(b"]")
     m.fill_next_token_bitmask(bitmask, 0, tokens_left=1)  # only EOS, not a sentence yet
     assert allowed_ids(bitmask[0], 40) == []
     m.fill_next_token_bitmask(bitmask, 0, tokens_left=3)
-    assert allowed_ids(bitmask[0], 40) == ids_of("]", "1", "2", "12")
+    assert allowed_ids(bitmask[0], 40) == ids_of(b"]", b"1", b"2", b"12")
