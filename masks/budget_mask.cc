@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <bit>
+#include <functional>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,22 +111,30 @@ BudgetMasker::Bounds BudgetMasker::ComputeBounds(Matcher& matcher) {
   }
   b.lb = 2;
   std::string witness;
-  const bool complete = ShortestCompletion(matcher, &witness);
+  uint32_t explored = 0;
+  const bool complete = ShortestCompletion(matcher, &witness, &explored);
+  // Out of budget before the shortest completion: any completion is still a
+  // witness (an upper bound); the lower bound then comes from the depth the
+  // breadth-first search finished.
+  if (!complete) GuidedCompletion(matcher, &witness);
   if (!witness.empty()) {
     b.ub = WitnessTokens(matcher, witness);
     if (b.ub != kUnknown) b.ub += 1;  // EOS
   }
+  const size_t longest = std::max<size_t>(1, matcher.grammar().trie().max_depth());
   if (complete) {
     // No completion is shorter than the witness (or, with no witness found
     // and the search finished, none exists: the state is dead).
-    const size_t longest = std::max<size_t>(1, matcher.grammar().trie().max_depth());
     b.lb = witness.empty() ? kUnknown : std::max<uint32_t>(2, 1 + CeilDiv(witness.size(), longest));
+  } else {
+    // No completion of `explored` bytes or fewer.
+    b.lb = std::max<uint32_t>(2, 1 + CeilDiv(explored + 1, longest));
   }
   if (b.ub != kUnknown && b.lb > b.ub) b.lb = b.ub;  // a witness is a fact
   return b;
 }
 
-bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness) {
+bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness, uint32_t* explored) {
   // Breadth first over byte strings; a frontier entry is the bytes from the
   // start state. States are deduplicated by their exact key.
   witness->clear();
@@ -133,7 +143,9 @@ bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness) {
   if (matcher.ExactStateKey(&key)) seen.emplace(key, true);
   std::vector<std::string> frontier{std::string()}, next;
   uint64_t budget = options_.max_witness_nodes;
+  *explored = 0;
   for (uint32_t depth = 0; depth < options_.max_witness_bytes && !frontier.empty(); ++depth) {
+    *explored = depth;  // no completion of `depth` bytes or fewer... after this level
     next.clear();
     for (const std::string& path : frontier) {
       if (!path.empty() && !PushBytes(matcher, path)) return false;  // only the rollback budget
@@ -165,9 +177,65 @@ bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness) {
       if (out_of_budget) return false;
     }
     frontier.swap(next);
+    *explored = depth + 1;
   }
   // Frontier empty: no completion at all (a dead state); else too deep.
   return frontier.empty();
+}
+
+bool BudgetMasker::GuidedCompletion(Matcher& matcher, std::string* witness) {
+  // Best first: the state with the fewest live Earley sets, then items (the
+  // open structures a completion must close), then the shortest path;
+  // states deduplicated by key. Finds *a* completion, not the shortest.
+  witness->clear();
+  struct Entry {
+    size_t sets, items;
+    std::string path;
+    bool operator>(const Entry& o) const {
+      if (sets != o.sets) return sets > o.sets;
+      if (items != o.items) return items > o.items;
+      return path.size() > o.path.size();
+    }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  absl::flat_hash_map<std::vector<uint32_t>, bool> seen;
+  std::vector<uint32_t> key;
+  if (matcher.ExactStateKey(&key)) seen.emplace(key, true);
+  queue.push({matcher.retained_sets(), matcher.retained_items(), std::string()});
+  uint64_t budget = options_.max_witness_nodes;
+  while (!queue.empty()) {
+    const Entry top = queue.top();
+    queue.pop();
+    if (top.path.size() >= options_.max_witness_bytes) continue;
+    if (!top.path.empty() && !PushBytes(matcher, top.path)) return false;
+    const parser::ByteSet bytes = matcher.NextBytes();
+    bool found = false, out_of_budget = false;
+    for (int c = 0; c < 256 && !found; ++c) {
+      if (!bytes.test(c)) continue;
+      if (budget == 0) {
+        out_of_budget = true;
+        break;
+      }
+      --budget;
+      ++stats_.byte_nodes;
+      const char byte = static_cast<char>(c);
+      if (!PushBytes(matcher, std::string_view(&byte, 1))) {
+        out_of_budget = true;
+        break;
+      }
+      if (matcher.IsAccepting()) {
+        *witness = top.path + byte;
+        found = true;
+      } else if (matcher.ExactStateKey(&key) && seen.emplace(key, true).second) {
+        queue.push({matcher.retained_sets(), matcher.retained_items(), top.path + byte});
+      }
+      Pop(matcher);
+    }
+    if (!top.path.empty()) Pop(matcher);
+    if (found) return true;
+    if (out_of_budget) return false;
+  }
+  return false;
 }
 
 uint32_t BudgetMasker::WitnessTokens(Matcher& matcher, const std::string& bytes) {
@@ -322,6 +390,46 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   return success;
 }
 
+const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const uint32_t* words,
+                                                         const std::vector<int32_t>& ids) {
+  const size_t n_words = matcher.grammar().mask_words();
+  std::vector<uint32_t> root_key = key_;
+  Profile profile;
+  auto bucket = [n_words](std::vector<std::pair<uint32_t, std::vector<uint32_t>>>* family, uint32_t v,
+                          int32_t id) {
+    auto it = std::find_if(family->begin(), family->end(), [v](const auto& e) { return e.first == v; });
+    if (it == family->end()) {
+      family->push_back({v, std::vector<uint32_t>(n_words, 0u)});
+      it = family->end() - 1;
+    }
+    it->second[id >> 5] |= 1u << (id & 31);
+  };
+  for (int32_t id : ids) {
+    ++stats_.tokens_checked;
+    ran_out_ = false;
+    if (!Push(matcher, id)) {  // past the rollback budget: never proven
+      bucket(&profile.by_ub, kUnknown, id);
+      bucket(&profile.by_lb, 2, id);
+      continue;
+    }
+    const Bounds b = StateBounds(matcher);
+    Pop(matcher);
+    bucket(&profile.by_ub, b.ub, id);
+    bucket(&profile.by_lb, b.lb, id);
+  }
+  (void)words;
+  profile.bytes = (profile.by_ub.size() + profile.by_lb.size()) * n_words * sizeof(uint32_t) +
+                  root_key.size() * sizeof(uint32_t) + sizeof(Profile);
+  if (profile_bytes_ + profile.bytes > options_.max_profile_bytes) {
+    profiles_.clear();
+    profile_bytes_ = 0;
+  }
+  profile_bytes_ += profile.bytes;
+  auto [it, inserted] = profiles_.insert_or_assign(std::move(root_key), std::move(profile));
+  stats_.profile_bytes = profile_bytes_;
+  return it->second;
+}
+
 size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* words) {
   const CompiledGrammar& g = matcher.grammar();
   const Vocabulary& vocab = g.vocabulary();
@@ -340,28 +448,38 @@ size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* wo
   }
   const uint32_t r = static_cast<uint32_t>(std::min<int64_t>(tokens_left - 1, kUnknown - 1));
   ++stats_.calls;
-  // A state seen before whose every child finishes within r: plain mask.
-  Bounds* root = Lookup(matcher);
-  if (root == nullptr) {
+  if (!matcher.ExactStateKey(&key_)) {
     // No keys (pruning off): only EOS is proven.
     for (int32_t id : ids) ClearBit(words, id);
     stats_.inexact += ids.size();
     return allowed - ids.size();
   }
-  if (root->max_child_ub != kUnknown && root->max_child_ub <= r) {
+  // The children's bounds, once per state: bucketed masks by ub and lb.
+  auto found = profiles_.find(key_);
+  const Profile& profile = found != profiles_.end() ? found->second : BuildProfile(matcher, words, ids);
+  // Proven: ub <= r. Refuted: lb > r. Undecided: searched one by one.
+  std::vector<uint32_t> proven(n_words, 0u), refuted(n_words, 0u);
+  for (const auto& [v, mask] : profile.by_ub) {
+    if (v <= r) for (size_t w = 0; w < n_words; ++w) proven[w] |= mask[w];
+  }
+  for (const auto& [v, mask] : profile.by_lb) {
+    if (v > r) for (size_t w = 0; w < n_words; ++w) refuted[w] |= mask[w];
+  }
+  std::vector<int32_t> undecided;
+  for (int32_t id : ids) {
+    if (TestBit(proven.data(), id)) continue;
+    ClearBit(words, id);
+    --allowed;
+    if (!TestBit(refuted.data(), id)) undecided.push_back(id);
+  }
+  if (undecided.empty()) {
     ++stats_.skipped;
     return allowed;
   }
-  std::vector<uint32_t> root_key = key_;
   nodes_left_ = options_.max_search_nodes;
-  uint32_t max_child_ub = 0;
-  bool all_known = true;
-  for (int32_t id : ids) {
-    ++stats_.tokens_checked;
+  for (int32_t id : undecided) {
     ran_out_ = false;
     if (!Push(matcher, id)) {  // only past the rollback budget
-      ClearBit(words, id);
-      --allowed;
       ++stats_.inexact;
       continue;
     }
@@ -371,19 +489,13 @@ size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* wo
     nodes_left_ = share;
     const bool ok = FinishesWithin(matcher, r);
     nodes_left_ = call_left - (share - nodes_left_);
-    const Bounds after = StateBounds(matcher);
-    if (after.ub == kUnknown) all_known = false;
-    else max_child_ub = std::max(max_child_ub, after.ub);
     Pop(matcher);
-    if (!ok) {
-      ClearBit(words, id);
-      --allowed;
-      if (ran_out_) ++stats_.inexact;
+    if (ok) {
+      words[id >> 5] |= 1u << (id & 31);
+      ++allowed;
+    } else if (ran_out_) {
+      ++stats_.inexact;
     }
-  }
-  if (all_known) {
-    auto it = memo_.find(root_key);
-    if (it != memo_.end()) it->second.max_child_ub = max_child_ub;
   }
   // Leave the matcher's last-mask records as those of this state.
   scratch_words_.resize(n_words);

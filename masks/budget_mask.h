@@ -12,8 +12,9 @@
 //
 // The method (BudgetMasker::Compute):
 //   1. the plain mask of S (cached as usual), then, when n >= 2, for every
-//      allowed id t other than EOS: accept t, decide "d(S·t) <= n - 1?",
-//      roll t back.
+//      allowed id t other than EOS: decide "d(S·t) <= n - 1?" from the
+//      bounds of S·t (accepting t and rolling it back; see Cost below for
+//      how this is done once per state).
 //   2. Bounds per state, memoized by the recognizer's exact canonical state
 //      (Matcher::ExactStateKey: the whole live chart, no cut, no state
 //      classes, so equal keys mean equal futures at any distance):
@@ -22,12 +23,17 @@
 //          deduplicated by key), spelled with the fewest vocabulary tokens
 //          (a shortest path over the positions of w, edges = tokens that
 //          are substrings of w there) and *replayed through the matcher*;
+//          when the breadth-first search runs out of budget (deep nesting:
+//          its frontier grows with every open structure), a best-first
+//          search toward fewer live Earley sets and items finds some
+//          completion instead (not the shortest, still a witness);
 //          ub = tokens + 1 (EOS). Only a replayed witness sets ub, so ub
 //          is always a real completion: soundness never depends on the
 //          search being complete.
-//        lower bound: 1 when accepting, else 1 + ceil(|w| / L) with L the
-//          longest token's byte length (every completion has >= |w| bytes
-//          when the byte search finished; 2 when it ran out of budget).
+//        lower bound: 1 when accepting, else 1 + ceil(b / L) with L the
+//          longest token's byte length and b the fewest bytes any
+//          completion has: |w| when the breadth-first search finished, else
+//          one more than the depth it fully explored.
 //   3. When lb <= n - 1 < ub, an exact bounded search: depth first over the
 //      allowed tokens of each state (their plain masks), depth n - 1,
 //      children pruned by their own bounds; a success is a token path, so
@@ -46,15 +52,18 @@
 // The witness alone is not exact (the shortest byte completion need not be
 // the one with the fewest tokens), which is why step 3 exists.
 //
-// Cost: step 1 visits every allowed token once per call, unless the state
-// was seen before: per exact key the masker remembers the largest
-// child upper bound R (every allowed token finishes within R) and, for
-// n - 1 >= R, returns the plain mask untouched. Each first visit of a
-// state costs (allowed tokens) x (accept + key + rollback) plus the
-// byte searches of the distinct successor states; see docs/sampling.md
-// ("Budget-aware masks") for measured figures. Memory: the memo holds one
-// key (the canonical chart, a few hundred bytes) and a few integers per
-// distinct state, bounded by max_memo_entries (cleared when full).
+// Cost: the first mask asked at a state S visits every allowed token once
+// (accept, key, bounds of S·t, roll back) and files the tokens by their
+// bounds into a *profile* of S: one mask per distinct ub and per distinct
+// lb (a handful). Every later mask of S, at any budget, is a few mask ORs
+// plus the search for the tokens the bounds leave undecided (lb <= n - 1 <
+// ub), at most max_search_nodes per call. Each first visit costs (allowed
+// tokens) x (accept + key + roll back, ~2-5 us) plus the byte searches of
+// the distinct successor states; docs/sampling.md ("Budget-aware masks")
+// has measured figures. Memory: the memo holds one key (the canonical
+// chart, a few hundred bytes) and a few integers per distinct state
+// (max_memo_entries), the profiles a few masks per state
+// (max_profile_bytes); both are cleared when full.
 // The plain mask path is untouched (a separate object, built on first use).
 //
 // Token terminals (Token/ExcludeToken): every allowed id goes through
@@ -73,6 +82,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -89,6 +99,7 @@ struct BudgetStats {
   uint64_t search_nodes = 0;    // token-search children evaluated
   uint64_t inexact = 0;         // tokens masked only because a budget ran out
   uint64_t memo_entries = 0;
+  uint64_t profile_bytes = 0;   // bytes of the per-state child profiles
 };
 
 class BudgetMasker {
@@ -109,7 +120,6 @@ class BudgetMasker {
   static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
   struct Bounds {
     uint32_t lb = 1, ub = kUnknown;
-    uint32_t max_child_ub = kUnknown;  // R of the state (see above), when known
     bool witnessed = false;            // the byte search has run for this state
   };
   Bounds StateBounds(Matcher& matcher);
@@ -118,7 +128,11 @@ class BudgetMasker {
   bool FinishesWithin(Matcher& matcher, uint32_t r);
 
   const BudgetStats& stats() const { return stats_; }
-  void ClearMemo() { memo_.clear(); }
+  void ClearMemo() {
+    memo_.clear();
+    profiles_.clear();
+    profile_bytes_ = 0;
+  }
 
  private:
   // The memo's bounds of the current state; when absent, computed with a
@@ -127,9 +141,13 @@ class BudgetMasker {
   Bounds* Lookup(Matcher& matcher, bool witness = true);
   Bounds light_;
   Bounds ComputeBounds(Matcher& matcher);
-  // Shortest byte completion of the current state; false when the byte
-  // budget ran out first.
-  bool ShortestCompletion(Matcher& matcher, std::string* witness);
+  // Shortest byte completion of the current state, breadth first; false
+  // when the byte budget ran out first (*explored: no completion has that
+  // many bytes or fewer).
+  bool ShortestCompletion(Matcher& matcher, std::string* witness, uint32_t* explored);
+  // Some completion, best first toward fewer open structures (live sets,
+  // then items); false when none was found within the byte budget.
+  bool GuidedCompletion(Matcher& matcher, std::string* witness);
   // Fewest tokens spelling `bytes`, replayed through the matcher (state
   // unchanged after); kUnknown when it cannot be spelled or replayed.
   uint32_t WitnessTokens(Matcher& matcher, const std::string& bytes);
@@ -139,6 +157,16 @@ class BudgetMasker {
   bool Push(Matcher& matcher, int32_t id);
   bool PushBytes(Matcher& matcher, std::string_view bytes);
   void Pop(Matcher& matcher);
+
+  // Per state: its allowed children's bounds as masks, bucketed by value
+  // (few distinct values: a handful of masks per state).
+  struct Profile {
+    std::vector<std::pair<uint32_t, std::vector<uint32_t>>> by_ub, by_lb;
+    size_t bytes = 0;
+  };
+  const Profile& BuildProfile(Matcher& matcher, const uint32_t* words, const std::vector<int32_t>& ids);
+  absl::flat_hash_map<std::vector<uint32_t>, Profile> profiles_;
+  size_t profile_bytes_ = 0;
 
   BudgetMaskOptions options_;
   size_t speculative_bytes_ = 0;

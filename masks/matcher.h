@@ -280,6 +280,7 @@ class Matcher {
   size_t MaxRollback() const { return options_.recognizer.max_rollback; }
   size_t position() const { return recognizer_.Position(); }
   size_t retained_items() const { return recognizer_.RetainedItems(); }
+  size_t retained_sets() const { return recognizer_.RetainedSets(); }
 
  private:
   size_t WalkTrie(uint32_t* words);            // every node, the parser decides
