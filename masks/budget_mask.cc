@@ -390,8 +390,7 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   return success;
 }
 
-const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const uint32_t* words,
-                                                         const std::vector<int32_t>& ids) {
+const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const std::vector<int32_t>& ids) {
   const size_t n_words = matcher.grammar().mask_words();
   std::vector<uint32_t> root_key = key_;
   Profile profile;
@@ -417,7 +416,6 @@ const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const 
     bucket(&profile.by_ub, b.ub, id);
     bucket(&profile.by_lb, b.lb, id);
   }
-  (void)words;
   profile.bytes = (profile.by_ub.size() + profile.by_lb.size()) * n_words * sizeof(uint32_t) +
                   root_key.size() * sizeof(uint32_t) + sizeof(Profile);
   if (profile_bytes_ + profile.bytes > options_.max_profile_bytes) {
@@ -456,7 +454,7 @@ size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* wo
   }
   // The children's bounds, once per state: bucketed masks by ub and lb.
   auto found = profiles_.find(key_);
-  const Profile& profile = found != profiles_.end() ? found->second : BuildProfile(matcher, words, ids);
+  const Profile& profile = found != profiles_.end() ? found->second : BuildProfile(matcher, ids);
   // Proven: ub <= r. Refuted: lb > r. Undecided: searched one by one.
   std::vector<uint32_t> proven(n_words, 0u), refuted(n_words, 0u);
   for (const auto& [v, mask] : profile.by_ub) {

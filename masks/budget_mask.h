@@ -164,7 +164,9 @@ class BudgetMasker {
     std::vector<std::pair<uint32_t, std::vector<uint32_t>>> by_ub, by_lb;
     size_t bytes = 0;
   };
-  const Profile& BuildProfile(Matcher& matcher, const uint32_t* words, const std::vector<int32_t>& ids);
+  // Files `ids` (the state's allowed tokens but EOS) by the bounds of the
+  // states they lead to; stores the profile under key_ (the state's key).
+  const Profile& BuildProfile(Matcher& matcher, const std::vector<int32_t>& ids);
   absl::flat_hash_map<std::vector<uint32_t>, Profile> profiles_;
   size_t profile_bytes_ = 0;
 
