@@ -143,6 +143,10 @@ size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uint32_t* words) {
   return matcher->matcher.ComputeMask(words);
 }
 
+size_t zapgram_matcher_compute_mask_budget(zapgram_matcher* matcher, uint32_t* words, int64_t tokens_left) {
+  return matcher->matcher.ComputeMask(words, tokens_left);
+}
+
 int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id) {
   return matcher->matcher.AcceptToken(id) ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/grammar_data.h"
+#include "masks/budget_mask.h"
 #include "masks/matcher.h"
 #include "masks/vocabulary.h"
 #include "zapgram/matcher.h"
@@ -78,12 +79,22 @@ Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
   internal_options.recognizer.max_rollback = options.max_rollback_bytes;
   internal_options.recognizer.limits = options.limits;
   impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);
+  budget_options_ = options.budget;
 }
 Matcher::~Matcher() = default;
 Matcher::Matcher(Matcher&&) noexcept = default;
 Matcher& Matcher::operator=(Matcher&&) noexcept = default;
 
 size_t Matcher::ComputeMask(uint32_t* words) { return impl_->ComputeMask(words); }
+size_t Matcher::ComputeMask(uint32_t* words, int64_t tokens_left) {
+  if (budget_ == nullptr) budget_ = std::make_shared<masks::BudgetMasker>(budget_options_);
+  return budget_->Compute(*impl_, tokens_left, words);
+}
+void Matcher::ShareBudgetSearch(Matcher& other) {
+  if (other.budget_ == nullptr) other.budget_ = std::make_shared<masks::BudgetMasker>(other.budget_options_);
+  budget_ = other.budget_;
+}
+uint64_t Matcher::BudgetMaskInexact() const { return budget_ == nullptr ? 0 : budget_->stats().inexact; }
 bool Matcher::AcceptToken(int32_t id) { return impl_->AcceptToken(id); }
 bool Matcher::AcceptBytes(std::string_view bytes) { return impl_->AcceptBytes(bytes); }
 bool Matcher::Rollback(size_t n) { return impl_->Rollback(n); }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -48,6 +49,7 @@ constexpr std::string_view kHelp =
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
     "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--quiet]\n"
+    "                     [--budget-slack S]\n"
     "\n"
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
     "token mask before each of its real tokens, check the token is allowed, accept it.\n"
@@ -70,6 +72,10 @@ constexpr std::string_view kHelp =
     "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
     "  --no-cache          switch the state cache off (ablation)\n"
     "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
+    "  --budget-slack S    budget-aware masks (masks/budget_mask.h) with n = the\n"
+    "                      document's remaining tokens + 1 (EOS) + S: a valid\n"
+    "                      document must still be accepted (its own rest finishes in\n"
+    "                      budget); the JSON summary adds \"budget_inexact\"\n"
     "  --lenient           schema:PATH grammars drop the keywords a grammar cannot\n"
     "                      enforce instead of failing to compile\n"
     "  --data-root DIR     resolve the trace's grammar paths against DIR (default: the\n"
@@ -140,7 +146,7 @@ void DropLeastRecentlyUsed(size_t budget, std::map<std::string, CompiledEntry>* 
 
 int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
-  std::string grammar_cache_text, mask_cache_text, token_set_cache_text;
+  std::string grammar_cache_text, mask_cache_text, token_set_cache_text, budget_slack_text;
   bool json = false, pruning = true, use_cache = true, use_token_sets = true, quiet = false;
   LoadOptions load_options;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -161,6 +167,10 @@ int RunBench(const std::vector<std::string>& args) {
       if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("bench", "--tokenizer needs a file");
     } else if (absl::StartsWith(arg, "--trace")) {
       if (!TakeOptionValue(args, &i, "--trace", &trace)) return UsageError("bench", "--trace needs a file");
+    } else if (absl::StartsWith(arg, "--budget-slack")) {
+      if (!TakeOptionValue(args, &i, "--budget-slack", &budget_slack_text)) {
+        return UsageError("bench", "--budget-slack needs a count");
+      }
     } else if (absl::StartsWith(arg, "--per-doc")) {
       if (!TakeOptionValue(args, &i, "--per-doc", &per_doc_path)) return UsageError("bench", "--per-doc needs a file");
     } else if (absl::StartsWith(arg, "--data-root")) {
@@ -228,6 +238,17 @@ int RunBench(const std::vector<std::string>& args) {
   matcher_options.use_cache = use_cache;
   matcher_options.use_token_sets = use_token_sets;
   matcher_options.max_rollback_bytes = 0;
+  // --budget-slack S: budget-aware masks with n = the document's tokens from
+  // here on + its EOS + S, so a valid document's own next token must stay
+  // allowed (its rest is a completion in budget): a rejection is over-masking.
+  int64_t budget_slack = -1;
+  if (!budget_slack_text.empty()) {
+    if (!absl::SimpleAtoi(budget_slack_text, &budget_slack) || budget_slack < 0) {
+      return UsageError("bench", "--budget-slack needs a count");
+    }
+    matcher_options.max_rollback_bytes = 512;  // the budget searches roll back
+  }
+  uint64_t budget_inexact = 0;
   std::map<std::string, CompiledEntry> compiled;
   std::vector<double> compile_ms, mask_us, first_mask_ms, grammar_bytes;
   size_t docs = 0, tokens = 0, accepted = 0, valid = 0;
@@ -281,7 +302,11 @@ int RunBench(const std::vector<std::string>& args) {
       std::vector<double> doc_each_us;
       for (size_t k = 0; k < ids.size() && ok; ++k) {
         const auto start = std::chrono::steady_clock::now();
-        matcher.ComputeMask(words.data());
+        if (budget_slack >= 0) {
+          matcher.ComputeMask(words.data(), static_cast<int64_t>(ids.size() - k) + 1 + budget_slack);
+        } else {
+          matcher.ComputeMask(words.data());
+        }
         const double us = std::chrono::duration<double, std::micro>(
                               std::chrono::steady_clock::now() - start).count();
         mask_us.push_back(us);
@@ -301,6 +326,7 @@ int RunBench(const std::vector<std::string>& args) {
           if (!matcher.status().ok()) doc["error"] = std::string(matcher.status().message());
         }
       }
+      budget_inexact += matcher.BudgetMaskInexact();
       doc["mask_us_total"] = doc_mask_us;
       doc["mask_us_max"] = doc_max_us;
       doc["mask_us_each"] = doc_each_us;
@@ -355,6 +381,10 @@ int RunBench(const std::vector<std::string>& args) {
         {"first_mask_ms", {{"p50", Percentile(first_mask_ms, 0.5)}, {"p99", Percentile(first_mask_ms, 0.99)}}},
         {"bytes_per_grammar", {{"p50", Percentile(grammar_bytes, 0.5)}, {"max", max_grammar_bytes}}},
         {"peak_rss_mb", peak_rss_mb}, {"cache_hit_rate", hit_rate}};
+    if (budget_slack >= 0) {
+      summary["budget_slack"] = budget_slack;
+      summary["budget_inexact"] = budget_inexact;
+    }
     std::printf("%s\n", summary.dump().c_str());
   } else {
     std::printf("docs %zu, tokens %zu, accepted %zu, valid %zu\n", docs, tokens, accepted, valid);
@@ -368,6 +398,10 @@ int RunBench(const std::vector<std::string>& args) {
                 max_grammar_bytes);
     std::printf("peak RSS: %.1f MB\n", peak_rss_mb);
     std::printf("state cache hit rate: %.1f%%\n", 100 * hit_rate);
+    if (budget_slack >= 0) {
+      std::printf("budget-aware masks: slack %lld, tokens masked undecided %llu\n",
+                  static_cast<long long>(budget_slack), static_cast<unsigned long long>(budget_inexact));
+    }
   }
   return kExitOk;
 }

@@ -297,8 +297,17 @@ class Matcher {
 
   const absl::Status& status() const { return recognizer_.status(); }
   const CompiledGrammar& grammar() const { return *grammar_; }
+  // For searches over continuations (masks/budget_mask.h): the bytes the
+  // parser takes next, the exact canonical state (whole live chart, no cut,
+  // no state classes: equal keys have equal futures at any distance; false
+  // without pruning), and how many bytes Rollback can undo now.
+  parser::ByteSet NextBytes() const { return recognizer_.NextBytes(); }
+  bool ExactStateKey(std::vector<uint32_t>* out) const { return recognizer_.CanonicalState(out); }
+  size_t RollbackLimit() const { return recognizer_.RollbackLimit(); }
+  size_t MaxRollback() const { return options_.recognizer.max_rollback; }
   size_t position() const { return recognizer_.Position(); }
   size_t retained_items() const { return recognizer_.RetainedItems(); }
+  size_t retained_sets() const { return recognizer_.RetainedSets(); }
 
  private:
   size_t WalkTrie(uint32_t* words);            // every node, the parser decides

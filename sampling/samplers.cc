@@ -65,7 +65,13 @@ class SamplerBase : public Sampler {
   // depth M only EOS may follow.
   void ComputeMask() {
     ++stats_.masks;
-    matcher_.ComputeMask(words_.data());
+    if (options_.budget_aware) {
+      // Tokens that can still finish within M (EOS counted): M + 1 - depth left.
+      matcher_.ComputeMask(words_.data(),
+                           static_cast<int64_t>(options_.max_tokens) + 1 - static_cast<int64_t>(prefix_.size()));
+    } else {
+      matcher_.ComputeMask(words_.data());
+    }
     if (static_cast<int32_t>(prefix_.size()) >= options_.max_tokens) {
       for (size_t w = 0; w < words_.size(); ++w) {
         uint32_t keep = 0;

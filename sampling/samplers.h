@@ -91,6 +91,12 @@ struct SamplerOptions {
   int32_t freeze_window = 16;        // draws averaged for freeze_below_mass
   size_t max_trie_bytes = size_t{1} << 30;  // the trie's byte budget (0: none)
   uint64_t seed = 0;
+  // Budget-aware masks (Matcher::ComputeMask with M + 1 - depth tokens
+  // left): a token is allowed only if the text can still finish within M
+  // tokens. GCD then never runs out of length ("budget-aware GCD", still
+  // biased); the exact samplers stay exact (a budget-masked token is an
+  // invalid prefix of L_M, so CARS records it like any other).
+  bool budget_aware = false;
   MatcherOptions matcher;
 };
 

@@ -6,6 +6,7 @@
 #ifndef ZAPGRAM_LIMITS_H_
 #define ZAPGRAM_LIMITS_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace zapgram {
@@ -58,6 +59,38 @@ struct CompileLimits {
   // States of a lexed (Lark) grammar's lexer automaton, the product of its
   // token automata; each costs num_classes * 4 bytes plus per-token bits.
   uint32_t max_lexer_states = 1u << 16;
+};
+
+// Budget-aware masks (Matcher::ComputeMask with tokens_left, masks/budget_mask.h):
+// the searches that decide whether a token can still finish within the
+// tokens left. Running out never allows a token that was not proven to
+// finish; it masks it (conservative) and counts it as inexact.
+struct BudgetMaskOptions {
+  // Children evaluated by the exact token search, per mask (each one token
+  // accepted, keyed, rolled back: ~2-20 us). The search runs only for tokens
+  // whose bounds straddle the budget.
+  uint64_t max_search_nodes = 1u << 14;
+  // Of those, at most this many for one token of the mask: with a large
+  // vocabulary a refutation needs the whole subtree, so a token whose witness
+  // misses the budget is given up (masked) quickly rather than starving the
+  // others.
+  uint64_t max_search_nodes_per_token = 256;
+  // Children evaluated by one byte search for a state's witness, each one
+  // byte accepted, keyed, rolled back (~2-10 us): the breadth-first search
+  // for the shortest completion, then, if it ran out, a best-first search
+  // for any completion, each with this budget.
+  uint64_t max_witness_nodes = 1u << 10;
+  // Longest witness searched, in bytes (the matcher's rollback budget must
+  // cover it plus the longest token).
+  uint32_t max_witness_bytes = 256;
+  // Distinct parser states whose bounds are remembered (a few hundred bytes
+  // each); the memo is cleared when full.
+  uint32_t max_memo_entries = 1u << 16;
+  // Bytes of the per-state profiles: for each state a mask was asked at, the
+  // bounds of its allowed tokens as a few masks (one per distinct bound,
+  // mask_words() * 4 bytes each), so later masks of that state at any
+  // budget are a few mask ORs. Cleared when full.
+  size_t max_profile_bytes = size_t{64} << 20;
 };
 
 }  // namespace zapgram

@@ -35,6 +35,7 @@ namespace masks {
 class Vocabulary;
 class CompiledGrammar;
 class Matcher;
+class BudgetMasker;
 }  // namespace masks
 
 struct VocabularyOptions {
@@ -105,6 +106,10 @@ struct MatcherOptions {
   // Bytes that Rollback may undo (the tokens rolled back must fit).
   uint32_t max_rollback_bytes = 512;
   ParserLimits limits;
+  // Budgets of the budget-aware masks (ComputeMask with tokens_left). Their
+  // searches accept and roll back tokens, so they also stay within
+  // max_rollback_bytes (a continuation that would not fit is undecided).
+  BudgetMaskOptions budget;
 };
 
 class ZAPGRAM_EXPORT Matcher {
@@ -116,6 +121,24 @@ class ZAPGRAM_EXPORT Matcher {
 
   // Fills mask_words() words; returns the number of allowed ids.
   size_t ComputeMask(uint32_t* words);
+  // Budget-aware mask: with `tokens_left` = n tokens still allowed (EOS
+  // counted, as the model emits it), allows a token only if, after it, the
+  // grammar can be finished with at most n - 1 more tokens of this
+  // vocabulary (EOS allowed iff accepting and n >= 1; nothing when n <= 0).
+  // Sound: every allowed token has a real completion in budget. Exact unless
+  // a search budget (MatcherOptions::budget) ran out; then tokens not proven
+  // are masked (BudgetMaskInexact counts them). Method and cost:
+  // masks/budget_mask.h. The state is unchanged; the plain path is not
+  // touched. Needs pruning (else only EOS can be proven).
+  size_t ComputeMask(uint32_t* words, int64_t tokens_left);
+  // Tokens masked by budget-aware masks only because a search budget ran
+  // out, since construction (or since shared, see below).
+  uint64_t BudgetMaskInexact() const;
+  // Makes this matcher's budget-aware masks use `other`'s search memo (the
+  // bounds it learned per parser state of the same CompiledGrammar), e.g.
+  // the particles of an SMC sampler. Matchers sharing it must be used from
+  // one thread at a time.
+  void ShareBudgetSearch(Matcher& other);
   bool AcceptToken(int32_t id);               // false: not allowed, state unchanged
   // All or nothing. The bytes are text: they never match a token-level
   // construct (XGrammar's Token / ExcludeToken / TokenTagDispatch), which
@@ -136,6 +159,8 @@ class ZAPGRAM_EXPORT Matcher {
  private:
   CompiledGrammar grammar_;
   std::unique_ptr<masks::Matcher> impl_;
+  BudgetMaskOptions budget_options_;
+  std::shared_ptr<masks::BudgetMasker> budget_;  // built on the first budget mask
 };
 
 // Fills the masks of many matchers (matcher k's mask at words + k * mask_words)

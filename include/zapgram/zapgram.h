@@ -81,6 +81,14 @@ ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* gramm
 ZAPGRAM_EXPORT void zapgram_matcher_free(zapgram_matcher* matcher);
 /* Fills the mask; returns the number of allowed ids. */
 ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uint32_t* words);
+/* Budget-aware mask: allows a token only if, after it, the text can still be
+ * finished within tokens_left - 1 more tokens (EOS counted, as the model
+ * emits it); EOS iff the text is a sentence and tokens_left >= 1; nothing
+ * when tokens_left <= 0. Sound (allowed tokens really finish in budget);
+ * tokens not proven within the search budgets are masked. Returns the
+ * number of allowed ids. */
+ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask_budget(zapgram_matcher* matcher, uint32_t* words,
+                                                          int64_t tokens_left);
 /* 1 when accepted, 0 when not allowed (the state is unchanged). */
 ZAPGRAM_EXPORT int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id);
 ZAPGRAM_EXPORT int zapgram_matcher_accept_bytes(zapgram_matcher* matcher, const char* bytes, size_t length);

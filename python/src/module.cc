@@ -113,12 +113,13 @@ struct PyMatcher {
   bool in_batch = false;
 };
 
-bool Fill(PyMatcher& m, py::handle bitmask, int64_t index) {
+bool Fill(PyMatcher& m, py::handle bitmask, int64_t index, std::optional<int64_t> tokens_left = std::nullopt) {
   m.CheckFree();
   m.CheckNotFinished();
   const TensorView view = ViewOf(bitmask, "bitmask", true);
   uint32_t* row = BitmaskRow(view, index, m.mask_words);
-  const size_t allowed = m.matcher.ComputeMask(row);
+  // tokens_left: the budget-aware mask (masks/budget_mask.h).
+  const size_t allowed = tokens_left ? m.matcher.ComputeMask(row, *tokens_left) : m.matcher.ComputeMask(row);
   m.CheckStatus();
   return allowed != static_cast<size_t>(m.vocab_size);
 }
@@ -388,12 +389,16 @@ cache=False turns off the mask cache (for measurements).)")
            py::arg("max_rollback_bytes") = 512, py::arg("cache") = true)
       .def(
           "fill_next_token_bitmask",
-          [](PyMatcher& m, py::handle bitmask, int64_t index, bool debug_print) {
+          [](PyMatcher& m, py::handle bitmask, int64_t index, bool debug_print,
+             std::optional<int64_t> tokens_left) {
             (void)debug_print;
-            return Fill(m, bitmask, index);
+            return Fill(m, bitmask, index, tokens_left);
           },
           py::arg("bitmask"), py::arg("index") = 0, py::kw_only(), py::arg("debug_print") = false,
-          "Writes the next-token mask into bitmask[index]; returns whether it masks anything.")
+          py::arg("tokens_left") = py::none(),
+          "Writes the next-token mask into bitmask[index]; returns whether it masks anything.\n"
+          "tokens_left=n (zapgram extension): the budget-aware mask, tokens after which the\n"
+          "text can still be finished within n tokens, EOS counted.")
       .def(
           "accept_token",
           [](PyMatcher& m, int64_t id, bool debug_print) {

@@ -251,6 +251,17 @@ int main(int argc, char** argv) {
   CHECK(zapgram_matcher_rollback(m, 2) == 1); /* EOS and "}" */
   CHECK(zapgram_matcher_is_finished(m) == 0);
   CHECK(zapgram_matcher_is_accepting(m) == 0);
+  /* Budget-aware: after {"a": [1, 2] one token ("}") and EOS fit in 2; nothing
+     (not even EOS) fits in 1; and the state is unchanged. */
+  CHECK(zapgram_matcher_compute_mask_budget(m, words, 1) == 0);
+  CHECK(zapgram_matcher_compute_mask_budget(m, words, 2) >= 1);
+  CHECK(!allowed(words, eos[0]));
+  CHECK(zapgram_matcher_compute_mask_budget(m, words, 0) == 0);
+  CHECK(zapgram_matcher_is_accepting(m) == 0);
+  CHECK(zapgram_matcher_accept_bytes(m, "}", 1) == 1);
+  CHECK(zapgram_matcher_compute_mask_budget(m, words, 1) >= 1); /* the EOS ids */
+  CHECK(allowed(words, eos[0]));
+  CHECK(zapgram_matcher_rollback(m, 1) == 1);
   CHECK(zapgram_matcher_error(m) == NULL);
   zapgram_matcher_reset(m);
   CHECK(zapgram_matcher_compute_mask(m, words) == n);

@@ -158,5 +158,65 @@ TEST(SampleCli, UsageErrors) {
             2);
 }
 
+// --method smc: one sample per run, every one in the language; --weighted
+// prints the K particles of each run with their weights; --budget-aware
+// keeps every particle (and every budget-aware GCD draw) within M tokens.
+TEST(SampleCli, SmcRunsWriteOneSamplePerRunAndWeightedParticles) {
+  const std::string stats = testing::FreshTempPath("smc_stats.json");
+  testing::CliResult r = Zapgram({"sample", "regex:[0-9]{2,3}", "--tokenizer", Llama3(), "--lm", "uniform",
+                                  "--method", "smc", "--particles", "8", "-n", "5", "--seed", "2", "--max-tokens",
+                                  "3", "--budget-aware", "--jsonl", "--stats-json", stats});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectSamplesMatch(r.out, "[0-9]{2,3}", 5);
+  nlohmann::json j = ReadJson(stats);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["method"], "smc");
+  EXPECT_EQ(j["runs"], 5);
+  EXPECT_EQ(j["particles_valid"], 40);  // budget-aware: no particle runs out of length
+  testing::CliResult w = Zapgram({"sample", "regex:[0-9]{2,3}", "--tokenizer", Llama3(), "--lm", "uniform",
+                                  "--method", "smc", "--particles", "4", "-n", "2", "--weighted",
+                                  "--resampling", "multinomial", "--ess-threshold", "1"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const std::vector<std::string> lines = testing::SplitLines(w.out);
+  ASSERT_EQ(lines.size(), 8u) << w.out;
+  for (const std::string& line : lines) {
+    nlohmann::json p = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(p.is_object()) << line;
+    EXPECT_TRUE(p.contains("log_weight") && p.contains("valid") && p.contains("run")) << line;
+  }
+  EXPECT_EQ(Zapgram({"sample", "regex:a", "--tokenizer", Llama3(), "--lm", "uniform", "--method", "smc",
+                     "--particles", "0", "-n", "1"}).exit_code, 2);
+  EXPECT_EQ(Zapgram({"sample", "regex:a", "--tokenizer", Llama3(), "--lm", "uniform", "--method", "smc",
+                     "--resampling", "stratified", "-n", "1"}).exit_code, 2);
+}
+
+TEST(SampleCli, BudgetAwareGcdNeverRunsOutOfLength) {
+  const std::string stats = testing::FreshTempPath("gcd_budget.json");
+  testing::CliResult r = Zapgram({"sample", "builtin:json", "--tokenizer", Llama3(), "--lm", "uniform", "--method",
+                                  "gcd", "-n", "4", "--seed", "5", "--max-tokens", "8", "--budget-aware", "--jsonl",
+                                  "--stats-json", stats});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = ReadJson(stats);
+  EXPECT_EQ(j["draws"], 4);
+  EXPECT_EQ(j["valid"], 4);
+  EXPECT_EQ(j["budget_aware"], true);
+}
+
+TEST(MaskCli, TokensLeftGivesTheBudgetAwareMask) {
+  testing::CliResult plain = Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--prefix", "[1", "--show", "0"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  testing::CliResult one = Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--prefix", "[1", "--show", "0",
+                                    "--tokens-left", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("0 of 128256 tokens allowed; EOS not allowed"), std::string::npos) << one.out;
+  EXPECT_EQ(plain.out.find("0 of 128256 tokens allowed"), std::string::npos) << plain.out;
+  testing::CliResult two = Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--prefix", "[1", "--show",
+                                    "50", "--tokens-left", "2"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  // Every token allowed with 2 left closes the list (then EOS).
+  EXPECT_NE(two.out.find("\"]\""), std::string::npos) << two.out;
+  EXPECT_EQ(Zapgram({"mask", "builtin:json", "--tokenizer", Llama3(), "--tokens-left", "x"}).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace zapgram

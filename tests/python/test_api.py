@@ -366,3 +366,18 @@ def test_structural_tag_with_token_triggers(small_compiler):
     m = zapgram.GrammarMatcher(tokens)
     assert not m.accept_string("x")  # text never matches a token
     assert m.accept_token(24) and m.accept_token(13) and not m.accept_token(9) and m.accept_token(25)
+
+
+def test_budget_aware_mask(small_compiler):
+    """tokens_left=n: only tokens after which the text can end within n tokens (EOS counted)."""
+    m = zapgram.GrammarMatcher(small_compiler.compile_grammar('root ::= "[" ("1" | "2")* "]"'))
+    assert m.accept_string("[1")
+    bitmask = zapgram.allocate_token_bitmask(1, 40, backend="numpy")
+    m.fill_next_token_bitmask(bitmask, 0)
+    assert allowed_ids(bitmask[0], 40) == ids_of(b"]", b"1", b"2", b"12")
+    m.fill_next_token_bitmask(bitmask, 0, tokens_left=2)  # "]" then EOS
+    assert allowed_ids(bitmask[0], 40) == ids_of(b"]")
+    m.fill_next_token_bitmask(bitmask, 0, tokens_left=1)  # only EOS, not a sentence yet
+    assert allowed_ids(bitmask[0], 40) == []
+    m.fill_next_token_bitmask(bitmask, 0, tokens_left=3)
+    assert allowed_ids(bitmask[0], 40) == ids_of(b"]", b"1", b"2", b"12")

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
 #include "sampling/exact_distribution.h"
+#include "sampling/smc.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -239,6 +241,36 @@ TEST(SamplersTest, ExactMethodsPassChiSquareAndGcdFails) {
   }
 }
 
+// Budget-aware masks (SamplerOptions::budget_aware): CARS and ARS stay exact
+// (a budget-masked token is an invalid prefix of L_M), GCD never runs out of
+// length (every draw valid, none truncated) and stays biased.
+TEST(SamplersTest, BudgetAwareMasksKeepExactnessAndGcdAlwaysFinishes) {
+  const int64_t n = SamplesPerMethod() / 2;
+  for (const ToySetup& setup : {Letters(), Parens()}) {
+    Compiled c = Compile(setup);
+    BigramModel model(setup.rows);
+    absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (Method method : {Method::kCars, Method::kArs, Method::kGcd}) {
+      SamplerOptions options{.max_tokens = setup.max_tokens, .seed = TestSeed() + 2, .budget_aware = true};
+      RunResult run = RunSampler(method, c.grammar, &model, options, n);
+      ASSERT_EQ(static_cast<int64_t>(run.samples.size()), n);
+      const Divergence d = CompareToExact(*exact, run.samples);
+      std::printf("[budget-aware] %-7s %-4s p=%.3g TV=%.4f draws=%lld truncated=%lld lm_calls=%lld\n",
+                  setup.name.c_str(), std::string(MethodName(method)).c_str(), d.p_value, d.tv,
+                  static_cast<long long>(run.stats.draws), static_cast<long long>(run.stats.truncated),
+                  static_cast<long long>(run.stats.lm_calls));
+      EXPECT_EQ(d.outside, 0);
+      if (method == Method::kGcd) {
+        EXPECT_EQ(run.stats.draws, run.stats.valid) << setup.name;
+        EXPECT_LT(d.p_value, 1e-6) << setup.name << ": budget-aware GCD is still biased";
+      } else {
+        EXPECT_GT(d.p_value, 1e-3) << setup.name << " " << MethodName(method);
+      }
+    }
+  }
+}
+
 // A frozen trie stays exact: CARS frozen after 3 draws, ARS after 10.
 TEST(SamplersTest, FrozenTriesStayExact) {
   ToySetup setup = Letters();
@@ -409,6 +441,153 @@ TEST(SamplersTest, BadArgumentsAreErrors) {
   EXPECT_FALSE(Sampler::Create(Method::kCars, c.grammar, nullptr, {}).ok());
   EXPECT_FALSE(ParseMethod("mcmc").ok());
   EXPECT_EQ(*ParseMethod("rsft"), Method::kRsft);
+}
+
+// ---- SMC (sampling/smc.h) ----
+
+// Over R independent runs of K particles, the weighted counts
+// (1/K) sum_i w_i 1[x_i in bin] are unbiased for P(bin) (the model's
+// probability, not renormalized), so their mean over the runs must agree
+// with the enumerated target within sampling error in every bin: a z-test
+// per bin (the 8 likeliest sequences, each its own bin, and the rest),
+// Bonferroni-corrected, |z| < 4.4 (two-sided p ~ 1e-5 per bin). The total
+// is Z_hat, checked against P(L_M) too.
+struct SmcCheck {
+  double max_abs_z = 0.0;
+  double mean_tv = 0.0;   // mean over runs of TV(self-normalized weights, exact)
+  int64_t valid = 0, particles = 0;
+};
+
+SmcCheck CheckSmc(const CompiledGrammar& grammar, LanguageModel* model, const ExactDistribution& exact,
+                  SmcOptions options, int runs) {
+  std::vector<std::pair<double, std::vector<int32_t>>> by_prob;
+  for (const auto& [s, p] : exact.probability) by_prob.push_back({p, s});
+  std::sort(by_prob.rbegin(), by_prob.rend());
+  const size_t own = std::min<size_t>(8, by_prob.size());
+  std::map<std::vector<int32_t>, size_t> bin_of;
+  std::vector<double> target(own + 1, 0.0);
+  for (size_t b = 0; b < by_prob.size(); ++b) {
+    const size_t bin = std::min(b, own);
+    bin_of[by_prob[b].second] = bin;
+    target[bin] += by_prob[b].first * exact.valid_mass;
+  }
+  const size_t bins = own + 2;  // + the evidence Z_hat
+  target.push_back(exact.valid_mass);
+  std::vector<double> sum(bins, 0.0), sum_sq(bins, 0.0);
+  absl::StatusOr<std::unique_ptr<SmcSampler>> smc = SmcSampler::Create(grammar, model, options);
+  EXPECT_TRUE(smc.ok()) << smc.status();
+  SmcCheck check;
+  for (int r = 0; r < runs; ++r) {
+    absl::StatusOr<SmcResult> result = (*smc)->Run();
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return check;
+    std::vector<double> e(bins, 0.0);
+    const double k = static_cast<double>(result->particles.size());
+    std::map<std::vector<int32_t>, double> normalized;
+    const std::vector<double> w = result->NormalizedWeights();
+    for (size_t i = 0; i < result->particles.size(); ++i) {
+      const WeightedParticle& p = result->particles[i];
+      check.particles += 1;
+      if (!p.valid) continue;
+      check.valid += 1;
+      const double weight = std::exp(p.log_weight) / k;
+      auto it = bin_of.find(p.tokens);
+      e[it == bin_of.end() ? own : it->second] += weight;
+      e[own + 1] += weight;
+      normalized[p.tokens] += w[i];
+    }
+    for (size_t b = 0; b < bins; ++b) {
+      sum[b] += e[b];
+      sum_sq[b] += e[b] * e[b];
+    }
+    double tv = 0.0;
+    for (const auto& [seq, q] : exact.probability) {
+      auto it = normalized.find(seq);
+      tv += std::abs((it == normalized.end() ? 0.0 : it->second) - q);
+    }
+    for (const auto& [seq, q] : normalized) {
+      if (!exact.probability.count(seq)) tv += q;
+    }
+    check.mean_tv += tv / 2 / runs;
+  }
+  for (size_t b = 0; b < bins; ++b) {
+    const double mean = sum[b] / runs;
+    const double var = std::max(sum_sq[b] / runs - mean * mean, 1e-30) * runs / (runs - 1);
+    const double z = (mean - target[b]) / std::sqrt(var / runs);
+    check.max_abs_z = std::max(check.max_abs_z, std::abs(z));
+  }
+  return check;
+}
+
+int SmcRuns() {
+#ifdef ZAPGRAM_SANITIZED
+  return 400;
+#else
+  return 3000;
+#endif
+}
+
+TEST(SmcTest, WeightedCountsMatchTheExactTargetAndWrongWeightsFail) {
+  for (const ToySetup& setup : {Letters(), Parens()}) {
+    Compiled c = Compile(setup);
+    BigramModel model(setup.rows);
+    absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (bool budget_aware : {true, false}) {
+      for (Resampling resampling : {Resampling::kSystematic, Resampling::kMultinomial}) {
+        SmcOptions options{.particles = 8, .max_tokens = setup.max_tokens, .budget_aware = budget_aware,
+                           .resampling = resampling, .seed = TestSeed()};
+        const SmcCheck good = CheckSmc(c.grammar, &model, *exact, options, SmcRuns());
+        EXPECT_LT(good.max_abs_z, 4.4) << setup.name << " budget_aware " << budget_aware;
+        if (budget_aware) EXPECT_EQ(good.valid, good.particles) << setup.name;  // every particle ends in L_M
+        options.wrong_weight_for_testing = true;
+        const SmcCheck bad = CheckSmc(c.grammar, &model, *exact, options, SmcRuns());
+        EXPECT_GT(bad.max_abs_z, 4.4) << setup.name << " budget_aware " << budget_aware;
+        std::printf("[smc] %s budget_aware=%d %s: max |z| %.2f (wrong weight %.2f), valid %lld/%lld\n",
+                    setup.name.c_str(), budget_aware, resampling == Resampling::kSystematic ? "systematic" : "multinomial",
+                    good.max_abs_z, bad.max_abs_z, static_cast<long long>(good.valid),
+                    static_cast<long long>(good.particles));
+      }
+    }
+  }
+}
+
+// The self-normalized weighted set of one run approaches P|L_M as K grows:
+// the mean total variation falls with K (and ends small), while the wrong
+// weight stays away from the target however many particles it has.
+TEST(SmcTest, SelfNormalizedDistanceShrinksWithParticles) {
+  ToySetup setup = Letters();
+  Compiled c = Compile(setup);
+  BigramModel model(setup.rows);
+  absl::StatusOr<ExactDistribution> exact = EnumerateTarget(c.grammar, &model, setup.max_tokens, 0.0, 1 << 20);
+  ASSERT_TRUE(exact.ok());
+  const int runs = SmcRuns() / 30;
+  double previous = 2.0, first = 0.0;
+  for (int32_t k : {4, 16, 64, 256}) {
+    SmcOptions options{.particles = k, .max_tokens = setup.max_tokens, .seed = TestSeed() + k};
+    const double tv = CheckSmc(c.grammar, &model, *exact, options, runs).mean_tv;
+    std::printf("[smc] letters K=%d: mean TV %.4f\n", k, tv);
+    EXPECT_LT(tv, previous) << "K = " << k;
+    if (k == 4) first = tv;
+    previous = tv;
+  }
+  // 64x the particles: the distance (mostly sampling noise of K draws over
+  // the ~100 sequences of L_M) more than halves.
+  EXPECT_LT(previous, 0.5 * first);
+  SmcOptions wrong{.particles = 256, .max_tokens = setup.max_tokens, .seed = TestSeed(), .wrong_weight_for_testing = true};
+  const double wrong_tv = CheckSmc(c.grammar, &model, *exact, wrong, runs).mean_tv;
+  std::printf("[smc] letters K=256 wrong weight: mean TV %.4f\n", wrong_tv);
+  EXPECT_GT(wrong_tv, previous);
+}
+
+TEST(SmcTest, BadOptionsAreErrors) {
+  ToySetup setup = Letters();
+  Compiled c = Compile(setup);
+  BigramModel model(setup.rows);
+  EXPECT_FALSE(SmcSampler::Create(c.grammar, &model, SmcOptions{.particles = 0}).ok());
+  EXPECT_FALSE(SmcSampler::Create(c.grammar, &model, SmcOptions{.ess_threshold = 1.5}).ok());
+  EXPECT_FALSE(SmcSampler::Create(c.grammar, nullptr, SmcOptions{}).ok());
+  EXPECT_FALSE(ParseResampling("stratified").ok());
 }
 
 }  // namespace
