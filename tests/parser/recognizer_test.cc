@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "grammar/gbnf_reader.h"
 #include "grammar/grammar.h"
 #include "parser/flat_grammar.h"
 #include "pruning/compact.h"
@@ -69,6 +70,34 @@ TEST(RecognizerTest, AcceptsAndRejectsNestedLists) {
     EXPECT_FALSE(Accepts(*flat, "[1", pruning));
     EXPECT_FALSE(Accepts(*flat, "", pruning));
   }
+}
+
+// CanContinue means "some byte can follow". Items waiting on a token
+// terminal (XGrammar's Token(...)) wait for a token step that no byte makes:
+// alone they leave nothing to continue with (found by gbnf_reader_fuzzer:
+// fuzz/seeds/gbnf_reader_fuzzer/token_terminal_can_continue).
+TEST(RecognizerTest, ItemsWaitingForATokenDoNotContinueByBytes) {
+  for (const char* text : {"root ::= Token(\"<tool_call>\")", "root ::= Token(7, 9) \"x\""}) {
+    absl::StatusOr<Grammar> g = grammar::ReadGbnf(text, "t.gbnf");
+    ASSERT_TRUE(g.ok()) << g.status();
+    absl::StatusOr<FlatGrammar> flat = BuildFlatGrammar(*g);
+    ASSERT_TRUE(flat.ok()) << flat.status();
+    for (bool pruning : {true, false}) {
+      RecognizerOptions options;
+      options.pruning = pruning;
+      Recognizer r = pruning::MakeRecognizer(&*flat, options);
+      EXPECT_TRUE(r.NextBytes().none()) << text;
+      EXPECT_FALSE(r.CanContinue()) << text;
+    }
+  }
+  absl::StatusOr<Grammar> g = grammar::ReadGbnf("root ::= Token(7) | \"x\"", "t.gbnf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<FlatGrammar> flat = BuildFlatGrammar(*g);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  Recognizer r = pruning::MakeRecognizer(&*flat);
+  EXPECT_TRUE(r.CanContinue());
+  EXPECT_TRUE(r.Feed('x'));
+  EXPECT_FALSE(r.CanContinue());
 }
 
 TEST(RecognizerTest, NextBytesAndRollback) {
