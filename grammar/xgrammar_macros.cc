@@ -2,6 +2,7 @@
 #include "grammar/xgrammar_macros.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
+#include "grammar/dfa_set_ops.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/utf8.h"
 
@@ -368,35 +370,18 @@ absl::StatusOr<ExprId> LowerXGrammarMacro(const MacroCall& call, MacroBuilder& b
                          absl::StrCat("XGrammar macro '", call.name, "(...)' is not supported"));
 }
 
-absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
-                                                       std::optional<std::string_view> flags,
-                                                       bool json_string) {
-  bool fold_case = false;
-  bool dot_all = !flags.has_value();  // without a flags argument `.` matches \n too
-  if (flags) {
-    for (char f : *flags) {
-      if (f == 'i') {
-        fold_case = true;
-      } else if (f == 's') {
-        dot_all = true;
-      } else if (f != 'u') {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "regular-expression flag '%c' is not supported (flags: i s u)", f));
-      }
-    }
-  }
-  size_t pos = 0;
-  if (pattern.starts_with("(?i)")) {
-    fold_case = true;
-    pos = 4;
-  }
+// The XGrammar pattern text pattern[begin, end) in our dialect. The range
+// holds no lookaround (TranslateXGrammarRegex splits those out first).
+absl::StatusOr<std::string> TranslatePatternRange(std::string_view pattern, size_t begin,
+                                                  size_t end) {
   std::string out;
   bool in_class = false;
-  while (pos < pattern.size()) {
+  size_t pos = begin;
+  while (pos < end) {
     const size_t at = pos;
     const char c = pattern[pos];
     if (c == '\\') {
-      if (pos + 1 >= pattern.size()) return PatternError(at, "trailing backslash");
+      if (pos + 1 >= end) return PatternError(at, "trailing backslash");
       const char e = pattern[pos + 1];
       pos += 2;
       switch (e) {
@@ -423,7 +408,7 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
         case '9':
           return PatternError(at, "backreferences are not supported");
         case 'x':
-          if (pos + 1 >= pattern.size() || HexDigit(pattern[pos]) < 0 ||
+          if (pos + 1 >= end || HexDigit(pattern[pos]) < 0 ||
               HexDigit(pattern[pos + 1]) < 0) {
             return PatternError(at, "'\\x' must be followed by two hex digits");
           }
@@ -431,7 +416,7 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
           pos += 2;
           break;
         case 'u': {
-          if (pos < pattern.size() && pattern[pos] == '{') {
+          if (pos < end && pattern[pos] == '{') {
             const size_t close = pattern.find('}', pos + 1);
             if (close == std::string_view::npos || close == pos + 1 || close > pos + 7) {
               return PatternError(at, "'\\u{...}' must hold one to six hex digits");
@@ -449,7 +434,7 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
             break;
           }
           for (size_t k = 0; k < 4; ++k) {
-            if (pos + k >= pattern.size() || HexDigit(pattern[pos + k]) < 0) {
+            if (pos + k >= end || HexDigit(pattern[pos + k]) < 0) {
               return PatternError(at, "'\\u' must be followed by four hex digits");
             }
           }
@@ -458,7 +443,7 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
           break;
         }
         case 'c': {
-          const char letter = pos < pattern.size() ? pattern[pos] : '\0';
+          const char letter = pos < end ? pattern[pos] : '\0';
           if (!((letter >= 'a' && letter <= 'z') || (letter >= 'A' && letter <= 'Z'))) {
             return PatternError(at, "'\\c' must be followed by a letter");
           }
@@ -491,8 +476,8 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
     }
     if (c == '[') {
       size_t content = pos + 1;
-      if (content < pattern.size() && pattern[content] == '^') ++content;
-      if (content < pattern.size() && pattern[content] == ']') {
+      if (content < end && pattern[content] == '^') ++content;
+      if (content < end && pattern[content] == ']') {
         return PatternError(at, "an empty character class is not allowed");
       }
       out.append(pattern.substr(pos, content - pos));
@@ -500,9 +485,9 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
       in_class = true;
       continue;
     }
-    if (c == '(' && pos + 1 < pattern.size() && pattern[pos + 1] == '?') {
-      const char modifier = pos + 2 < pattern.size() ? pattern[pos + 2] : '\0';
-      const char after = pos + 3 < pattern.size() ? pattern[pos + 3] : '\0';
+    if (c == '(' && pos + 1 < end && pattern[pos + 1] == '?') {
+      const char modifier = pos + 2 < end ? pattern[pos + 2] : '\0';
+      const char after = pos + 3 < end ? pattern[pos + 3] : '\0';
       if (modifier == ':') {
         out += "(?:";
         pos += 3;
@@ -527,14 +512,166 @@ absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
     out += c;
     ++pos;
   }
-  if (in_class) return PatternError(pattern.size(), "unterminated character class");
+  if (in_class) return PatternError(end, "unterminated character class");
+  return out;
+}
+
+// A lookaround group at the top level of a pattern: (?=X), (?!X), (?<=X), (?<!X).
+struct Lookaround {
+  size_t start = 0;  // offset of its '('
+  size_t body = 0;   // offset of X
+  size_t close = 0;  // offset of its ')'
+  bool ahead = true;
+  bool negative = false;
+};
+
+// Finds the lookarounds of pattern[begin, end) (escapes and classes skipped).
+// Only one, at the top level of a pattern without a top-level '|', has a
+// meaning we can give exactly (see TranslateXGrammarRegex); anything else is
+// an error at its place.
+absl::StatusOr<std::optional<Lookaround>> FindLookaround(std::string_view pattern, size_t begin) {
+  std::optional<Lookaround> found;
+  std::vector<size_t> open;  // offsets of the open groups' '('
+  std::optional<size_t> lookaround_open;  // index in `open` of an open lookaround
+  bool in_class = false, top_alternation = false;
+  for (size_t pos = begin; pos < pattern.size(); ++pos) {
+    const char c = pattern[pos];
+    if (c == '\\') {
+      ++pos;
+      continue;
+    }
+    if (in_class) {
+      in_class = c != ']';
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      if (pos + 1 < pattern.size() && pattern[pos + 1] == '^') ++pos;
+      if (pos + 1 < pattern.size() && pattern[pos + 1] == ']') ++pos;  // a leading ] is literal
+      continue;
+    }
+    if (c == '|' && open.empty()) top_alternation = true;
+    if (c == ')') {
+      if (open.empty()) return PatternError(pos, "unbalanced ')'");
+      if (lookaround_open && *lookaround_open == open.size() - 1) {
+        found->close = pos;
+        lookaround_open.reset();
+      }
+      open.pop_back();
+      continue;
+    }
+    if (c != '(') continue;
+    const std::string_view rest = pattern.substr(pos);
+    const bool ahead = rest.starts_with("(?=") || rest.starts_with("(?!");
+    const bool behind = rest.starts_with("(?<=") || rest.starts_with("(?<!");
+    if (ahead || behind) {
+      if (!open.empty()) {
+        return PatternError(pos, "a lookaround inside a group is not supported (only at the top "
+                                 "level of the pattern)");
+      }
+      if (found) return PatternError(pos, "only one lookaround per pattern is supported");
+      Lookaround la;
+      la.start = pos;
+      la.ahead = ahead;
+      la.negative = rest[ahead ? 2 : 3] == '!';
+      la.body = pos + (ahead ? 3 : 4);
+      found = la;
+      lookaround_open = open.size();
+    }
+    open.push_back(pos);
+  }
+  if (!open.empty()) return PatternError(open.back(), "unbalanced '('");
+  if (found && top_alternation) {
+    return PatternError(found->start, "a lookaround in a pattern with a top-level '|' is not "
+                                      "supported");
+  }
+  return found;
+}
+
+// Whether every string of `rest` decides the lookahead X by itself: none is
+// a prefix of a string of X without also starting with one. Then "the text
+// after this point starts with X" means "the rest of this match is in XΣ*",
+// whatever follows the Regex in the grammar.
+absl::StatusOr<bool> LookaheadDecidedWithin(const std::string& rest, const std::string& x,
+                                            uint32_t flags) {
+  RegexLimits limits;
+  limits.max_dfa_states = 1u << 12;
+  absl::StatusOr<ByteDfa> rest_dfa = CompileRegex(rest, flags, limits);
+  if (!rest_dfa.ok()) return rest_dfa.status();
+  absl::StatusOr<ByteDfa> x_dfa = CompileRegex(x, flags, limits);
+  if (!x_dfa.ok()) return x_dfa.status();
+  absl::StatusOr<ByteDfa> x_then_any = CompileRegex(absl::StrCat(x, "[\\s\\S]*"), flags, limits);
+  if (!x_then_any.ok()) return x_then_any.status();
+  ByteDfa prefixes = *std::move(x_dfa);  // trimmed: every live state leads to a match
+  for (uint32_t s = 1; s < prefixes.num_states(); ++s) prefixes.accepting[s] = 1;
+  absl::StatusOr<ByteDfa> undecided = SubtractDfa(prefixes, *x_then_any, limits.max_dfa_states);
+  if (!undecided.ok()) return undecided.status();
+  absl::StatusOr<ByteDfa> both = IntersectDfas(*rest_dfa, *undecided, limits.max_dfa_states);
+  if (!both.ok()) return both.status();
+  return both->empty();
+}
+
+absl::StatusOr<TranslatedRegex> TranslateXGrammarRegex(std::string_view pattern,
+                                                       std::optional<std::string_view> flags,
+                                                       bool json_string) {
+  bool fold_case = false;
+  bool dot_all = !flags.has_value();  // without a flags argument `.` matches \n too
+  if (flags) {
+    for (char f : *flags) {
+      if (f == 'i') {
+        fold_case = true;
+      } else if (f == 's') {
+        dot_all = true;
+      } else if (f != 'u') {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "regular-expression flag '%c' is not supported (flags: i s u)", f));
+      }
+    }
+  }
+  size_t pos = 0;
+  if (pattern.starts_with("(?i)")) {
+    fold_case = true;
+    pos = 4;
+  }
   TranslatedRegex result;
+  if (fold_case) result.flags |= kRegexIgnoreCase;
+  if (dot_all) result.flags |= kRegexDotAll;
+  absl::StatusOr<std::optional<Lookaround>> lookaround = FindLookaround(pattern, pos);
+  if (!lookaround.ok()) return lookaround.status();
+  std::string out;
+  if (!lookaround->has_value()) {
+    absl::StatusOr<std::string> whole = TranslatePatternRange(pattern, pos, pattern.size());
+    if (!whole.ok()) return whole.status();
+    out = *std::move(whole);
+  } else {
+    // A (?=X) B  is  A (B ∩ XΣ*);  A (?!X) B  is  A (B \ XΣ*), when B alone
+    // decides X (LookaheadDecidedWithin); otherwise what follows the Regex
+    // in the grammar would decide it, and that is refused. XGrammar drops
+    // lookarounds altogether, which would loosen the pattern.
+    const Lookaround& la = **lookaround;
+    if (!la.ahead) return PatternError(la.start, "lookbehind is not supported");
+    absl::StatusOr<std::string> a = TranslatePatternRange(pattern, pos, la.start);
+    if (!a.ok()) return a.status();
+    absl::StatusOr<std::string> x = TranslatePatternRange(pattern, la.body, la.close);
+    if (!x.ok()) return x.status();
+    absl::StatusOr<std::string> b = TranslatePatternRange(pattern, la.close + 1, pattern.size());
+    if (!b.ok()) return b.status();
+    const std::string rest = absl::StrCat("(?a:", *b, ")");
+    const std::string x_group = absl::StrCat("(?a:", *x, ")");
+    absl::StatusOr<bool> decided = LookaheadDecidedWithin(rest, x_group, result.flags);
+    if (!decided.ok()) return PatternError(la.start, std::string(decided.status().message()));
+    if (!*decided) {
+      return PatternError(la.start, absl::StrCat("lookahead '(?", la.negative ? "!" : "=",
+                                                 "' looks past the end of the pattern's match (what "
+                                                 "follows the Regex would decide it): not supported"));
+    }
+    out = la.negative ? absl::StrCat(*a, "(?&:", rest, "|(?~:", x_group, "[\\s\\S]*))")
+                      : absl::StrCat(*a, "(?&:", rest, "|", x_group, "[\\s\\S]*)");
+  }
   result.pattern = absl::StrCat("(?a:", out, ")");
   if (json_string) {
     result.pattern = absl::StrCat("(?&:", result.pattern, "|[^\"\\\\\\x00-\\x1F]*)");
   }
-  if (fold_case) result.flags |= kRegexIgnoreCase;
-  if (dot_all) result.flags |= kRegexDotAll;
   return result;
 }
 

@@ -16,11 +16,18 @@
 //       \e \cX \0 and an escaped letter with no meaning (XGrammar: the letter)
 //       are rewritten. json_string=true drops `"`, `\` and U+0000..U+001F
 //       from every character the pattern matches: the pattern intersected
-//       with [^"\\\x00-\x1F]* (our (?&:...)). Refused with an error naming the
-//       macro: lookarounds, which XGrammar silently treats as empty (that
-//       would loosen the pattern), \b \B \p \P \k and backreferences (refused
-//       by XGrammar too), group modifiers other than ?: and named groups, an
-//       empty class, and whatever our compiler refuses (anchors in the middle).
+//       with [^"\\\x00-\x1F]* (our (?&:...)). A lookahead, which XGrammar
+//       silently drops (loosening the pattern), is read exactly when the
+//       match itself decides it: one (?=X) or (?!X) at the top level of a
+//       pattern without a top-level |, A(?=X)B being A(B ∩ XΣ*) and
+//       A(?!X)B being A(B \ XΣ*), provided no string of B is a prefix of a
+//       string of X without starting with one (else what follows the Regex
+//       in the grammar would decide it: refused). So a(?!b)c is "ac" and
+//       a(?=b)c is empty where XGrammar matches "ac" for both. Refused with
+//       an error naming the macro: lookbehind, lookarounds in groups or more
+//       than one, \b \B \p \P \k and backreferences (refused by XGrammar
+//       too), group modifiers other than ?: and named groups, an empty
+//       class, and whatever our compiler refuses (anchors in the middle).
 //   Substring(chunk, ...)
 //       every concatenation of consecutive chunks c_i c_i+1 ... c_j, and the
 //       empty string; chunks are atomic. Lowered to one regex terminal,

@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "grammar/byte_automaton.h"
+#include "grammar/regex_compiler.h"
 #include "gtest/gtest.h"
 #include "zapgram/grammar.h"
 
@@ -255,6 +258,60 @@ std::string ErrorOf(const std::string& text) {
   return grammar.ok() ? "OK" : std::string(grammar.status().message());
 }
 
+// A lookahead at the top level, A(?=X)B or A(?!X)B, read exactly: the
+// oracle splits each string into u v with u in A and v in B (each compiled
+// on its own) and asks whether v starts (or does not start) with a string of
+// X. Every string of up to 5 letters of {a, b, c} is checked.
+TEST(XGrammarRegex, LookaheadsAreExactWhereTheMatchDecidesThem) {
+  struct Case {
+    const char* a;
+    const char* x;
+    const char* b;
+    bool negative;
+  };
+  const Case cases[] = {
+      {"a", "b", "c", false},          // empty: "c" cannot start with "b"
+      {"a", "b", "c", true},           // "ac"
+      {"a", "b", "[a-c]", false},      // "ab"
+      {"", "[ab]", "[a-c]+", false},   // starts with a or b
+      {"a", "bc", "[a-c]{2}", true},   // a then two letters, not "bc"
+      {"[ab]*", "c", "c[ab]*", false}, // any split works: X decided by B's first byte
+      {"a+", "ab|b", "[ab]{2,}", true},
+  };
+  std::vector<std::string> texts = {""};
+  for (size_t k = 0; k < texts.size() && texts[k].size() < 5; ++k) {
+    for (char c : std::string("abc")) texts.push_back(texts[k] + c);
+  }
+  for (const Case& c : cases) {
+    const std::string pattern =
+        absl::StrCat(c.a, "(?", c.negative ? "!" : "=", c.x, ")", c.b);
+    SCOPED_TRACE(pattern);
+    absl::StatusOr<TranslatedRegex> translated = TranslateXGrammarRegex(pattern, std::nullopt, false);
+    ASSERT_TRUE(translated.ok()) << translated.status();
+    absl::StatusOr<ByteDfa> dfa = CompileRegex(translated->pattern, translated->flags, RegexLimits{});
+    ASSERT_TRUE(dfa.ok()) << dfa.status();
+    absl::StatusOr<ByteDfa> a = CompileRegex(absl::StrCat("(?:", c.a, ")"), 0, RegexLimits{});
+    absl::StatusOr<ByteDfa> x = CompileRegex(absl::StrCat("(?:", c.x, ")"), 0, RegexLimits{});
+    absl::StatusOr<ByteDfa> b = CompileRegex(absl::StrCat("(?:", c.b, ")"), 0, RegexLimits{});
+    ASSERT_TRUE(a.ok() && x.ok() && b.ok());
+    int matches = 0;
+    for (const std::string& text : texts) {
+      bool expected = false;
+      for (size_t split = 0; split <= text.size() && !expected; ++split) {
+        const std::string u = text.substr(0, split), v = text.substr(split);
+        if (!a->Matches(u) || !b->Matches(v)) continue;
+        bool starts_with_x = false;
+        for (size_t k = 0; k <= v.size(); ++k) starts_with_x = starts_with_x || x->Matches(v.substr(0, k));
+        expected = starts_with_x != c.negative;
+      }
+      EXPECT_EQ(dfa->Matches(text), expected) << "'" << text << "'";
+      matches += expected;
+    }
+    if (std::string_view(c.b) == "c" && !c.negative) EXPECT_EQ(matches, 0);
+    if (std::string_view(c.b) != "c" || c.negative) EXPECT_GT(matches, 0);
+  }
+}
+
 TEST(XGrammarMacroErrors, BadArgumentsAreReportedWhereTheyAre) {
   const std::pair<const char*, const char*> cases[] = {
       {"root ::= Regex()", "t.gbnf:1:10: Regex(...) takes exactly one pattern, not 0 arguments"},
@@ -266,9 +323,19 @@ TEST(XGrammarMacroErrors, BadArgumentsAreReportedWhereTheyAre) {
        "t.gbnf:1:33: Regex(...): json_string must be true or false, not an integer"},
       {"root ::= Regex(\"a\", bogus=true)",
        "t.gbnf:1:21: Regex(...) has no argument named 'bogus' (it takes flags, json_string)"},
-      {"root ::= Regex(\"a(?=b)c\")",
-       "t.gbnf:1:16: Regex(...): lookahead '(?=' is not supported (XGrammar ignores it, which "
-       "would loosen the pattern) at pattern offset 1"},
+      {"root ::= Regex(\"a(?=bc)b\")",
+       "t.gbnf:1:16: Regex(...): lookahead '(?=' looks past the end of the pattern's match (what "
+       "follows the Regex would decide it): not supported at pattern offset 1"},
+      {"root ::= Regex(\"(a(?=b))b\")",
+       "t.gbnf:1:16: Regex(...): a lookaround inside a group is not supported (only at the top "
+       "level of the pattern) at pattern offset 2"},
+      {"root ::= Regex(\"a(?<=a)\")",
+       "t.gbnf:1:16: Regex(...): lookbehind is not supported at pattern offset 1"},
+      {"root ::= Regex(\"a(?=b)b(?=c)c\")",
+       "t.gbnf:1:16: Regex(...): only one lookaround per pattern is supported at pattern offset 7"},
+      {"root ::= Regex(\"x|a(?=b)b\")",
+       "t.gbnf:1:16: Regex(...): a lookaround in a pattern with a top-level '|' is not supported "
+       "at pattern offset 3"},
       {"root ::= Regex(\"a\\\\bc\")",
        "t.gbnf:1:16: Regex(...): word boundary '\\b' is not supported at pattern offset 1"},
       {"root ::= Regex(\"a^b\")",
