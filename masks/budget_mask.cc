@@ -134,11 +134,34 @@ BudgetMasker::Bounds BudgetMasker::ComputeBounds(Matcher& matcher) {
   return b;
 }
 
+BudgetMasker::SearchStep BudgetMasker::ExpandByOneByte(
+    Matcher& matcher, const std::string& path, uint64_t* budget, SeenStates* seen,
+    std::string* witness, absl::FunctionRef<void(std::string next_path)> discovered) {
+  const parser::ByteSet bytes = matcher.NextBytes();
+  std::vector<uint32_t> key;
+  for (int c = 0; c < 256; ++c) {
+    if (!bytes.test(c)) continue;
+    if (*budget == 0) return SearchStep::kOutOfBudget;
+    --*budget;
+    ++stats_.byte_nodes;
+    const char byte = static_cast<char>(c);
+    if (!PushBytes(matcher, std::string_view(&byte, 1))) return SearchStep::kOutOfBudget;
+    if (matcher.IsAccepting()) {
+      *witness = path + byte;
+      Pop(matcher);
+      return SearchStep::kFound;
+    }
+    if (matcher.ExactStateKey(&key) && seen->emplace(key, true).second) discovered(path + byte);
+    Pop(matcher);
+  }
+  return SearchStep::kExpanded;
+}
+
 bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness, uint32_t* explored) {
   // Breadth first over byte strings; a frontier entry is the bytes from the
   // start state. States are deduplicated by their exact key.
   witness->clear();
-  absl::flat_hash_map<std::vector<uint32_t>, bool> seen;
+  SeenStates seen;
   std::vector<uint32_t> key;
   if (matcher.ExactStateKey(&key)) seen.emplace(key, true);
   std::vector<std::string> frontier{std::string()}, next;
@@ -149,32 +172,11 @@ bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness, ui
     next.clear();
     for (const std::string& path : frontier) {
       if (!path.empty() && !PushBytes(matcher, path)) return false;  // only the rollback budget
-      const parser::ByteSet bytes = matcher.NextBytes();
-      bool found = false, out_of_budget = false;
-      for (int c = 0; c < 256 && !found; ++c) {
-        if (!bytes.test(c)) continue;
-        if (budget == 0) {
-          out_of_budget = true;
-          break;
-        }
-        --budget;
-        ++stats_.byte_nodes;
-        const char byte = static_cast<char>(c);
-        if (!PushBytes(matcher, std::string_view(&byte, 1))) {
-          out_of_budget = true;
-          break;
-        }
-        if (matcher.IsAccepting()) {
-          *witness = path + byte;
-          found = true;
-        } else if (matcher.ExactStateKey(&key) && seen.emplace(key, true).second) {
-          next.push_back(path + byte);
-        }
-        Pop(matcher);
-      }
+      const SearchStep step = ExpandByOneByte(matcher, path, &budget, &seen, witness,
+                                              [&](std::string p) { next.push_back(std::move(p)); });
       if (!path.empty()) Pop(matcher);
-      if (found) return true;
-      if (out_of_budget) return false;
+      if (step == SearchStep::kFound) return true;
+      if (step == SearchStep::kOutOfBudget) return false;
     }
     frontier.swap(next);
     *explored = depth + 1;
@@ -198,7 +200,7 @@ bool BudgetMasker::GuidedCompletion(Matcher& matcher, std::string* witness) {
     }
   };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  absl::flat_hash_map<std::vector<uint32_t>, bool> seen;
+  SeenStates seen;
   std::vector<uint32_t> key;
   if (matcher.ExactStateKey(&key)) seen.emplace(key, true);
   queue.push({matcher.retained_sets(), matcher.retained_items(), std::string()});
@@ -208,32 +210,13 @@ bool BudgetMasker::GuidedCompletion(Matcher& matcher, std::string* witness) {
     queue.pop();
     if (top.path.size() >= options_.max_witness_bytes) continue;
     if (!top.path.empty() && !PushBytes(matcher, top.path)) return false;
-    const parser::ByteSet bytes = matcher.NextBytes();
-    bool found = false, out_of_budget = false;
-    for (int c = 0; c < 256 && !found; ++c) {
-      if (!bytes.test(c)) continue;
-      if (budget == 0) {
-        out_of_budget = true;
-        break;
-      }
-      --budget;
-      ++stats_.byte_nodes;
-      const char byte = static_cast<char>(c);
-      if (!PushBytes(matcher, std::string_view(&byte, 1))) {
-        out_of_budget = true;
-        break;
-      }
-      if (matcher.IsAccepting()) {
-        *witness = top.path + byte;
-        found = true;
-      } else if (matcher.ExactStateKey(&key) && seen.emplace(key, true).second) {
-        queue.push({matcher.retained_sets(), matcher.retained_items(), top.path + byte});
-      }
-      Pop(matcher);
-    }
+    const SearchStep step =
+        ExpandByOneByte(matcher, top.path, &budget, &seen, witness, [&](std::string p) {
+          queue.push({matcher.retained_sets(), matcher.retained_items(), std::move(p)});
+        });
     if (!top.path.empty()) Pop(matcher);
-    if (found) return true;
-    if (out_of_budget) return false;
+    if (step == SearchStep::kFound) return true;
+    if (step == SearchStep::kOutOfBudget) return false;
   }
   return false;
 }

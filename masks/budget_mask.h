@@ -86,6 +86,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "masks/matcher.h"
 #include "zapgram/limits.h"
 
@@ -148,6 +149,17 @@ class BudgetMasker {
   // Some completion, best first toward fewer open structures (live sets,
   // then items); false when none was found within the byte budget.
   bool GuidedCompletion(Matcher& matcher, std::string* witness);
+  // One step of either search, the matcher sitting after `path`: each live
+  // next byte in byte order, one unit of `*budget` each. A byte that
+  // completes the text gives kFound with *witness = path + byte; one that
+  // reaches an exact state not in `*seen` is handed to `discovered` (the
+  // matcher still after it). kOutOfBudget when the node or the rollback
+  // budget runs out first.
+  enum class SearchStep { kExpanded, kFound, kOutOfBudget };
+  using SeenStates = absl::flat_hash_map<std::vector<uint32_t>, bool>;
+  SearchStep ExpandByOneByte(Matcher& matcher, const std::string& path, uint64_t* budget,
+                             SeenStates* seen, std::string* witness,
+                             absl::FunctionRef<void(std::string next_path)> discovered);
   // Fewest tokens spelling `bytes`, replayed through the matcher (state
   // unchanged after); kUnknown when it cannot be spelled or replayed.
   uint32_t WitnessTokens(Matcher& matcher, const std::string& bytes);
