@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sampling/prefix_trie.h"
+#include "sampling/samplers.h"
 
 namespace zapgram::sampling {
 
@@ -15,10 +16,7 @@ absl::StatusOr<ExactDistribution> EnumerateTarget(const CompiledGrammar& grammar
                                                   int32_t max_tokens, double min_prefix_prob,
                                                   size_t max_sequences) {
   ExactDistribution out;
-  std::vector<bool> is_eos(model->vocab_size(), false);
-  for (int32_t id : grammar.vocabulary().eos_ids()) {
-    if (id >= 0 && id < model->vocab_size()) is_eos[id] = true;
-  }
+  const std::vector<bool> is_eos = EosFlags(grammar, *model);
   Matcher matcher(grammar);
   std::vector<uint32_t> words(grammar.mask_words());
   std::vector<float> logprobs, probs;

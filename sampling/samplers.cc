@@ -32,10 +32,7 @@ class SamplerBase : public Sampler {
         rng_(options.seed),
         words_(grammar.mask_words()) {
     stats_.method = method;
-    is_eos_.assign(model->vocab_size(), false);
-    for (int32_t id : grammar.vocabulary().eos_ids()) {
-      if (id >= 0 && id < model->vocab_size()) is_eos_[id] = true;
-    }
+    is_eos_ = EosFlags(grammar, *model);
   }
 
   bool OutOfDraws() {
@@ -358,17 +355,32 @@ std::string_view StopReasonName(StopReason reason) {
   return "?";
 }
 
-absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(Method method, const CompiledGrammar& grammar,
-                                                         LanguageModel* model, const SamplerOptions& options) {
-  if (model == nullptr) return absl::InvalidArgumentError("sampler: no language model");
+absl::Status CheckModelFitsGrammar(const CompiledGrammar& grammar, const LanguageModel* model,
+                                   std::string_view who) {
+  const std::string prefix(who);
+  if (model == nullptr) return absl::InvalidArgumentError(absl::StrCat(prefix, ": no language model"));
   if (model->vocab_size() != grammar.vocabulary().padded_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("sampler: the language model has ", model->vocab_size(),
+    return absl::InvalidArgumentError(absl::StrCat(prefix, ": the language model has ", model->vocab_size(),
                                                    " ids but the vocabulary has ",
                                                    grammar.vocabulary().padded_size()));
   }
   if (grammar.vocabulary().eos_ids().empty()) {
-    return absl::InvalidArgumentError("sampler: the vocabulary has no EOS id");
+    return absl::InvalidArgumentError(absl::StrCat(prefix, ": the vocabulary has no EOS id"));
   }
+  return absl::OkStatus();
+}
+
+std::vector<bool> EosFlags(const CompiledGrammar& grammar, const LanguageModel& model) {
+  std::vector<bool> is_eos(model.vocab_size(), false);
+  for (int32_t id : grammar.vocabulary().eos_ids()) {
+    if (id >= 0 && id < model.vocab_size()) is_eos[id] = true;
+  }
+  return is_eos;
+}
+
+absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(Method method, const CompiledGrammar& grammar,
+                                                         LanguageModel* model, const SamplerOptions& options) {
+  if (absl::Status st = CheckModelFitsGrammar(grammar, model, "sampler"); !st.ok()) return st;
   if (options.max_tokens < 0) return absl::InvalidArgumentError("sampler: max_tokens < 0");
   if (method == Method::kGcd) return std::unique_ptr<Sampler>(new GcdSampler(grammar, model, options));
   return std::unique_ptr<Sampler>(new TrieSampler(method, grammar, model, options));

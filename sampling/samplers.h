@@ -82,6 +82,14 @@ enum class Method { kGcd, kRs, kArs, kRsft, kCars };
 std::string_view MethodName(Method method);
 absl::StatusOr<Method> ParseMethod(std::string_view name);
 
+// What every sampler (and the exact enumeration) checks of its model and
+// grammar: the model scores the vocabulary's (padded) ids, and the
+// vocabulary has an EOS id. `who` starts the message ("sampler", "smc").
+absl::Status CheckModelFitsGrammar(const CompiledGrammar& grammar, const LanguageModel* model,
+                                   std::string_view who);
+// Per model id: whether it is an EOS id of `grammar`'s vocabulary.
+std::vector<bool> EosFlags(const CompiledGrammar& grammar, const LanguageModel& model);
+
 struct SamplerOptions {
   int32_t max_tokens = 256;          // M: tokens before EOS (see the target above)
   int64_t max_draws = 0;             // 0: no limit

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "sampling/prefix_trie.h"
+#include "sampling/samplers.h"
 
 namespace zapgram::sampling {
 namespace {
@@ -61,10 +62,7 @@ SmcSampler::SmcSampler(const CompiledGrammar& grammar, LanguageModel* model, con
     : grammar_(grammar), model_(model), options_(options), state_(std::make_shared<State>()) {
   state_->rng.seed(options.seed);
   state_->words.resize(grammar.mask_words());
-  state_->is_eos.assign(model->vocab_size(), false);
-  for (int32_t id : grammar.vocabulary().eos_ids()) {
-    if (id >= 0 && id < model->vocab_size()) state_->is_eos[id] = true;
-  }
+  state_->is_eos = EosFlags(grammar, *model);
   for (int32_t k = 0; k < options.particles; ++k) {
     state_->matchers.push_back(std::make_unique<Matcher>(grammar, options.matcher));
     if (k > 0) state_->matchers[k]->ShareBudgetSearch(*state_->matchers[0]);
@@ -73,13 +71,7 @@ SmcSampler::SmcSampler(const CompiledGrammar& grammar, LanguageModel* model, con
 
 absl::StatusOr<std::unique_ptr<SmcSampler>> SmcSampler::Create(const CompiledGrammar& grammar,
                                                                LanguageModel* model, const SmcOptions& options) {
-  if (model == nullptr) return absl::InvalidArgumentError("smc: no language model");
-  if (model->vocab_size() != grammar.vocabulary().padded_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("smc: the language model has ", model->vocab_size(),
-                                                   " ids but the vocabulary has ",
-                                                   grammar.vocabulary().padded_size()));
-  }
-  if (grammar.vocabulary().eos_ids().empty()) return absl::InvalidArgumentError("smc: the vocabulary has no EOS id");
+  if (absl::Status st = CheckModelFitsGrammar(grammar, model, "smc"); !st.ok()) return st;
   if (options.particles < 1) return absl::InvalidArgumentError("smc: particles < 1");
   if (options.max_tokens < 0) return absl::InvalidArgumentError("smc: max_tokens < 0");
   if (!(options.ess_threshold >= 0.0 && options.ess_threshold <= 1.0)) {
