@@ -634,17 +634,11 @@ bool Recognizer::IsAccepting() const {
 }
 
 bool Recognizer::CanContinue() const {
-  if (grammar_->lexed()) return NextBytes().any();
+  // Items on a token state (or the hold state) wait for a token step, and
+  // no byte leaves those states: with token terminals, ask the bytes.
+  if (grammar_->lexed() || grammar_->has_token_terminals()) return NextBytes().any();
   const EarleySet& last = current().sets.back();
-  if (!grammar_->has_token_terminals()) return last.scan_end > last.scan_begin;
-  // Items on a token state (or the hold state) wait for a token step: no
-  // byte leaves those states.
-  const Chart& chart = current();
-  for (uint32_t i = last.scan_begin; i < last.scan_end; ++i) {
-    const uint32_t state = chart.scan[i].state;
-    if (state < grammar_->token_state_begin || state >= grammar_->token_state_end) return true;
-  }
-  return false;
+  return last.scan_end > last.scan_begin;
 }
 
 ByteSet Recognizer::NextBytes() const {
