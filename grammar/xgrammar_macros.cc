@@ -491,12 +491,10 @@ absl::StatusOr<std::string> TranslatePatternRange(std::string_view pattern, size
       if (modifier == ':') {
         out += "(?:";
         pos += 3;
-      } else if (modifier == '=' || modifier == '!') {
-        return PatternError(at, absl::StrCat("lookahead '(?", std::string(1, modifier),
-                                             "' is not supported (XGrammar ignores it, which "
-                                             "would loosen the pattern)"));
-      } else if (modifier == '<' && (after == '=' || after == '!')) {
-        return PatternError(at, "lookbehind is not supported");
+      } else if (modifier == '=' || modifier == '!' ||
+                 (modifier == '<' && (after == '=' || after == '!'))) {
+        // FindLookaround takes every lookaround out of the ranges this reads.
+        return PatternError(at, "a lookaround is not supported here");
       } else if (modifier == '<') {
         out += "(?<";
         pos += 3;
