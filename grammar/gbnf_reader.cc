@@ -61,12 +61,18 @@
 // grammar/xgrammar_macros.h checks them and builds the IR (rule names in the
 // arguments are bound like any reference).
 //
+// Lookahead assertions. `rule ::= body (= assertion)` must end the body,
+// outside parentheses. The assertion is read like a group, kept aside, and
+// once every reference is bound, grammar/rule_lookahead.h proves that the
+// grammar implies it (then it changes nothing and is dropped) or refuses the
+// grammar at the assertion.
+//
 // Refusals. XGrammar constructs that change what a grammar matches and that
-// the engine does not implement are errors, never silently dropped:
-// lookahead assertions `(= ...)`, the token-level macros (`Token(`, ...),
-// and rule attributes (`r[max_tokens=3] ::= ...`). llama.cpp token
-// references (`<[1234]>`, `<think>`, `!<...>`) are refused as well: zapgram
-// grammars match bytes, not token ids.
+// the engine does not implement are errors, never silently dropped: rule
+// attributes (`r[max_tokens=3] ::= ...`) and lookahead assertions the grammar
+// does not imply. llama.cpp token references (`<[1234]>`, `<think>`,
+// `!<...>`) are refused as well: zapgram grammars name token ids only through
+// XGrammar's token-level macros.
 //
 // Every error is absl::InvalidArgumentError("SOURCE:LINE:COL: message"), the
 // column counting bytes. Tests: tests/grammar/gbnf_reader_test.cc (constructs,
@@ -84,6 +90,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "grammar/rule_lookahead.h"
 #include "grammar/utf8.h"
 #include "grammar/xgrammar_macros.h"
 
@@ -135,6 +142,7 @@ std::string DescribeCharAt(std::string_view text, size_t pos) {
 struct GroupFrame {
   size_t open_offset = 0;      // offset of '(' (of the body start for frame 0)
   size_t sequence_offset = 0;  // where the sequence being read began
+  bool lookahead = false;      // `(= ...)`: the rule's lookahead assertion, not an item
   std::vector<ExprId> alternatives;
   struct Item {
     ExprId expr;
@@ -224,6 +232,7 @@ class GbnfReader : public MacroBuilder {
     size_t offset;
   };
   std::vector<PendingReference> references_;
+  std::vector<RuleLookahead> lookaheads_;
 };
 
 SourceLocation GbnfReader::LocationOf(size_t offset) const {
@@ -800,14 +809,19 @@ absl::StatusOr<ExprId> GbnfReader::ReadRuleBody() {
         frame.sequence_offset = ++pos_;
         continue;
       case '(': {
-        if (CharAt(SkipBlanksAndCommentsFrom(pos_ + 1)) == '=') {
-          return ErrorAt(token_offset, "lookahead assertion is not supported");
+        const size_t after_paren = SkipBlanksAndCommentsFrom(pos_ + 1);
+        const bool lookahead = CharAt(after_paren) == '=';
+        if (lookahead && frames.size() > 1) {
+          return ErrorAt(token_offset,
+                         "a lookahead assertion '(= ...)' must end the rule body, outside "
+                         "any parentheses");
         }
         if (frames.size() > options_.max_nesting) return NestingError(token_offset);
-        ++pos_;
+        pos_ = lookahead ? after_paren + 1 : pos_ + 1;
         GroupFrame group;
         group.open_offset = token_offset;
         group.sequence_offset = pos_;
+        group.lookahead = lookahead;
         frames.push_back(std::move(group));
         continue;
       }
@@ -817,6 +831,19 @@ absl::StatusOr<ExprId> GbnfReader::ReadRuleBody() {
         }
         ++pos_;
         const ExprId group = FinishGroup(frame);
+        if (frame.lookahead) {
+          const size_t open_offset = frame.open_offset;
+          frames.pop_back();
+          lookaheads_.push_back({static_cast<RuleId>(grammar_.rules.size() - 1), group,
+                                 LocationOf(open_offset)});
+          const size_t next = SkipBlanksAndCommentsFrom(pos_);
+          if (next < text_.size() && !(IsNameChar(text_[next]) && RuleDefinitionStartsAt(next))) {
+            return ErrorAt(next, absl::StrCat("a lookahead assertion '(= ...)' must end the rule "
+                                              "body, but ",
+                                              DescribeCharAt(text_, next), " follows it"));
+          }
+          continue;
+        }
         frames.pop_back();
         frames.back().items.push_back({group, 0});
         continue;
@@ -993,6 +1020,11 @@ absl::StatusOr<Grammar> GbnfReader::Read() {
         absl::StrCat(AsAbsl(source_name_), ": no rule named '", AsAbsl(options_.root_rule), "'"));
   }
   grammar_.root = root->second;
+  // Implied assertions change nothing and are dropped with the other
+  // orphaned expressions; the others are refused (grammar/rule_lookahead.h).
+  if (absl::Status status = CheckRuleLookaheadsImplied(grammar_, lookaheads_); !status.ok()) {
+    return status;
+  }
   DropUnreferencedExprs();
   if (absl::Status status = grammar_.Validate(); !status.ok()) return status;
   return std::move(grammar_);
