@@ -40,6 +40,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -67,13 +68,16 @@ struct BatchMasker::Pool {
   absl::Span<Matcher* const> matchers;
   absl::Span<uint32_t* const> rows;
   absl::Span<size_t> allowed;
+  absl::Span<const std::optional<int64_t>> tokens_left;  // empty: plain masks
   // generation (16 bits) | batch size (24) | next index (24).
   std::atomic<uint64_t> cursor{0};
   std::atomic<size_t> done{0};
   std::vector<std::thread> workers;
 
   void Run(size_t k) {
-    const size_t count = matchers[k]->ComputeMask(rows[k]);
+    const size_t count = tokens_left.empty() || !tokens_left[k].has_value()
+                             ? matchers[k]->ComputeMask(rows[k])
+                             : matchers[k]->ComputeMask(rows[k], *tokens_left[k]);
     if (!allowed.empty()) allowed[k] = count;
   }
 
@@ -145,12 +149,20 @@ int BatchMasker::threads() const { return static_cast<int>(pool_->workers.size()
 
 void BatchMasker::Compute(absl::Span<Matcher* const> matchers, absl::Span<uint32_t* const> rows,
                           absl::Span<size_t> allowed) {
+  ComputeWithBudgets(matchers, rows, {}, allowed);
+}
+
+void BatchMasker::ComputeWithBudgets(absl::Span<Matcher* const> matchers,
+                                     absl::Span<uint32_t* const> rows,
+                                     absl::Span<const std::optional<int64_t>> tokens_left,
+                                     absl::Span<size_t> allowed) {
   Pool& p = *pool_;
   std::lock_guard<std::mutex> call(p.call_mu);
   const size_t n = matchers.size();
   p.matchers = matchers;
   p.rows = rows;
   p.allowed = allowed;
+  p.tokens_left = tokens_left;
   if (n <= 1 || p.workers.empty() || n > kIndexMask) {
     for (size_t k = 0; k < n; ++k) p.Run(k);
     return;

@@ -190,6 +190,13 @@ class ZAPGRAM_EXPORT BatchMasker {
   // `allowed` is not empty (then of the same size).
   void Compute(absl::Span<Matcher* const> matchers, absl::Span<uint32_t* const> rows,
                absl::Span<size_t> allowed = {});
+  // The same with a token budget per row: matchers[k]->ComputeMask(rows[k],
+  // *tokens_left[k]) (the budget-aware mask) where tokens_left[k] holds a
+  // value, the plain mask where it is empty. tokens_left has one entry per
+  // matcher.
+  void ComputeWithBudgets(absl::Span<Matcher* const> matchers, absl::Span<uint32_t* const> rows,
+                          absl::Span<const std::optional<int64_t>> tokens_left,
+                          absl::Span<size_t> allowed = {});
 
  private:
   struct Pool;

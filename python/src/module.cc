@@ -219,12 +219,28 @@ class BatchClaim {
   std::vector<PyMatcher*> claimed_;
 };
 
+// tokens_left: None (plain masks), one int for every row, or one entry per
+// matcher, each an int (its budget-aware mask) or None (its plain mask).
+std::vector<std::optional<int64_t>> BudgetsOf(py::handle tokens_left, size_t num_matchers) {
+  if (tokens_left.is_none()) return {};
+  if (py::isinstance<py::int_>(tokens_left)) {
+    return std::vector<std::optional<int64_t>>(num_matchers, tokens_left.cast<int64_t>());
+  }
+  std::vector<std::optional<int64_t>> budgets = tokens_left.cast<std::vector<std::optional<int64_t>>>();
+  if (budgets.size() != num_matchers) {
+    throw py::value_error("tokens_left has " + std::to_string(budgets.size()) + " entries for " +
+                          std::to_string(num_matchers) + " matchers");
+  }
+  return budgets;
+}
+
 void BatchFill(BatchMasker& masker, const py::sequence& matchers, py::handle bitmask,
-               const std::optional<std::vector<int64_t>>& indices) {
+               const std::optional<std::vector<int64_t>>& indices, py::handle tokens_left) {
   if (indices.has_value() && indices->size() != matchers.size()) {
     throw py::value_error("indices has " + std::to_string(indices->size()) + " entries for " +
                           std::to_string(matchers.size()) + " matchers");
   }
+  const std::vector<std::optional<int64_t>> budgets = BudgetsOf(tokens_left, matchers.size());
   BatchClaim claim(matchers);
   const TensorView view = ViewOf(bitmask, "bitmask", true);
   std::vector<Matcher*> raw;
@@ -242,7 +258,7 @@ void BatchFill(BatchMasker& masker, const py::sequence& matchers, py::handle bit
   }
   {
     py::gil_scoped_release release;
-    masker.Compute(raw, rows);
+    masker.ComputeWithBudgets(raw, rows, budgets);
   }
   for (PyMatcher* m : claim.matchers()) m->CheckStatus();
 }
@@ -477,11 +493,15 @@ of max_threads threads ("auto": half the hardware threads), with the GIL release
       .def(
           "batch_fill_next_token_bitmask",
           [](BatchMasker& masker, const py::sequence& matchers, py::handle bitmask,
-             std::optional<std::vector<int64_t>> indices, bool debug_print) {
+             std::optional<std::vector<int64_t>> indices, bool debug_print, py::handle tokens_left) {
             (void)debug_print;
-            BatchFill(masker, matchers, bitmask, indices);
+            BatchFill(masker, matchers, bitmask, indices, tokens_left);
           },
-          py::arg("matchers"), py::arg("bitmask"), py::arg("indices") = py::none(), py::arg("debug_print") = false)
+          py::arg("matchers"), py::arg("bitmask"), py::arg("indices") = py::none(), py::arg("debug_print") = false,
+          py::kw_only(), py::arg("tokens_left") = py::none(),
+          "Fills bitmask[indices[k]] (row k without indices) for each matcher on the pool.\n"
+          "tokens_left (zapgram extension): one int for every row or one entry per matcher (int or\n"
+          "None): the budget-aware masks, as fill_next_token_bitmask(..., tokens_left=n).")
       .def_static(
           "batch_accept_token",
           [](const py::sequence& matchers, const std::vector<int64_t>& tokens, bool debug_print) {

@@ -210,6 +210,36 @@ TEST(BatchMasker, EqualsOneByOneAcrossReusedCalls) {
   }
 }
 
+// Budgets per row: the budget-aware mask where one is given, the plain one
+// where not; each equal to the matcher's own ComputeMask.
+TEST(BatchMasker, BudgetsPerRowEqualOneByOne) {
+  absl::StatusOr<CompiledGrammar> g = SmallJson();
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<std::string> prefixes = {"[1, 2", "{\"a\": ", "[tr", "{", "[1.5e", "[[["};
+  const std::vector<std::optional<int64_t>> budgets = {2, 3, std::nullopt, 4, 1, 6};
+  Batch batch(*g, prefixes);
+  const size_t words = g->mask_words();
+  BatchMasker masker(2);
+  std::vector<uint32_t> out(words * prefixes.size());
+  std::vector<uint32_t*> rows;
+  for (size_t k = 0; k < prefixes.size(); ++k) rows.push_back(out.data() + k * words);
+  std::vector<size_t> allowed(prefixes.size());
+  masker.ComputeWithBudgets(batch.pointers, rows, budgets, absl::MakeSpan(allowed));
+  size_t differs_from_plain = 0;
+  for (size_t k = 0; k < prefixes.size(); ++k) {
+    Matcher single(*g);
+    ASSERT_TRUE(single.AcceptBytes(prefixes[k]));
+    std::vector<uint32_t> expected(words), plain(words);
+    single.ComputeMask(plain.data());
+    const size_t count = budgets[k] ? single.ComputeMask(expected.data(), *budgets[k])
+                                    : single.ComputeMask(expected.data());
+    EXPECT_EQ(allowed[k], count) << prefixes[k];
+    EXPECT_EQ(expected, std::vector<uint32_t>(rows[k], rows[k] + words)) << prefixes[k];
+    differs_from_plain += expected != plain;
+  }
+  EXPECT_GE(differs_from_plain, 3u);  // the budgets bite: not plain masks in disguise
+}
+
 TEST(BatchMasker, ConcurrentCallersAndEmptyBatches) {
   absl::StatusOr<CompiledGrammar> g = SmallJson();
   ASSERT_TRUE(g.ok()) << g.status();

@@ -159,3 +159,23 @@ def test_matcher_in_a_running_batch_refuses_calls(llama3):
     t.join()
     assert refused and "batch" in refused[0]
     assert not matchers[-1].accept_string("\x01")  # free again
+
+
+def test_batch_budgets_equal_one_by_one(small_compiler):
+    """tokens_left: one int for all rows, or an int or None per matcher, as the single fill."""
+    compiled = small_compiler.compile_grammar('root ::= "[" ("1" | "2")* "]"')
+    prefixes = ["[", "[1", "[12", "[2"]
+    batch = zapgram.BatchGrammarMatcher(2)
+    for tokens_left in (2, [2, None, 3, 1]):
+        per_row = tokens_left if isinstance(tokens_left, list) else [tokens_left] * len(prefixes)
+        expected = zapgram.allocate_token_bitmask(len(prefixes), 40)
+        for k, m in enumerate(fresh_matchers(compiled, prefixes)):
+            m.fill_next_token_bitmask(expected, k, tokens_left=per_row[k])
+        bitmask = zapgram.allocate_token_bitmask(len(prefixes), 40)
+        batch.batch_fill_next_token_bitmask(fresh_matchers(compiled, prefixes), bitmask, tokens_left=tokens_left)
+        assert torch.equal(bitmask, expected)
+    plain = zapgram.allocate_token_bitmask(len(prefixes), 40)
+    batch.batch_fill_next_token_bitmask(fresh_matchers(compiled, prefixes), plain)
+    assert not torch.equal(plain, expected)  # the budgets changed some rows
+    with pytest.raises(ValueError, match="tokens_left has 2 entries for 4 matchers"):
+        batch.batch_fill_next_token_bitmask(fresh_matchers(compiled, prefixes), plain, tokens_left=[1, 2])
