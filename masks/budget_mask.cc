@@ -3,6 +3,7 @@
 #include "masks/budget_mask.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <bit>
 #include <functional>
@@ -31,6 +32,25 @@ void AllowedNonEos(const uint32_t* words, size_t n_words, const Vocabulary& voca
 }
 
 uint32_t CeilDiv(size_t a, size_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+// One byte per class of bytes that every automaton reading the input steps
+// alike (a lexed grammar's lexer; a byte-level grammar's terminal table):
+// two bytes of a class lead to the same state, so the byte searches need
+// only one of them. All bytes when counted terminals (stepped by the raw
+// byte) are present.
+parser::ByteSet RepresentativeBytes(const parser::FlatGrammar& g) {
+  parser::ByteSet out;
+  if (!g.lexed() && !g.terminals.counted.empty()) return out.set();
+  const std::array<uint8_t, 256>& byte_class = g.lexed() ? g.lexer->byte_class : g.terminals.byte_class;
+  std::vector<uint8_t> seen(256, 0);
+  for (int b = 0; b < 256; ++b) {
+    if (!seen[byte_class[b]]) {
+      seen[byte_class[b]] = 1;
+      out.set(b);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -137,7 +157,12 @@ BudgetMasker::Bounds BudgetMasker::ComputeBounds(Matcher& matcher) {
 BudgetMasker::SearchStep BudgetMasker::ExpandByOneByte(
     Matcher& matcher, const std::string& path, uint64_t* budget, SeenStates* seen,
     std::string* witness, absl::FunctionRef<void(std::string next_path)> discovered) {
-  const parser::ByteSet bytes = matcher.NextBytes();
+  const parser::FlatGrammar* flat = &matcher.grammar().grammar();
+  if (flat != representatives_of_) {
+    representatives_ = RepresentativeBytes(*flat);
+    representatives_of_ = flat;
+  }
+  const parser::ByteSet bytes = matcher.NextBytes() & representatives_;
   std::vector<uint32_t> key;
   for (int c = 0; c < 256; ++c) {
     if (!bytes.test(c)) continue;

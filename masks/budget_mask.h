@@ -29,7 +29,10 @@
 //          completion instead (not the shortest, still a witness);
 //          ub = tokens + 1 (EOS). Only a replayed witness sets ub, so ub
 //          is always a real completion: soundness never depends on the
-//          search being complete.
+//          search being complete. Both searches step one byte per class
+//          of bytes that the lexer (lexed grammars) or the terminal table
+//          steps alike: the others reach the same states (all bytes when
+//          counted terminals, stepped by the raw byte, exist).
 //        lower bound: 1 when accepting, else 1 + ceil(b / L) with L the
 //          longest token's byte length and b the fewest bytes any
 //          completion has: |w| when the breadth-first search finished, else
@@ -191,6 +194,10 @@ class BudgetMasker {
   std::vector<uint32_t> scratch_words_;
   uint64_t nodes_left_ = 0;
   bool ran_out_ = false;
+  // The byte searches' representative bytes (RepresentativeBytes), for the
+  // grammar they were computed for.
+  const parser::FlatGrammar* representatives_of_ = nullptr;
+  parser::ByteSet representatives_;
 };
 
 }  // namespace zapgram::masks

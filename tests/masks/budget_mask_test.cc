@@ -249,5 +249,34 @@ TEST(BudgetMaskWalks, RandomWalksEndAcceptedWithinBudget) {
   }
 }
 
+// A lexed grammar's first token: "select" finishes within a few tokens
+// ("select 1" is no SQL here; "select a from b" is), so a budget of 12
+// allows it. The byte searches for its witness step one byte per lexer byte
+// class; with every byte stepped they ran out before the 9-byte completion
+// and masked every token of the first step.
+TEST(BudgetMaskLexed, FirstTokenOfSqlFitsAModestBudget) {
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  absl::StatusOr<Grammar> grammar = Grammar::Load(testing::DataPath("grammars/lark/syncode/sql.lark"));
+  ASSERT_TRUE(grammar.ok()) << grammar.status();
+  absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, *vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  int32_t select = -1;
+  for (int32_t id = 0; id < vocab->size(); ++id) {
+    if (vocab->token_bytes(id) == "select") select = id;
+  }
+  ASSERT_GE(select, 0);
+  Matcher matcher(*compiled);
+  std::vector<uint32_t> plain(compiled->mask_words()), budget(compiled->mask_words());
+  matcher.ComputeMask(plain.data());
+  ASSERT_TRUE(Bit(plain, select));
+  const size_t allowed = matcher.ComputeMask(budget.data(), 12);
+  EXPECT_TRUE(Bit(budget, select)) << allowed << " allowed";
+  // Sound: a budget-allowed token is plain-allowed; and with 2 tokens left
+  // (one token, then EOS) no single token is a whole statement here.
+  for (size_t w = 0; w < plain.size(); ++w) EXPECT_EQ(budget[w] & ~plain[w], 0u);
+  EXPECT_EQ(matcher.ComputeMask(budget.data(), 2), 0u);
+}
+
 }  // namespace
 }  // namespace zapgram
