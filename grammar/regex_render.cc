@@ -140,4 +140,39 @@ absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
   return text[root];
 }
 
+int64_t RecursiveRuleReachedFrom(const Grammar& g, ExprId root) {
+  // Depth first over rules with an explicit stack; a rule met again while
+  // it is still open is on a cycle.
+  enum : uint8_t { kNew = 0, kOpen = 1, kDone = 2 };
+  std::vector<uint8_t> color(g.rules.size(), kNew);
+  const auto referenced = [&](ExprId from) {
+    std::vector<RuleId> rules;
+    std::vector<ExprId> stack = {from};
+    while (!stack.empty()) {
+      const Expr& expr = g.exprs[stack.back()];
+      stack.pop_back();
+      if (expr.kind == ExprKind::kRuleRef) rules.push_back(expr.rule);
+      stack.insert(stack.end(), expr.children.begin(), expr.children.end());
+    }
+    return rules;
+  };
+  // Frames: a rule (or -1 for `root`) and the references still to visit.
+  std::vector<std::pair<int64_t, std::vector<RuleId>>> frames;
+  frames.push_back({-1, referenced(root)});
+  while (!frames.empty()) {
+    if (frames.back().second.empty()) {
+      if (frames.back().first >= 0) color[frames.back().first] = kDone;
+      frames.pop_back();
+      continue;
+    }
+    const RuleId rule = frames.back().second.back();
+    frames.back().second.pop_back();
+    if (color[rule] == kOpen) return rule;
+    if (color[rule] == kDone) continue;
+    color[rule] = kOpen;
+    frames.push_back({rule, referenced(g.rules[rule].body)});
+  }
+  return -1;
+}
+
 }  // namespace zapgram::grammar

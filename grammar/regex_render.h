@@ -56,6 +56,11 @@ absl::StatusOr<std::string> RenderRegex(const Grammar& g, ExprId root,
                                         const std::function<ExprId(RuleId)>& rule_body,
                                         size_t max_bytes, RegexRenderMemo* memo = nullptr);
 
+// A rule that the expression `root` of `g` reaches through references and
+// that reaches itself (so RenderRegex cannot inline it), or -1 when there
+// is none: what a caller checks before rendering user-written rules.
+int64_t RecursiveRuleReachedFrom(const Grammar& g, ExprId root);
+
 }  // namespace zapgram::grammar
 
 #endif  // ZAPGRAM_GRAMMAR_REGEX_RENDER_H_

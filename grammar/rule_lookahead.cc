@@ -105,20 +105,6 @@ Relation Power(Relation base, uint32_t exponent) {
   return result;
 }
 
-// Calls visit(expr) for every node of the tree at `root` (shared nodes once).
-template <typename Visit>
-void ForEachNode(const Grammar& g, ExprId root, std::vector<uint8_t>& seen, Visit visit) {
-  std::vector<ExprId> stack = {root};
-  while (!stack.empty()) {
-    const ExprId id = stack.back();
-    stack.pop_back();
-    if (seen[id]) continue;
-    seen[id] = 1;
-    visit(id);
-    for (const ExprId child : g.exprs[id].children) stack.push_back(child);
-  }
-}
-
 class LookaheadProver {
  public:
   LookaheadProver(const Grammar& g, const RuleLookaheadLimits& limits) : g_(g), limits_(limits) {}
@@ -209,46 +195,20 @@ absl::Status LookaheadProver::Fail(const RuleLookahead& lookahead, std::string_v
 }
 
 absl::StatusOr<Assertion> LookaheadProver::BuildAssertion(const RuleLookahead& lookahead) const {
-  // The assertion's rules must not be recursive (they are inlined) and it
-  // must be made of bytes. Depth-first over rules, explicit stack.
-  std::vector<uint8_t> color(g_.rules.size(), 0);  // 1 = open, 2 = finished
-  std::vector<std::pair<ExprId, std::vector<RuleId>>> frames;
-  const auto open = [&](ExprId root) -> absl::Status {
-    std::vector<RuleId> refs;
-    std::vector<uint8_t> seen(g_.exprs.size(), 0);
-    bool token_level = false;
-    ForEachNode(g_, root, seen, [&](ExprId id) {
-      const Expr& expr = g_.exprs[id];
-      if (expr.kind == ExprKind::kRuleRef) refs.push_back(expr.rule);
-      if (expr.kind == ExprKind::kToken || expr.kind == ExprKind::kTokenIds) token_level = true;
-    });
-    if (token_level) {
+  // The assertion's rules must not be recursive (they are inlined), and it
+  // must be made of bytes.
+  if (const int64_t recursive = RecursiveRuleReachedFrom(g_, lookahead.assertion); recursive >= 0) {
+    return Fail(lookahead, absl::StrCat("refers to the recursive rule '", g_.rules[recursive].name,
+                                        "'; zapgram checks regular lookaheads only"));
+  }
+  for (std::vector<ExprId> stack = {lookahead.assertion}; !stack.empty();) {
+    const Expr& expr = g_.exprs[stack.back()];
+    stack.pop_back();
+    if (expr.kind == ExprKind::kToken || expr.kind == ExprKind::kTokenIds) {
       return Fail(lookahead, "holds a token-level element; zapgram checks lookaheads over bytes");
     }
-    frames.push_back({root, std::move(refs)});
-    return absl::OkStatus();
-  };
-  if (absl::Status status = open(lookahead.assertion); !status.ok()) return status;
-  std::vector<RuleId> path;
-  while (!frames.empty()) {
-    if (frames.back().second.empty()) {
-      frames.pop_back();
-      if (!path.empty()) {
-        color[path.back()] = 2;
-        path.pop_back();
-      }
-      continue;
-    }
-    const RuleId rule = frames.back().second.back();
-    frames.back().second.pop_back();
-    if (color[rule] == 1) {
-      return Fail(lookahead, absl::StrCat("refers to the recursive rule '", g_.rules[rule].name,
-                                          "'; zapgram checks regular lookaheads only"));
-    }
-    if (color[rule] == 2) continue;
-    color[rule] = 1;
-    path.push_back(rule);
-    if (absl::Status status = open(g_.rules[rule].body); !status.ok()) return status;
+    stack.insert(stack.end(), expr.children.begin(), expr.children.end());
+    if (expr.kind == ExprKind::kRuleRef) stack.push_back(g_.rules[expr.rule].body);
   }
 
   absl::StatusOr<std::string> regex = RenderRegex(
