@@ -67,10 +67,14 @@
 // grammar implies it (then it changes nothing and is dropped) or refuses the
 // grammar at the assertion.
 //
+// Rule attributes. `name[lazy, capture="x"] ::= ...` is read by
+// grammar/rule_attributes.h: lazy rules become their lazy language once the
+// grammar is resolved, capture and temperature change nothing it matches.
+//
 // Refusals. XGrammar constructs that change what a grammar matches and that
-// the engine does not implement are errors, never silently dropped: rule
-// attributes (`r[max_tokens=3] ::= ...`) and lookahead assertions the grammar
-// does not imply. llama.cpp token references (`<[1234]>`, `<think>`,
+// the engine does not implement are errors, never silently dropped: the
+// budget attributes (`r[max_tokens=3] ::= ...`), lazy rules that are not
+// regular, and lookahead assertions the grammar does not imply. llama.cpp token references (`<[1234]>`, `<think>`,
 // `!<...>`) are refused as well: zapgram grammars name token ids only through
 // XGrammar's token-level macros.
 //
@@ -90,6 +94,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "grammar/rule_attributes.h"
 #include "grammar/rule_lookahead.h"
 #include "grammar/utf8.h"
 #include "grammar/xgrammar_macros.h"
@@ -233,6 +238,11 @@ class GbnfReader : public MacroBuilder {
   };
   std::vector<PendingReference> references_;
   std::vector<RuleLookahead> lookaheads_;
+  struct LazyRule {
+    RuleId rule;
+    size_t offset;  // of its name
+  };
+  std::vector<LazyRule> lazy_rules_;
 };
 
 SourceLocation GbnfReader::LocationOf(size_t offset) const {
@@ -987,12 +997,17 @@ absl::StatusOr<Grammar> GbnfReader::Read() {
     }
     pos_ = NameEndFrom(pos_);
     std::string name(text_.substr(name_offset, pos_ - name_offset));
+    RuleAttributes attributes;
     if (const size_t attributes_end = AttributeBlockEndFrom(pos_);
         attributes_end != std::string_view::npos &&
         TextAt(SkipBlanksAndCommentsFrom(attributes_end), kDefinitionOperator)) {
-      return ErrorAt(
-          pos_, absl::StrCat("rule attributes '", AsAbsl(text_.substr(pos_, attributes_end - pos_)),
-                             "' on rule '", name, "' are not supported"));
+      size_t error_offset = 0;
+      std::string error;
+      if (!ParseRuleAttributes(text_.substr(pos_ + 1, attributes_end - pos_ - 2), &attributes,
+                               &error_offset, &error)) {
+        return ErrorAt(pos_ + 1 + error_offset, absl::StrCat(error, " (rule '", name, "')"));
+      }
+      pos_ = attributes_end;
     }
     SkipBlanksAndComments();
     if (!TextAt(pos_, kDefinitionOperator)) {
@@ -1008,6 +1023,7 @@ absl::StatusOr<Grammar> GbnfReader::Read() {
     }
     grammar_.rules.push_back({std::move(name), 0, LocationOf(name_offset)});
     const size_t rule_index = grammar_.rules.size() - 1;
+    if (attributes.lazy) lazy_rules_.push_back({static_cast<RuleId>(rule_index), name_offset});
     absl::StatusOr<ExprId> body = ReadRuleBody();
     if (!body.ok()) return body.status();
     grammar_.rules[rule_index].body = *body;
@@ -1024,6 +1040,13 @@ absl::StatusOr<Grammar> GbnfReader::Read() {
   // orphaned expressions; the others are refused (grammar/rule_lookahead.h).
   if (absl::Status status = CheckRuleLookaheadsImplied(grammar_, lookaheads_); !status.ok()) {
     return status;
+  }
+  // Lazy rules become their regular lazy language (grammar/rule_attributes.h),
+  // after the lookaheads, which are proved of the grammar as written.
+  for (const LazyRule& lazy : lazy_rules_) {
+    if (absl::Status status = MakeRuleLazy(grammar_, lazy.rule); !status.ok()) {
+      return ErrorAt(lazy.offset, std::string_view(status.message().data(), status.message().size()));
+    }
   }
   DropUnreferencedExprs();
   if (absl::Status status = grammar_.Validate(); !status.ok()) return status;

@@ -17,12 +17,17 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "grammar/builtin.h"
 #include "grammar/grammar.h"
+#include "grammar/regex_render.h"
+#include "tests/support/ir_compile.h"
+#include "tests/support/random_grammar.h"
+#include "tests/support/reference_recognizer.h"
 #include "gtest/gtest.h"
 
 #ifndef ZAPGRAM_DATA_DIR
@@ -640,8 +645,9 @@ TEST(GbnfReaderErrorTest, XGrammarRefusals) {
        "zapgram accepts a rule lookahead only where the grammar implies it (XGrammar takes it as "
        "an unchecked hint)"},
       {"root ::= \"<\" r \">\"\nr[max_tokens=3, capture=\"x\", lazy] ::= [a-z] [a-z]*",
-       "t.gbnf:2:2: rule attributes '[max_tokens=3, capture=\"x\", lazy]' on rule 'r' are not "
-       "supported"},
+       "t.gbnf:2:3: rule attribute 'max_tokens' is not supported: a budget per occurrence of a "
+       "rule, which XGrammar relaxes when the rule cannot end where it runs out, is not a "
+       "language zapgram can mask exactly (rule 'r')"},
       {"root ::= <think> \"a\"",
        "t.gbnf:1:10: token references like '<...>' are not supported (zapgram grammars match "
        "bytes, not token ids)"},
@@ -789,8 +795,8 @@ TEST(GbnfReaderDataTest, XGrammarFilesLoadOrAreRefused) {
       ++outcomes["refused: lookahead assertion not implied"];
     } else if (message.find("XGrammar macro '") != std::string::npos) {
       ++outcomes["refused: macro"];
-    } else if (message.find("rule attributes '") != std::string::npos) {
-      ++outcomes["refused: rule attributes"];
+    } else if (message.find("rule attribute '") != std::string::npos) {
+      ++outcomes["refused: rule attribute"];
     } else if (message.find("Regex(...): lookahead '(?") != std::string::npos) {
       ++outcomes["refused: lookahead inside Regex(...)"];
     } else if (message.find("is both a trigger and excluded") != std::string::npos) {
@@ -811,6 +817,111 @@ TEST(GbnfReaderDataTest, XGrammarFilesLoadOrAreRefused) {
   EXPECT_EQ(outcomes["refused: lookahead assertion not implied"], 3);
   EXPECT_EQ(outcomes["refused: lookahead inside Regex(...)"], 0);
   EXPECT_EQ(outcomes["refused: macro"], 0);
+  // The one file with attributes has max_tokens as well as capture and lazy.
+  EXPECT_EQ(outcomes["refused: rule attribute"], 1);
+}
+
+// ---- XGrammar rule attributes (grammar/rule_attributes.h) ----
+
+// Lazy bodies are regexes with zapgram's set operations, which the
+// reference recognizer (RE2) does not have: zapgram's recognizer decides
+// the lazy grammar, the reference one the body it came from.
+bool Accepts(const Grammar& g, std::string_view text) {
+  absl::StatusOr<parser::FlatGrammar> flat = testing::CompileIr(g);
+  EXPECT_TRUE(flat.ok()) << flat.status();
+  return flat.ok() && testing::FlatAccepts(*flat, text);
+}
+
+bool Accepts(std::string_view gbnf, std::string_view text) {
+  absl::StatusOr<Grammar> g = ReadGbnf(gbnf, "t.gbnf");
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() && Accepts(*g, text);
+}
+
+TEST(RuleAttributes, LazyRulesEndWhereTheyFirstCan) {
+  // XGrammar's example: a lazy [a-z] [a-z]* is one letter.
+  const std::string lazy = "root ::= \"<\" r \">\"\nr[lazy] ::= [a-z] [a-z]*";
+  EXPECT_TRUE(Accepts(lazy, "<a>"));
+  EXPECT_FALSE(Accepts(lazy, "<ab>"));
+  // "ab" | "abc": "abc" extends "ab", so only "ab" is left; "x" "y"* is "x".
+  const std::string alternatives =
+      "root ::= r s\nr[ lazy ] ::= \"ab\" | \"abc\" | \"b\"\ns[lazy] ::= \"x\" \"y\"*";
+  EXPECT_TRUE(Accepts(alternatives, "abx"));
+  EXPECT_TRUE(Accepts(alternatives, "bx"));
+  EXPECT_FALSE(Accepts(alternatives, "abcx"));
+  EXPECT_FALSE(Accepts(alternatives, "abxy"));
+  // A nullable lazy rule matches only the empty string.
+  EXPECT_TRUE(Accepts("root ::= \"<\" r \">\"\nr[lazy] ::= [a-z]*", "<>"));
+  EXPECT_FALSE(Accepts("root ::= \"<\" r \">\"\nr[lazy] ::= [a-z]*", "<a>"));
+  // Capture and temperature change nothing.
+  EXPECT_EQ(DumpOf("root ::= r\nr[capture=\"x\", temperature=0.7] ::= [a-z]+"),
+            DumpOf("root ::= r\nr ::= [a-z]+"));
+  EXPECT_EQ(DumpOf("root ::= r\nr[capture] ::= \"a\""), DumpOf("root ::= r\nr ::= \"a\""));
+}
+
+TEST(RuleAttributes, ErrorsNameTheAttributeAndThePlace) {
+  EXPECT_EQ(ErrorOf("root ::= r\nr[lazy] ::= \"a\" r | \"b\""),
+            "t.gbnf:2:1: lazy rule 'r' reaches the recursive rule 'r'; zapgram makes only regular "
+            "rules lazy");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[laz] ::= \"a\""), "t.gbnf:2:3: unknown rule attribute 'laz' (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[lazy, lazy] ::= \"a\""),
+            "t.gbnf:2:9: rule attribute 'lazy' given twice (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[lazy=1] ::= \"a\""),
+            "t.gbnf:2:7: rule attribute 'lazy' takes no value (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[temperature] ::= \"a\""),
+            "t.gbnf:2:14: rule attribute 'temperature' needs a value ('=...') (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[temperature=hot] ::= \"a\""),
+            "t.gbnf:2:15: 'hot' is not a number (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[capture=\"\"] ::= \"a\""),
+            "t.gbnf:2:11: rule attribute 'capture' needs a non-empty string (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[lazy capture] ::= \"a\""),
+            "t.gbnf:2:8: expected ',' or ']' after a rule attribute (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[max_chars=4] ::= \"a\""),
+            "t.gbnf:2:3: rule attribute 'max_chars' is not supported: a budget per occurrence of a "
+            "rule, which XGrammar relaxes when the rule cannot end where it runs out, is not a "
+            "language zapgram can mask exactly (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[stop_capture=\"s\"] ::= \"a\""),
+            "t.gbnf:2:3: rule attribute 'stop_capture' is not supported (it belongs to XGrammar's "
+            "budgeted hidden captures) (rule 'r')");
+}
+
+// Differential: a lazy rule's language is the body's strings with no proper
+// prefix in it. Random regular bodies (random grammars whose root reaches no
+// recursion), every string up to 5 bytes over a, b, c, against the
+// reference recognizer of the body.
+TEST(RuleAttributes, LazyEqualsShortestMatchesOnRandomGrammars) {
+  std::mt19937_64 rng(177);
+  testing::RandomGrammarOptions options;
+  options.max_rules = 4;
+  options.max_depth = 3;
+  options.multibyte = false;
+  std::vector<std::string> strings = {""};
+  for (size_t k = 0; k < strings.size() && strings[k].size() < 5; ++k) {
+    for (char c : std::string("abc")) strings.push_back(strings[k] + c);
+  }
+  int checked = 0, differs_from_body = 0;
+  for (int round = 0; round < 300 && checked < 80; ++round) {
+    const Grammar body = testing::RandomGrammar(rng, options);
+    if (RecursiveRuleReachedFrom(body, body.rules[body.root].body) >= 0) continue;
+    std::string text = Dump(body);
+    ASSERT_EQ(text.rfind("root ::=", 0), 0u) << text;
+    text.insert(4, "[lazy]");
+    absl::StatusOr<Grammar> lazy = ReadGbnf(text, "lazy.gbnf");
+    ASSERT_TRUE(lazy.ok()) << lazy.status() << "\n" << text;
+    const testing::ReferenceRecognizer body_ref(body);
+    if (body_ref.LanguageIsEmpty()) continue;
+    absl::StatusOr<parser::FlatGrammar> lazy_flat = testing::CompileIr(*lazy);
+    ASSERT_TRUE(lazy_flat.ok()) << lazy_flat.status() << "\n" << text;
+    ++checked;
+    for (const std::string& s : strings) {
+      bool shortest = body_ref.Accepts(s);
+      for (size_t n = 0; n < s.size() && shortest; ++n) shortest = !body_ref.Accepts(s.substr(0, n));
+      ASSERT_EQ(testing::FlatAccepts(*lazy_flat, s), shortest) << "\"" << s << "\" on\n" << text;
+      differs_from_body += shortest != body_ref.Accepts(s);
+    }
+  }
+  EXPECT_GE(checked, 40);
+  EXPECT_GT(differs_from_body, 20);  // laziness really removed strings
 }
 
 // Token-level macros read to kTokenIds nodes; the dump spells them as
