@@ -52,6 +52,28 @@ parser::ByteSet RepresentativeBytes(const parser::FlatGrammar& g) {
   return out;
 }
 
+// Where token `bytes` takes the terminal-table states `starts` (the items
+// on terminals of a byte-level state S), as a key: the end state of each,
+// 0 when it dies. False when some start passes an accepting state strictly
+// inside the token (a terminal may end there and others begin: the parser
+// decides) or reaches a lazily built state. Otherwise nothing completes
+// before the token's end, so S·t is S with each item's automaton state
+// replaced by its end state (dead ones dropped), closed at the end: tokens
+// with equal keys reach equal states and have equal bounds.
+bool SameEffectKey(const parser::TerminalTable& table, const std::vector<uint32_t>& starts,
+                   std::string_view bytes, std::vector<uint32_t>* key) {
+  key->clear();
+  for (uint32_t state : starts) {
+    for (size_t j = 0; j < bytes.size() && state != 0; ++j) {
+      state = table.Step(state, static_cast<uint8_t>(bytes[j]));
+      if (state == parser::TerminalTable::kOverflow) return false;
+      if (state != 0 && j + 1 < bytes.size() && table.accepting(state)) return false;
+    }
+    key->push_back(state);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool BudgetMasker::Push(Matcher& matcher, int32_t id) {
@@ -411,16 +433,32 @@ const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const 
     }
     it->second[id >> 5] |= 1u << (id & 31);
   };
+  // Tokens of equal effect (SameEffectKey) are visited once: byte-level
+  // grammars without token terminals (those tell ids apart by number).
+  const parser::FlatGrammar& flat = matcher.grammar().grammar();
+  std::vector<uint32_t> starts;
+  if (!flat.lexed() && flat.token_terminals.empty()) matcher.ScanStates(&starts);
+  const Vocabulary& vocab = matcher.grammar().vocabulary();
+  absl::flat_hash_map<std::vector<uint32_t>, Bounds> by_effect;
+  std::vector<uint32_t> effect;
   for (int32_t id : ids) {
+    const bool keyed = !starts.empty() && SameEffectKey(flat.terminals, starts, vocab.token_bytes(id), &effect);
+    if (keyed) {
+      if (auto it = by_effect.find(effect); it != by_effect.end()) {
+        ++stats_.tokens_grouped;
+        bucket(&profile.by_ub, it->second.ub, id);
+        bucket(&profile.by_lb, it->second.lb, id);
+        continue;
+      }
+    }
     ++stats_.tokens_checked;
     ran_out_ = false;
-    if (!Push(matcher, id)) {  // past the rollback budget: never proven
-      bucket(&profile.by_ub, kUnknown, id);
-      bucket(&profile.by_lb, 2, id);
-      continue;
+    Bounds b{.lb = 2, .ub = kUnknown};  // past the rollback budget: never proven
+    if (Push(matcher, id)) {
+      b = StateBounds(matcher);
+      Pop(matcher);
+      if (keyed) by_effect.emplace(effect, b);
     }
-    const Bounds b = StateBounds(matcher);
-    Pop(matcher);
     bucket(&profile.by_ub, b.ub, id);
     bucket(&profile.by_lb, b.lb, id);
   }

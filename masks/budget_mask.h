@@ -57,7 +57,13 @@
 //
 // Cost: the first mask asked at a state S visits every allowed token once
 // (accept, key, bounds of S·t, roll back) and files the tokens by their
-// bounds into a *profile* of S: one mask per distinct ub and per distinct
+// bounds into a *profile* of S. In a byte-level grammar (no token
+// terminals) a token that no terminal of S can end inside (no accepting
+// automaton state strictly within it) reaches a state fixed by where it
+// leaves each of S's terminal automata: tokens that leave them alike share
+// one visit (inside one long terminal, such as a string regex, most of the
+// vocabulary). The
+// profile of S: one mask per distinct ub and per distinct
 // lb (a handful). Every later mask of S, at any budget, is a few mask ORs
 // plus the search for the tokens the bounds leave undecided (lb <= n - 1 <
 // ub), at most max_search_nodes per call. Each first visit costs (allowed
@@ -99,6 +105,7 @@ struct BudgetStats {
   uint64_t calls = 0;           // Compute calls with n >= 2 that looked at tokens
   uint64_t skipped = 0;         // of them, answered by the remembered bound R
   uint64_t tokens_checked = 0;  // allowed tokens decided one by one
+  uint64_t tokens_grouped = 0;  // allowed tokens given the bounds of an equal-effect one
   uint64_t byte_nodes = 0;      // byte-search children evaluated
   uint64_t search_nodes = 0;    // token-search children evaluated
   uint64_t inexact = 0;         // tokens masked only because a budget ran out

@@ -303,6 +303,9 @@ class Matcher {
   // without pruning), and how many bytes Rollback can undo now.
   parser::ByteSet NextBytes() const { return recognizer_.NextBytes(); }
   bool ExactStateKey(std::vector<uint32_t>* out) const { return recognizer_.CanonicalState(out); }
+  // The distinct terminal-table states of the items on terminals now
+  // (byte-level grammars; empty for lexed ones).
+  void ScanStates(std::vector<uint32_t>* out) const { recognizer_.CollectScanStates(out); }
   size_t RollbackLimit() const { return recognizer_.RollbackLimit(); }
   size_t MaxRollback() const { return options_.recognizer.max_rollback; }
   size_t position() const { return recognizer_.Position(); }

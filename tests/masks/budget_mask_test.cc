@@ -50,6 +50,10 @@ std::vector<ToyCase> ToyCases() {
       // After "x", the shortest byte completion is "bbb" (3 tokens) while
       // "aaaa" is one token: the witness bound is loose, the search exact.
       {"witness", {"x", "a", "aa", "aaaa", "b", ""}, "root ::= \"x\" (\"aaaa\" | \"bbb\") \"y\"?\n", 6},
+      // Tokens that stay inside the string terminal reach states named by
+      // its automaton's state alone: visited once per such state.
+      // (Underscores, not quotes: the oracle completes regexes over a fixed alphabet.)
+      {"string", {"_", "a", "b", "ab", "ba", "abb", "_x", "x", "a_", ""}, "root ::= /_[ab]*_/ \"x\"\n", 6},
       // Nested lists with words; tokens that open and close several levels.
       {"lists",
        {"[", "]", ",", "w", "[[", "]]", "],", "w]", ""},
