@@ -1069,7 +1069,7 @@ absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const Re
   absl::StatusOr<uint32_t> end = EmitInto(parser, node, nfa, 0, limits, ctx);
   if (!end.ok()) return end.status();
   nfa.SetAccepting(*end);
-  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, limits.max_dfa_states);
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
 }
@@ -1079,7 +1079,7 @@ absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& range
                                         JsonSpelling spelling) {
   ByteNfa nfa;
   nfa.SetAccepting(AddSpelledCodepoints(nfa, 0, ranges, spelling));
-  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, 1u << 16);
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, 1u << 16);
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
 }
@@ -1155,16 +1155,57 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
 }  // namespace
 
 ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
+  if (dfa.num_states() <= 2) return dfa;
+  return MinimizeDfa(ClassDfa::Narrow(dfa), max_work);
+}
+
+namespace {
+
+// One class of `dfa` per group of classes whose columns agree in every
+// state (the trim can leave two classes that no surviving row tells apart).
+// Refined row by row, as ByteClassPartition does over bytes.
+std::vector<uint32_t> DistinctColumns(const ClassDfa& dfa) {
+  const uint32_t k = dfa.num_classes;
+  std::vector<uint32_t> group(k, 0), first_of_group(1, 0);
+  std::vector<int32_t> head, chain;
+  std::vector<uint32_t> value;
+  for (uint32_t s = 1; s < dfa.num_states() && first_of_group.size() < k; ++s) {
+    const uint32_t* row = &dfa.next[size_t{s} * k];
+    bool splits = false;
+    for (uint32_t c = 0; c < k; ++c) splits |= row[c] != row[first_of_group[group[c]]];
+    if (!splits) continue;
+    // New groups by first appearance in class order; each old group chains
+    // its (value, new group) entries, an entry's index being its new group.
+    head.assign(first_of_group.size(), -1);
+    chain.clear();
+    value.clear();
+    first_of_group.clear();
+    for (uint32_t c = 0; c < k; ++c) {
+      int32_t e = head[group[c]];
+      while (e >= 0 && value[e] != row[c]) e = chain[e];
+      if (e < 0) {
+        e = static_cast<int32_t>(value.size());
+        value.push_back(row[c]);
+        chain.push_back(head[group[c]]);
+        head[group[c]] = e;
+        first_of_group.push_back(c);
+      }
+      group[c] = static_cast<uint32_t>(e);
+    }
+  }
+  return first_of_group;
+}
+
+}  // namespace
+
+ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work) {
   const uint32_t n = dfa.num_states();
-  if (n <= 2) return dfa;
-  // Bytes whose columns agree in every state are interchangeable: the
-  // refinement runs over one byte per column class. The classes come from
-  // refining by each row in turn (rows are contiguous; comparing columns
-  // strode a row of 1 KiB per state).
-  ByteClassPartition columns;
-  for (uint32_t s = 1; s < n && !columns.all_distinct(); ++s) columns.Refine(dfa.next[s]);
-  const std::vector<uint8_t> column_bytes = columns.Representatives();
-  const uint32_t width = static_cast<uint32_t>(column_bytes.size());
+  if (n <= 2) return dfa.Widen();
+  // Classes whose columns agree in every state are interchangeable: the
+  // refinement runs over one class per group of equal columns.
+  const std::vector<uint32_t> column_classes = DistinctColumns(dfa);
+  const uint32_t width = static_cast<uint32_t>(column_classes.size());
+  auto next_of = [&](uint32_t s, uint32_t a) { return dfa.step(s, column_classes[a]); };
 
   // Hopcroft's refinement, O(width * n log n). Predecessor lists per
   // (symbol, state) in one CSR array.
@@ -1172,14 +1213,14 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
   // (State-major loops: a row is contiguous; each cell still lists its
   // predecessors in increasing order.)
   for (uint32_t s = 0; s < n; ++s) {
-    for (uint32_t a = 0; a < width; ++a) ++pred_begin[size_t{a} * n + dfa.next[s][column_bytes[a]] + 1];
+    for (uint32_t a = 0; a < width; ++a) ++pred_begin[size_t{a} * n + next_of(s, a) + 1];
   }
   for (size_t i = 0; i + 1 < pred_begin.size(); ++i) pred_begin[i + 1] += pred_begin[i];
   {
     std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
     for (uint32_t s = 0; s < n; ++s) {
       for (uint32_t a = 0; a < width; ++a) {
-        preds[fill[size_t{a} * n + dfa.next[s][column_bytes[a]]]++] = s;
+        preds[fill[size_t{a} * n + next_of(s, a)]++] = s;
       }
     }
   }
@@ -1260,7 +1301,7 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
         push_work(y_pending ? z : smaller, c);
       }
     }
-    if (steps > max_work) return dfa;  // not converged within budget: keep the unminimized DFA
+    if (steps > max_work) return dfa.Widen();  // not converged within budget: the unminimized DFA
   }
   const uint32_t num_classes = static_cast<uint32_t>(begin.size());
   std::vector<uint32_t>& cls = block;
@@ -1277,10 +1318,12 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
   ByteDfa out;
   out.next.resize(representative.size());
   out.accepting.resize(representative.size());
+  std::vector<uint32_t> row(dfa.num_classes);
   for (uint32_t c = 0; c < representative.size(); ++c) {
     uint32_t s = representative[c];
     out.accepting[c] = dfa.accepting[s];
-    for (uint32_t b = 0; b < 256; ++b) out.next[c][b] = id[cls[dfa.next[s][b]]];
+    for (uint32_t k = 0; k < dfa.num_classes; ++k) row[k] = id[cls[dfa.step(s, k)]];
+    for (uint32_t b = 0; b < 256; ++b) out.next[c][b] = row[dfa.class_of[b]];
   }
   return out;
 }
@@ -1295,13 +1338,13 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
   return Emit(parser, *root, nfa, from, limits);
 }
 
-absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
-                                         const RegexLimits& limits) {
+absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits) {
   ByteNfa nfa;
   absl::StatusOr<uint32_t> end = AddRegex(nfa, 0, pattern, flags, limits);
   if (!end.ok()) return end.status();
   nfa.SetAccepting(*end);
-  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, limits.max_dfa_states);
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
   if (!dfa.ok()) {
     return absl::Status(dfa.status().code(),
                         absl::StrFormat("regex /%s/: %s at offset 0", std::string(pattern),
@@ -1310,10 +1353,17 @@ absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flag
   return dfa;
 }
 
+absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
+                                         const RegexLimits& limits) {
+  absl::StatusOr<ClassDfa> dfa = DeterminizeRegexToClasses(pattern, flags, limits);
+  if (!dfa.ok()) return dfa.status();
+  return dfa->Widen();
+}
+
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
                                      const RegexLimits& limits) {
-  absl::StatusOr<ByteDfa> dfa = DeterminizeRegex(pattern, flags, limits);
-  if (!dfa.ok()) return dfa;
+  absl::StatusOr<ClassDfa> dfa = DeterminizeRegexToClasses(pattern, flags, limits);
+  if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
 }
 
@@ -1377,35 +1427,39 @@ RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t fla
   key.append(pattern);
   auto [it, inserted] = entries_.try_emplace(std::move(key));
   Entry& entry = it->second;
-  const bool overflowed = !inserted && !entry.dfa.ok() &&
-                          entry.dfa.status().code() == absl::StatusCode::kResourceExhausted;
+  const absl::StatusOr<ClassDfa>& built = entry.determinized;
+  const bool overflowed = !inserted && !built.ok() &&
+                          built.status().code() == absl::StatusCode::kResourceExhausted;
   const bool valid =
       !inserted && (overflowed ? limits.max_dfa_states <= entry.max_dfa_states
-                               : !entry.dfa.ok() || limits.max_dfa_states >= entry.max_dfa_states);
+                               : !built.ok() || limits.max_dfa_states >= entry.max_dfa_states);
   if (valid) {
     ++hits_;
     return entry;
   }
-  entry.dfa = DeterminizeRegex(pattern, flags, limits);
+  entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits);
   entry.max_dfa_states = limits.max_dfa_states;
-  entry.minimized = false;
+  entry.minimal.reset();
   return entry;
 }
 
-const absl::StatusOr<ByteDfa>& RegexDfaCache::Determinized(std::string_view pattern,
-                                                           uint32_t flags,
-                                                           const RegexLimits& limits) {
-  return Find(pattern, flags, limits).dfa;
+const absl::StatusOr<ClassDfa>& RegexDfaCache::Determinized(std::string_view pattern,
+                                                            uint32_t flags,
+                                                            const RegexLimits& limits) {
+  return Find(pattern, flags, limits).determinized;
 }
 
 const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, uint32_t flags,
                                                       const RegexLimits& limits) {
   Entry& entry = Find(pattern, flags, limits);
-  if (entry.dfa.ok() && !entry.minimized) {
-    entry.dfa = MinimizeDfa(*entry.dfa);
-    entry.minimized = true;
+  if (!entry.minimal.has_value()) {
+    if (entry.determinized.ok()) {
+      entry.minimal = MinimizeDfa(*entry.determinized);
+    } else {
+      entry.minimal = entry.determinized.status();
+    }
   }
-  return entry.dfa;
+  return *entry.minimal;
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {

@@ -92,6 +92,9 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
 // empty); errors name the pattern.
 absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
                                          const RegexLimits& limits = {});
+// The same automaton in classes (ClassDfa).
+absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits = {});
 
 // The trimmed, minimal DFA of `pattern` (empty() when its language is empty).
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
@@ -113,16 +116,17 @@ class RegexDfaCache {
   // The same DFA before minimization (trimmed, so empty() iff the language
   // is): enough to know whether a pattern fits the state limit, which is
   // checked during determinization. Minimized later only if Compile asks.
-  const absl::StatusOr<ByteDfa>& Determinized(std::string_view pattern, uint32_t flags,
-                                              const RegexLimits& limits);
+  const absl::StatusOr<ClassDfa>& Determinized(std::string_view pattern, uint32_t flags,
+                                               const RegexLimits& limits);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
  private:
   struct Entry {
-    absl::StatusOr<ByteDfa> dfa;
-    uint32_t max_dfa_states = 0;  // the limit `dfa` was built under
-    bool minimized = false;
+    absl::StatusOr<ClassDfa> determinized;
+    uint32_t max_dfa_states = 0;  // the limit `determinized` was built under
+    // Its minimal DFA once Compile asked (or its error); unset before.
+    std::optional<absl::StatusOr<ByteDfa>> minimal;
   };
   Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   absl::node_hash_map<std::string, Entry> entries_;
@@ -136,6 +140,9 @@ class RegexDfaCache {
 // it gives up and returns `dfa` unchanged (still correct, just not minimal).
 // Tests: RegexDifferential.MinimizationAgreesWithTextbookMoore.
 ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
+// The same from the class form (what determinization gives): the minimal
+// DFA is widened to 256 columns only at the end, never the unminimized one.
+ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
 // The parts of a pattern of the form P(?:U){m,n}S, with P and S literal
 // characters (S not empty), one counted group with a finite bound, no J

@@ -583,6 +583,42 @@ TEST(RegexDifferential, MinimizationAgreesWithTextbookMoore) {
   EXPECT_EQ(checked, 300 * kScale);
 }
 
+// MinimizeDfa straight from determinization's class form (what
+// CompileRegex and the DFA cache do) against the route through the widened
+// 256-column DFA, whose column classes are found again from its rows: the
+// same table, state for state, and as many states as the textbook Moore
+// refinement finds. Patterns of the shapes the JSON Schema grammars merge
+// into one terminal, then random regexes.
+TEST(RegexDifferential, ClassFormMinimizationEqualsTheWidenedRoute) {
+  std::mt19937_64 rng(0xc1a55df);
+  RegexGenerator gen(rng);
+  std::vector<std::string> patterns = {
+      R"re("([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")re",
+      R"re(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)re",
+      R"re(\{[ \n]{0,2}"name"[ \n]{0,2}:[ \n]{0,2}"[^"\\]{0,12}"[ \n]{0,2},[ \n]{0,2}"id"[ \n]{0,2}:[ \n]{0,2}(?:0|[1-9][0-9]{0,5})[ \n]{0,2}\})re",
+      R"re("(?:[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01]))")re",
+      R"re((?:true|false|null|"(?:red|green|blue)"))re",
+      R"re([\s\S]*)re",
+      R"re(\p{L}[\p{L}\p{N}_]{0,7})re",
+  };
+  for (int ri = 0; ri < 300 * kScale; ++ri) patterns.push_back(gen.Print(gen.Make(1 + gen.Pick(4))));
+  for (const std::string& pattern : patterns) {
+    absl::StatusOr<ClassDfa> classes = DeterminizeRegexToClasses(pattern, 0);
+    ASSERT_TRUE(classes.ok()) << pattern << ": " << classes.status();
+    const ByteDfa wide = classes->Widen();
+    const ClassDfa narrowed = ClassDfa::Narrow(wide);
+    EXPECT_LE(narrowed.num_classes, classes->num_classes) << pattern;
+    EXPECT_EQ(narrowed.Widen().next, wide.next) << pattern;
+    const ByteDfa from_classes = MinimizeDfa(*classes);
+    const ByteDfa from_wide = MinimizeDfa(wide);
+    EXPECT_EQ(from_classes.next, from_wide.next) << pattern;
+    EXPECT_EQ(from_classes.accepting, from_wide.accepting) << pattern;
+    EXPECT_EQ(from_classes.num_states(), wide.num_states() <= 2 ? wide.num_states()
+                                                                : MooreClassCount(wide))
+        << pattern;
+  }
+}
+
 TEST(RegexDifferential, AgreesWithRe2OnRandomRegexes) {
   std::mt19937_64 rng(0x5eed2026);
   RegexGenerator gen(rng);
