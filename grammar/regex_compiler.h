@@ -68,6 +68,7 @@
 
 #include "grammar/byte_automaton.h"
 #include "grammar/counted_automaton.h"
+#include "grammar/dfa_minimization.h"
 
 namespace zapgram::grammar {
 
@@ -133,16 +134,6 @@ class RegexDfaCache {
   uint64_t hits_ = 0;
 };
 
-// The minimal DFA of a trimmed DFA (state 0 dead, 1 start), by Hopcroft's
-// partition refinement over the byte columns that differ: O(k * n log n)
-// for n states and k distinct columns (Moore's rounds cost up to n * n * 256
-// on the long literal chains of merged JSON members). Past `max_work` steps
-// it gives up and returns `dfa` unchanged (still correct, just not minimal).
-// Tests: RegexDifferential.MinimizationAgreesWithTextbookMoore.
-ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
-// The same from the class form (what determinization gives): the minimal
-// DFA is widened to 256 columns only at the end, never the unminimized one.
-ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
 // The parts of a pattern of the form P(?:U){m,n}S, with P and S literal
 // characters (S not empty), one counted group with a finite bound, no J

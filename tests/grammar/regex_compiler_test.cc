@@ -538,7 +538,7 @@ bool Re2SomeCompletion(const RE2& re, const std::string& prefix) {
 }
 
 // The textbook Moore refinement over all 256 bytes, as an oracle for
-// MinimizeDfa (Hopcroft's algorithm over column classes): the number of
+// MinimizeDfa (partition refinement over transitions): the number of
 // classes of the coarsest stable partition.
 uint32_t MooreClassCount(const ByteDfa& dfa) {
   const uint32_t n = dfa.num_states();
