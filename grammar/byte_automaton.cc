@@ -219,25 +219,31 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   subsets.push_back(std::move(start));
 
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
+  std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
   std::vector<uint32_t> t;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
-    for (auto& raw : targets) raw.clear();
+    hit.clear();
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
       for (const ByteNfa::Range& r : nfa.ranges(s)) {
         const uint32_t last = classes.class_of(r.hi);
-        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) targets[c].push_back(r.to);
+        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) {
+          if (targets[c].empty()) hit.push_back(c);
+          targets[c].push_back(r.to);
+        }
       }
     }
     accepting[id] = is_accepting;
-    for (uint32_t c = 0; c < num_classes; ++c) {
+    // In class order, as new states are numbered by first discovery.
+    std::sort(hit.begin(), hit.end());
+    for (uint32_t c : hit) {
       std::vector<uint32_t>& raw = targets[c];
-      if (raw.empty()) continue;
       normalize(raw);
       t.clear();
       for (uint32_t x : raw) append_closure(x, t);
+      raw.clear();
       if (t.empty()) continue;  // nothing matters past here: dead
       normalize(t);
       auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
@@ -257,14 +263,19 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   // Trim: keep states from which an accepting state is reachable.
   const uint32_t n = static_cast<uint32_t>(accepting.size());
   std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
+  // (Transitions into the dead state are left out: nothing walks back from it.)
   for (uint32_t s = 1; s < n; ++s) {
-    for (uint32_t c = 0; c < num_classes; ++c) ++reverse_begin[next[size_t{s} * num_classes + c]];
+    for (uint32_t c = 0; c < num_classes; ++c) {
+      const uint32_t to = next[size_t{s} * num_classes + c];
+      if (to != 0) ++reverse_begin[to];
+    }
   }
   for (uint32_t s = 0; s < n; ++s) reverse_begin[s + 1] += reverse_begin[s];
   reverse.resize(reverse_begin[n]);
   for (uint32_t s = n; s-- > 1;) {
     for (uint32_t c = num_classes; c-- > 0;) {
-      reverse[--reverse_begin[next[size_t{s} * num_classes + c]]] = s;
+      const uint32_t to = next[size_t{s} * num_classes + c];
+      if (to != 0) reverse[--reverse_begin[to]] = s;
     }
   }
   const std::vector<uint8_t> useful = StatesReachingAcceptance(accepting, reverse_begin, reverse);
