@@ -1194,6 +1194,24 @@ absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
   return MinimizeDfa(*dfa);
 }
 
+bool MayHaveCountedBound(std::string_view pattern) {
+  // A bound's digits follow '{' or ',' directly (Parser::ParseBraces).
+  uint32_t value = 0;  // of the digit run ending here, clipped at the bound
+  bool counts = false;  // that run could be a bound
+  char before = 0;
+  for (char c : pattern) {
+    if (c >= '0' && c <= '9') {
+      if (before < '0' || before > '9') counts = before == '{' || before == ',';
+      value = std::min<uint32_t>(value * 10 + static_cast<uint32_t>(c - '0'), kCountedMinBound);
+      if (counts && value >= kCountedMinBound) return true;
+    } else {
+      value = 0;
+    }
+    before = c;
+  }
+  return false;
+}
+
 absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
                                                               uint32_t flags,
                                                               const RegexLimits& limits) {

@@ -144,6 +144,12 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
                                                               uint32_t flags,
                                                               const RegexLimits& limits = {});
 
+// False when no counted group of `pattern` can have a finite bound of
+// kCountedMinBound or more: no run of decimal digits right after a '{' or a
+// ',' reaches it (a bound is always written so). A scan of the text, to
+// skip parsing the pattern again for SplitCountedRegex in the usual case.
+bool MayHaveCountedBound(std::string_view pattern);
+
 // "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
 // the pattern is written \/, which means / in the dialect). The GBNF reader
 // reads it back (grammar/gbnf_reader.h).

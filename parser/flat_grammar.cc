@@ -217,7 +217,9 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   const std::string name = grammar::RegexDisplayName(e.literal, e.flags);
   // P(?:U){m,n}S with a large bound: a counted terminal, never unrolled.
   absl::StatusOr<std::optional<grammar::CountedParts>> split =
-      grammar::SplitCountedRegex(e.literal, e.flags);
+      grammar::MayHaveCountedBound(e.literal)
+          ? grammar::SplitCountedRegex(e.literal, e.flags)
+          : absl::StatusOr<std::optional<grammar::CountedParts>>(std::nullopt);
   if (split.ok() && split->has_value() && (*split)->max >= grammar::kCountedMinBound) {
     absl::StatusOr<grammar::CountedAutomaton> counted =
         grammar::CountedAutomaton::Build(**std::move(split));

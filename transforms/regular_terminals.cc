@@ -67,7 +67,7 @@ class Merger {
   // every mask inside the string a walk of the whole token trie. It stays a
   // terminal of its own, and counts as not regular for its parents.
   static bool IsCountedRegex(const Expr& e) {
-    if (e.kind != ExprKind::kRegex || e.literal.find('{') == std::string::npos) return false;
+    if (e.kind != ExprKind::kRegex || !grammar::MayHaveCountedBound(e.literal)) return false;
     absl::StatusOr<std::optional<grammar::CountedParts>> split = grammar::SplitCountedRegex(e.literal, e.flags);
     return split.ok() && split->has_value() && (*split)->max >= grammar::kCountedMinBound;
   }

@@ -1011,6 +1011,29 @@ TEST(RegexEndToEndTest, CompileErrorsCarryTheLocation) {
             "g.lark:3:7: regex /a(?=b)/: lookahead (?= is not supported at offset 1");
 }
 
+// The text scan that lets the lowering and the merge skip SplitCountedRegex:
+// never false where the split finds a bound of kCountedMinBound or more.
+TEST(RegexCompilerTest, MayHaveCountedBoundNeverMissesACountedTerminal) {
+  int counted_seen = 0;
+  for (const std::string pattern :
+       {"\"(?:[^\"\\\\]){0,32}\"", "\"(?:[^\"\\\\]){2,100}\"", "ab(?:c){032}d",
+        "\"(?:a|b){1,31}\"", "[ ]{0,2}\\{[ ]{0,2}\\}", "x{,40}y", "\\d{4}-\\d{2}"}) {
+    absl::StatusOr<std::optional<CountedParts>> split = SplitCountedRegex(pattern, 0);
+    ASSERT_TRUE(split.ok()) << pattern << ": " << split.status();
+    const bool counted = split->has_value() && (*split)->max >= kCountedMinBound;
+    if (counted) EXPECT_TRUE(MayHaveCountedBound(pattern)) << pattern;
+    counted_seen += counted;
+  }
+  EXPECT_GE(counted_seen, 3);
+  EXPECT_TRUE(MayHaveCountedBound("a{0,32}b"));
+  EXPECT_TRUE(MayHaveCountedBound("a{1000}b"));
+  EXPECT_FALSE(MayHaveCountedBound("a{0,31}b"));
+  EXPECT_FALSE(MayHaveCountedBound("[0-9]{4}-[0-9]{2}"));
+  EXPECT_FALSE(MayHaveCountedBound("\\\\u[dD][89abAB][0-9a-fA-F]{2}"));  // 89 is no bound
+  EXPECT_FALSE(MayHaveCountedBound("a{3}99"));
+  EXPECT_FALSE(MayHaveCountedBound("\\{[ ]{0,2}\"name\"\\}"));
+}
+
 // The cache answers a state limit from an entry built under another one only
 // when that entry decides it: a success within a limit stands for larger
 // limits, an overflow for smaller ones; anything else is built again.
