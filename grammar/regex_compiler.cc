@@ -1261,8 +1261,8 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
   return parts;
 }
 
-RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
-                                          const RegexLimits& limits) {
+std::string RegexDfaCache::KeyOf(std::string_view pattern, uint32_t flags,
+                                 const RegexLimits& limits) {
   // The state limit is not part of the key: a DFA built within a limit is
   // the same under any larger one, and a pattern that overflowed a limit
   // overflows every smaller one. Only a result that says nothing about the
@@ -1270,7 +1270,12 @@ RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t fla
   std::string key = absl::StrFormat("%d/%d/%d/%d/", flags, limits.max_nesting, limits.max_repeat,
                                     limits.max_nfa_states);
   key.append(pattern);
-  auto [it, inserted] = entries_.try_emplace(std::move(key));
+  return key;
+}
+
+RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
+                                          const RegexLimits& limits) {
+  auto [it, inserted] = entries_.try_emplace(KeyOf(pattern, flags, limits));
   Entry& entry = it->second;
   const absl::StatusOr<ClassDfa>& built = entry.determinized;
   const bool overflowed = !inserted && !built.ok() &&
@@ -1305,6 +1310,15 @@ const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, 
     }
   }
   return *entry.minimal;
+}
+
+absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t flags,
+                                            const RegexLimits& limits) {
+  Compile(pattern, flags, limits);
+  auto it = entries_.find(KeyOf(pattern, flags, limits));
+  absl::StatusOr<ByteDfa> dfa = *std::move(it->second.minimal);
+  entries_.erase(it);
+  return dfa;
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {

@@ -119,6 +119,10 @@ class RegexDfaCache {
   // checked during determinization. Minimized later only if Compile asks.
   const absl::StatusOr<ClassDfa>& Determinized(std::string_view pattern, uint32_t flags,
                                                const RegexLimits& limits);
+  // Compile's result moved out, for a caller that keeps the DFA (the
+  // lowering, which asks once per pattern): the entry is dropped, so asking
+  // for the pattern again builds it again.
+  absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
@@ -129,6 +133,7 @@ class RegexDfaCache {
     // Its minimal DFA once Compile asked (or its error); unset before.
     std::optional<absl::StatusOr<ByteDfa>> minimal;
   };
+  static std::string KeyOf(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   absl::node_hash_map<std::string, Entry> entries_;
   uint64_t hits_ = 0;

@@ -238,7 +238,7 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
-  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Compile(e.literal, e.flags, regex_limits);
+  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Take(e.literal, e.flags, regex_limits);
   bool nullable = false;
   Symbol sym = kNone;
   if (dfa.ok()) {

@@ -1067,6 +1067,15 @@ TEST(RegexDfaCacheTest, ReusesResultsAcrossStateLimitsOnlyWhenTheyDecide) {
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(cache.hits(), 2u);
   EXPECT_EQ(cache.size(), 1u);
+  // Take moves the minimal DFA out and drops the entry.
+  absl::StatusOr<ByteDfa> taken = cache.Take(pattern, 0, large);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->Matches("abcdefghij"));
+  EXPECT_EQ(taken->num_states(), 12u);
+  EXPECT_EQ(cache.size(), 0u);
+  absl::StatusOr<ByteDfa> again = cache.Take(pattern, 0, large);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->next, taken->next);
 }
 
 }  // namespace
