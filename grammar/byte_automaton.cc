@@ -152,17 +152,15 @@ std::vector<uint8_t> StatesReachingAcceptance(const std::vector<uint8_t>& accept
   return useful;
 }
 
-absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
+absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_states) {
   // Bytes that no range of the NFA tells apart share one class; classes of
   // a fresh partition refined by ranges are intervals numbered in byte
   // order, so a range covers the classes class_of(lo)..class_of(hi). The
   // subset construction and the trim run per class (JSON-like terminals
-  // have a dozen or two), and rows are widened to 256 bytes only for the
-  // states that survive.
+  // have a dozen or two); the result stays in classes (ClassDfa).
   ByteClassPartition classes;
   classes.RefineByRanges(nfa);
-  const std::vector<uint8_t> first_byte = classes.Representatives();
-  const uint32_t num_classes = static_cast<uint32_t>(first_byte.size());
+  const uint32_t num_classes = classes.num_classes();
 
   // Subsets hold only the NFA states that matter to a DFA state: those with
   // a byte range or accepting (Thompson's joins and splits are pure epsilon
@@ -221,25 +219,31 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   subsets.push_back(std::move(start));
 
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
+  std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
   std::vector<uint32_t> t;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
-    for (auto& raw : targets) raw.clear();
+    hit.clear();
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
       for (const ByteNfa::Range& r : nfa.ranges(s)) {
         const uint32_t last = classes.class_of(r.hi);
-        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) targets[c].push_back(r.to);
+        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) {
+          if (targets[c].empty()) hit.push_back(c);
+          targets[c].push_back(r.to);
+        }
       }
     }
     accepting[id] = is_accepting;
-    for (uint32_t c = 0; c < num_classes; ++c) {
+    // In class order, as new states are numbered by first discovery.
+    std::sort(hit.begin(), hit.end());
+    for (uint32_t c : hit) {
       std::vector<uint32_t>& raw = targets[c];
-      if (raw.empty()) continue;
       normalize(raw);
       t.clear();
       for (uint32_t x : raw) append_closure(x, t);
+      raw.clear();
       if (t.empty()) continue;  // nothing matters past here: dead
       normalize(t);
       auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
@@ -259,21 +263,30 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   // Trim: keep states from which an accepting state is reachable.
   const uint32_t n = static_cast<uint32_t>(accepting.size());
   std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
+  // (Transitions into the dead state are left out: nothing walks back from it.)
   for (uint32_t s = 1; s < n; ++s) {
-    for (uint32_t c = 0; c < num_classes; ++c) ++reverse_begin[next[size_t{s} * num_classes + c]];
+    for (uint32_t c = 0; c < num_classes; ++c) {
+      const uint32_t to = next[size_t{s} * num_classes + c];
+      if (to != 0) ++reverse_begin[to];
+    }
   }
   for (uint32_t s = 0; s < n; ++s) reverse_begin[s + 1] += reverse_begin[s];
   reverse.resize(reverse_begin[n]);
   for (uint32_t s = n; s-- > 1;) {
     for (uint32_t c = num_classes; c-- > 0;) {
-      reverse[--reverse_begin[next[size_t{s} * num_classes + c]]] = s;
+      const uint32_t to = next[size_t{s} * num_classes + c];
+      if (to != 0) reverse[--reverse_begin[to]] = s;
     }
   }
   const std::vector<uint8_t> useful = StatesReachingAcceptance(accepting, reverse_begin, reverse);
-  ByteDfa trimmed;
-  trimmed.next.push_back({});
+  ClassDfa trimmed;
+  for (uint32_t b = 0; b < 256; ++b) trimmed.class_of[b] = classes.class_of(static_cast<uint8_t>(b));
+  trimmed.num_classes = num_classes;
   trimmed.accepting.push_back(0);
-  if (!useful[1]) return trimmed;
+  if (!useful[1]) {
+    trimmed.next.assign(num_classes, 0);
+    return trimmed;
+  }
   std::vector<uint32_t> renumber(n, 0);
   for (uint32_t s = 1; s < n; ++s) {
     if (useful[s]) {
@@ -281,17 +294,50 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
       trimmed.accepting.push_back(accepting[s]);
     }
   }
-  trimmed.next.resize(trimmed.accepting.size());
+  trimmed.next.assign(size_t{trimmed.num_states()} * num_classes, 0);
   for (uint32_t s = 1; s < n; ++s) {
     if (!useful[s]) continue;
-    std::array<uint32_t, 256>& row = trimmed.next[renumber[s]];
-    for (uint32_t c = 0; c < num_classes; ++c) {
-      const uint32_t to = renumber[next[size_t{s} * num_classes + c]];
-      const uint32_t end = c + 1 < num_classes ? first_byte[c + 1] : 256u;
-      for (uint32_t b = first_byte[c]; b < end; ++b) row[b] = to;
-    }
+    uint32_t* row = &trimmed.next[size_t{renumber[s]} * num_classes];
+    for (uint32_t c = 0; c < num_classes; ++c) row[c] = renumber[next[size_t{s} * num_classes + c]];
   }
   return trimmed;
+}
+
+absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, max_states);
+  if (!dfa.ok()) return dfa.status();
+  return dfa->Widen();
+}
+
+ByteDfa ClassDfa::Widen() const {
+  ByteDfa out;
+  out.accepting = accepting;
+  out.next.resize(accepting.size());
+  for (uint32_t s = 0; s < num_states(); ++s) {
+    const uint32_t* row = &next[size_t{s} * num_classes];
+    std::array<uint32_t, 256>& wide = out.next[s];
+    for (uint32_t b = 0; b < 256; ++b) wide[b] = row[class_of[b]];
+  }
+  return out;
+}
+
+ClassDfa ClassDfa::Narrow(const ByteDfa& dfa) {
+  ByteClassPartition columns;
+  for (uint32_t s = 1; s < dfa.num_states() && !columns.all_distinct(); ++s) {
+    columns.Refine(dfa.next[s]);
+  }
+  const std::vector<uint8_t> representative = columns.Representatives();
+  ClassDfa out;
+  for (uint32_t b = 0; b < 256; ++b) out.class_of[b] = columns.class_of(static_cast<uint8_t>(b));
+  out.num_classes = static_cast<uint32_t>(representative.size());
+  out.accepting = dfa.accepting;
+  out.next.resize(size_t{dfa.num_states()} * out.num_classes);
+  for (uint32_t s = 0; s < dfa.num_states(); ++s) {
+    for (uint32_t c = 0; c < out.num_classes; ++c) {
+      out.next[size_t{s} * out.num_classes + c] = dfa.next[s][representative[c]];
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<ByteDfa> LiteralDfa(std::string_view bytes) {

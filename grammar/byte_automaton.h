@@ -93,6 +93,31 @@ struct ByteDfa {
   bool Matches(std::string_view bytes) const;
 };
 
+// The same automaton as a trimmed ByteDfa, with each transition stored once
+// per byte class instead of once per byte: bytes of one class go to the same
+// state from every state. Determinization works in classes (the NFA's ranges
+// define them); keeping its result in this form until minimization is done
+// saves widening every state of the unminimized DFA to 256 columns and
+// rediscovering the classes from the widened rows. Widen() gives the
+// ByteDfa, with the same state numbers.
+struct ClassDfa {
+  std::array<uint8_t, 256> class_of{};  // byte -> class, classes in order of their smallest byte
+  uint32_t num_classes = 1;
+  std::vector<uint32_t> next;           // next[state * num_classes + class]
+  std::vector<uint8_t> accepting;       // per state; state 0 dead, 1 the start
+
+  uint32_t num_states() const { return static_cast<uint32_t>(accepting.size()); }
+  bool empty() const { return accepting.size() <= 1; }
+  uint32_t step(uint32_t state, uint32_t cls) const {
+    return next[size_t{state} * num_classes + cls];
+  }
+  ByteDfa Widen() const;
+  // A ByteDfa's columns grouped into the classes its rows never tell apart.
+  static ClassDfa Narrow(const ByteDfa& dfa);
+};
+
+// Subset construction, trimmed. Both forms hold the same automaton.
+absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_states);
 absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states);
 
 // The states (>= 1) from which an accepting one is reachable; the

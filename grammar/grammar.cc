@@ -37,6 +37,12 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, 
     if (r.lo > r.hi) std::swap(r.lo, r.hi);
     r.hi = std::min(r.hi, kMaxCodepoint);
   }
+  // One range clear of the surrogates is already normal (every literal
+  // character of a regex comes here): no sorting, merging or copying.
+  if (!negated && ranges.size() == 1 && ranges[0].lo <= kMaxCodepoint &&
+      (ranges[0].hi < 0xD800 || ranges[0].lo > 0xDFFF)) {
+    return ranges;
+  }
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
                               [](const CodepointRange& r) { return r.lo > kMaxCodepoint; }),
                ranges.end());

@@ -24,8 +24,9 @@
 //     operations are built first, innermost first (BuildSetOperations: each
 //     operand emitted alone, determinized, minimized, then combined by
 //     grammar/dfa_set_ops.h), and stamped like classes wherever they occur.
-//  4. Determinize (grammar/byte_automaton.h) with the DFA state cap, then
-//     minimize (Hopcroft's partition refinement). Minimizing matters: every
+//  4. Determinize (grammar/byte_automaton.h) with the DFA state cap, kept in
+//     byte classes, then minimize (grammar/dfa_minimization.h: partition
+//     refinement over the live transitions). Minimizing matters: every
 //     UTF-8 range sequence of a big class gets its own NFA states, so the
 //     subset construction of \w+ yields ~830 states where ~40 suffice, and
 //     every DFA state costs a 1 KiB row here and token sets in masks/.
@@ -1069,7 +1070,7 @@ absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const Re
   absl::StatusOr<uint32_t> end = EmitInto(parser, node, nfa, 0, limits, ctx);
   if (!end.ok()) return end.status();
   nfa.SetAccepting(*end);
-  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, limits.max_dfa_states);
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
 }
@@ -1079,7 +1080,7 @@ absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& range
                                         JsonSpelling spelling) {
   ByteNfa nfa;
   nfa.SetAccepting(AddSpelledCodepoints(nfa, 0, ranges, spelling));
-  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, 1u << 16);
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, 1u << 16);
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
 }
@@ -1154,137 +1155,6 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
 
 }  // namespace
 
-ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
-  const uint32_t n = dfa.num_states();
-  if (n <= 2) return dfa;
-  // Bytes whose columns agree in every state are interchangeable: the
-  // refinement runs over one byte per column class. The classes come from
-  // refining by each row in turn (rows are contiguous; comparing columns
-  // strode a row of 1 KiB per state).
-  ByteClassPartition columns;
-  for (uint32_t s = 1; s < n && !columns.all_distinct(); ++s) columns.Refine(dfa.next[s]);
-  const std::vector<uint8_t> column_bytes = columns.Representatives();
-  const uint32_t width = static_cast<uint32_t>(column_bytes.size());
-
-  // Hopcroft's refinement, O(width * n log n). Predecessor lists per
-  // (symbol, state) in one CSR array.
-  std::vector<uint32_t> pred_begin(size_t{width} * n + 1, 0), preds(size_t{width} * n);
-  // (State-major loops: a row is contiguous; each cell still lists its
-  // predecessors in increasing order.)
-  for (uint32_t s = 0; s < n; ++s) {
-    for (uint32_t a = 0; a < width; ++a) ++pred_begin[size_t{a} * n + dfa.next[s][column_bytes[a]] + 1];
-  }
-  for (size_t i = 0; i + 1 < pred_begin.size(); ++i) pred_begin[i + 1] += pred_begin[i];
-  {
-    std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-    for (uint32_t s = 0; s < n; ++s) {
-      for (uint32_t a = 0; a < width; ++a) {
-        preds[fill[size_t{a} * n + dfa.next[s][column_bytes[a]]]++] = s;
-      }
-    }
-  }
-  // Blocks: `order` lists the states block by block; a block is the range
-  // [begin, end) of it; `marked` counts its states moved to the range front.
-  std::vector<uint32_t> order(n), where(n), block(n);
-  std::vector<uint32_t> begin, end, marked;
-  {
-    uint32_t at = 0;
-    auto add_block = [&](auto belongs) {
-      const uint32_t first = at;
-      for (uint32_t s = 0; s < n; ++s) {
-        if (!belongs(s)) continue;
-        order[at] = s;
-        where[s] = at;
-        block[s] = static_cast<uint32_t>(begin.size());
-        ++at;
-      }
-      if (at == first) return;
-      begin.push_back(first);
-      end.push_back(at);
-      marked.push_back(0);
-    };
-    add_block([](uint32_t s) { return s == 0; });
-    add_block([&](uint32_t s) { return s != 0 && dfa.accepting[s] != 0; });
-    add_block([&](uint32_t s) { return s != 0 && dfa.accepting[s] == 0; });
-  }
-  std::vector<std::pair<uint32_t, uint32_t>> work;  // (block, symbol) splitters
-  std::vector<uint8_t> in_work;                     // per block * width + symbol
-  auto push_work = [&](uint32_t b, uint32_t a) {
-    if (in_work.size() < (size_t{b} + 1) * width) in_work.resize((size_t{b} + 1) * width, 0);
-    if (in_work[size_t{b} * width + a]) return;
-    in_work[size_t{b} * width + a] = 1;
-    work.push_back({b, a});
-  };
-  for (uint32_t b = 0; b < begin.size(); ++b) {
-    for (uint32_t a = 0; a < width; ++a) push_work(b, a);
-  }
-  std::vector<uint32_t> splitter, touched;
-  uint64_t steps = 0;
-  while (!work.empty()) {
-    const auto [b, a] = work.back();
-    work.pop_back();
-    in_work[size_t{b} * width + a] = 0;
-    splitter.assign(order.begin() + begin[b], order.begin() + end[b]);
-    touched.clear();
-    for (uint32_t t : splitter) {
-      const size_t cell = size_t{a} * n + t;
-      for (uint32_t k = pred_begin[cell]; k < pred_begin[cell + 1]; ++k) {
-        const uint32_t s = preds[k];
-        const uint32_t y = block[s];
-        const uint32_t front = begin[y] + marked[y];
-        if (where[s] < front) continue;  // already marked
-        if (marked[y] == 0) touched.push_back(y);
-        // Swap s to the front part of its block.
-        const uint32_t other = order[front];
-        std::swap(order[front], order[where[s]]);
-        where[other] = where[s];
-        where[s] = front;
-        ++marked[y];
-      }
-      steps += pred_begin[cell + 1] - pred_begin[cell] + 1;
-    }
-    for (uint32_t y : touched) {
-      const uint32_t m = marked[y];
-      marked[y] = 0;
-      if (m == end[y] - begin[y]) continue;  // every state marked: no split
-      // The marked front part becomes a new block.
-      const uint32_t z = static_cast<uint32_t>(begin.size());
-      begin.push_back(begin[y]);
-      end.push_back(begin[y] + m);
-      marked.push_back(0);
-      begin[y] += m;
-      for (uint32_t i = begin[z]; i < end[z]; ++i) block[order[i]] = z;
-      const uint32_t smaller = end[z] - begin[z] <= end[y] - begin[y] ? z : y;
-      for (uint32_t c = 0; c < width; ++c) {
-        const bool y_pending = in_work.size() > size_t{y} * width + c && in_work[size_t{y} * width + c];
-        push_work(y_pending ? z : smaller, c);
-      }
-    }
-    if (steps > max_work) return dfa;  // not converged within budget: keep the unminimized DFA
-  }
-  const uint32_t num_classes = static_cast<uint32_t>(begin.size());
-  std::vector<uint32_t>& cls = block;
-  // Renumber: the dead state's class is 0, the start's is 1, the rest in state order.
-  std::vector<uint32_t> id(num_classes, kNone);
-  std::vector<uint32_t> representative;
-  auto assign = [&](uint32_t s) {
-    if (id[cls[s]] == kNone) {
-      id[cls[s]] = static_cast<uint32_t>(representative.size());
-      representative.push_back(s);
-    }
-  };
-  for (uint32_t s = 0; s < n; ++s) assign(s);
-  ByteDfa out;
-  out.next.resize(representative.size());
-  out.accepting.resize(representative.size());
-  for (uint32_t c = 0; c < representative.size(); ++c) {
-    uint32_t s = representative[c];
-    out.accepting[c] = dfa.accepting[s];
-    for (uint32_t b = 0; b < 256; ++b) out.next[c][b] = id[cls[dfa.next[s][b]]];
-  }
-  return out;
-}
-
 absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
                                   uint32_t flags, const RegexLimits& limits) {
   Parser parser(pattern, flags, limits);
@@ -1295,13 +1165,13 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
   return Emit(parser, *root, nfa, from, limits);
 }
 
-absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
-                                         const RegexLimits& limits) {
+absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits) {
   ByteNfa nfa;
   absl::StatusOr<uint32_t> end = AddRegex(nfa, 0, pattern, flags, limits);
   if (!end.ok()) return end.status();
   nfa.SetAccepting(*end);
-  absl::StatusOr<ByteDfa> dfa = Determinize(nfa, limits.max_dfa_states);
+  absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
   if (!dfa.ok()) {
     return absl::Status(dfa.status().code(),
                         absl::StrFormat("regex /%s/: %s at offset 0", std::string(pattern),
@@ -1310,11 +1180,36 @@ absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flag
   return dfa;
 }
 
+absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
+                                         const RegexLimits& limits) {
+  absl::StatusOr<ClassDfa> dfa = DeterminizeRegexToClasses(pattern, flags, limits);
+  if (!dfa.ok()) return dfa.status();
+  return dfa->Widen();
+}
+
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
                                      const RegexLimits& limits) {
-  absl::StatusOr<ByteDfa> dfa = DeterminizeRegex(pattern, flags, limits);
-  if (!dfa.ok()) return dfa;
+  absl::StatusOr<ClassDfa> dfa = DeterminizeRegexToClasses(pattern, flags, limits);
+  if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
+}
+
+bool MayHaveCountedBound(std::string_view pattern) {
+  // A bound's digits follow '{' or ',' directly (Parser::ParseBraces).
+  uint32_t value = 0;  // of the digit run ending here, clipped at the bound
+  bool counts = false;  // that run could be a bound
+  char before = 0;
+  for (char c : pattern) {
+    if (c >= '0' && c <= '9') {
+      if (before < '0' || before > '9') counts = before == '{' || before == ',';
+      value = std::min<uint32_t>(value * 10 + static_cast<uint32_t>(c - '0'), kCountedMinBound);
+      if (counts && value >= kCountedMinBound) return true;
+    } else {
+      value = 0;
+    }
+    before = c;
+  }
+  return false;
 }
 
 absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
@@ -1366,8 +1261,8 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
   return parts;
 }
 
-RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
-                                          const RegexLimits& limits) {
+std::string RegexDfaCache::KeyOf(std::string_view pattern, uint32_t flags,
+                                 const RegexLimits& limits) {
   // The state limit is not part of the key: a DFA built within a limit is
   // the same under any larger one, and a pattern that overflowed a limit
   // overflows every smaller one. Only a result that says nothing about the
@@ -1375,37 +1270,55 @@ RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t fla
   std::string key = absl::StrFormat("%d/%d/%d/%d/", flags, limits.max_nesting, limits.max_repeat,
                                     limits.max_nfa_states);
   key.append(pattern);
-  auto [it, inserted] = entries_.try_emplace(std::move(key));
+  return key;
+}
+
+RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
+                                          const RegexLimits& limits) {
+  auto [it, inserted] = entries_.try_emplace(KeyOf(pattern, flags, limits));
   Entry& entry = it->second;
-  const bool overflowed = !inserted && !entry.dfa.ok() &&
-                          entry.dfa.status().code() == absl::StatusCode::kResourceExhausted;
+  const absl::StatusOr<ClassDfa>& built = entry.determinized;
+  const bool overflowed = !inserted && !built.ok() &&
+                          built.status().code() == absl::StatusCode::kResourceExhausted;
   const bool valid =
       !inserted && (overflowed ? limits.max_dfa_states <= entry.max_dfa_states
-                               : !entry.dfa.ok() || limits.max_dfa_states >= entry.max_dfa_states);
+                               : !built.ok() || limits.max_dfa_states >= entry.max_dfa_states);
   if (valid) {
     ++hits_;
     return entry;
   }
-  entry.dfa = DeterminizeRegex(pattern, flags, limits);
+  entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits);
   entry.max_dfa_states = limits.max_dfa_states;
-  entry.minimized = false;
+  entry.minimal.reset();
   return entry;
 }
 
-const absl::StatusOr<ByteDfa>& RegexDfaCache::Determinized(std::string_view pattern,
-                                                           uint32_t flags,
-                                                           const RegexLimits& limits) {
-  return Find(pattern, flags, limits).dfa;
+const absl::StatusOr<ClassDfa>& RegexDfaCache::Determinized(std::string_view pattern,
+                                                            uint32_t flags,
+                                                            const RegexLimits& limits) {
+  return Find(pattern, flags, limits).determinized;
 }
 
 const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, uint32_t flags,
                                                       const RegexLimits& limits) {
   Entry& entry = Find(pattern, flags, limits);
-  if (entry.dfa.ok() && !entry.minimized) {
-    entry.dfa = MinimizeDfa(*entry.dfa);
-    entry.minimized = true;
+  if (!entry.minimal.has_value()) {
+    if (entry.determinized.ok()) {
+      entry.minimal = MinimizeDfa(*entry.determinized);
+    } else {
+      entry.minimal = entry.determinized.status();
+    }
   }
-  return entry.dfa;
+  return *entry.minimal;
+}
+
+absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t flags,
+                                            const RegexLimits& limits) {
+  Compile(pattern, flags, limits);
+  auto it = entries_.find(KeyOf(pattern, flags, limits));
+  absl::StatusOr<ByteDfa> dfa = *std::move(it->second.minimal);
+  entries_.erase(it);
+  return dfa;
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {

@@ -68,6 +68,7 @@
 
 #include "grammar/byte_automaton.h"
 #include "grammar/counted_automaton.h"
+#include "grammar/dfa_minimization.h"
 
 namespace zapgram::grammar {
 
@@ -92,6 +93,9 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
 // empty); errors name the pattern.
 absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
                                          const RegexLimits& limits = {});
+// The same automaton in classes (ClassDfa).
+absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits = {});
 
 // The trimmed, minimal DFA of `pattern` (empty() when its language is empty).
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
@@ -113,29 +117,28 @@ class RegexDfaCache {
   // The same DFA before minimization (trimmed, so empty() iff the language
   // is): enough to know whether a pattern fits the state limit, which is
   // checked during determinization. Minimized later only if Compile asks.
-  const absl::StatusOr<ByteDfa>& Determinized(std::string_view pattern, uint32_t flags,
-                                              const RegexLimits& limits);
+  const absl::StatusOr<ClassDfa>& Determinized(std::string_view pattern, uint32_t flags,
+                                               const RegexLimits& limits);
+  // Compile's result moved out, for a caller that keeps the DFA (the
+  // lowering, which asks once per pattern): the entry is dropped, so asking
+  // for the pattern again builds it again.
+  absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
  private:
   struct Entry {
-    absl::StatusOr<ByteDfa> dfa;
-    uint32_t max_dfa_states = 0;  // the limit `dfa` was built under
-    bool minimized = false;
+    absl::StatusOr<ClassDfa> determinized;
+    uint32_t max_dfa_states = 0;  // the limit `determinized` was built under
+    // Its minimal DFA once Compile asked (or its error); unset before.
+    std::optional<absl::StatusOr<ByteDfa>> minimal;
   };
+  static std::string KeyOf(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   absl::node_hash_map<std::string, Entry> entries_;
   uint64_t hits_ = 0;
 };
 
-// The minimal DFA of a trimmed DFA (state 0 dead, 1 start), by Hopcroft's
-// partition refinement over the byte columns that differ: O(k * n log n)
-// for n states and k distinct columns (Moore's rounds cost up to n * n * 256
-// on the long literal chains of merged JSON members). Past `max_work` steps
-// it gives up and returns `dfa` unchanged (still correct, just not minimal).
-// Tests: RegexDifferential.MinimizationAgreesWithTextbookMoore.
-ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
 // The parts of a pattern of the form P(?:U){m,n}S, with P and S literal
 // characters (S not empty), one counted group with a finite bound, no J
@@ -145,6 +148,12 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
                                                               uint32_t flags,
                                                               const RegexLimits& limits = {});
+
+// False when no counted group of `pattern` can have a finite bound of
+// kCountedMinBound or more: no run of decimal digits right after a '{' or a
+// ',' reaches it (a bound is always written so). A scan of the text, to
+// skip parsing the pattern again for SplitCountedRegex in the usual case.
+bool MayHaveCountedBound(std::string_view pattern);
 
 // "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
 // the pattern is written \/, which means / in the dialect). The GBNF reader

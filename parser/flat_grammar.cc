@@ -217,7 +217,9 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   const std::string name = grammar::RegexDisplayName(e.literal, e.flags);
   // P(?:U){m,n}S with a large bound: a counted terminal, never unrolled.
   absl::StatusOr<std::optional<grammar::CountedParts>> split =
-      grammar::SplitCountedRegex(e.literal, e.flags);
+      grammar::MayHaveCountedBound(e.literal)
+          ? grammar::SplitCountedRegex(e.literal, e.flags)
+          : absl::StatusOr<std::optional<grammar::CountedParts>>(std::nullopt);
   if (split.ok() && split->has_value() && (*split)->max >= grammar::kCountedMinBound) {
     absl::StatusOr<grammar::CountedAutomaton> counted =
         grammar::CountedAutomaton::Build(**std::move(split));
@@ -236,7 +238,7 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
-  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Compile(e.literal, e.flags, regex_limits);
+  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Take(e.literal, e.flags, regex_limits);
   bool nullable = false;
   Symbol sym = kNone;
   if (dfa.ok()) {
@@ -617,40 +619,42 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
           g_.source_name, ": terminal automata exceed max_dfa_states = ", limits_.max_dfa_states));
     }
   }
-  // Global rows: row 0 dead, then each DFA's states 1.. shifted to its offset.
-  std::vector<std::array<uint32_t, 256>> rows(total);
-  t.eager_accepting.assign(total, 0);
-  for (size_t i = 0; i < dfas_.size(); ++i) {
-    const grammar::ByteDfa& d = dfas_[i];
-    if (d.next.empty()) continue;
-    uint32_t offset = t.start[i] - 1;
-    for (uint32_t s = 1; s < d.num_states(); ++s) {
-      for (uint32_t b = 0; b < 256; ++b) {
-        uint32_t to = d.next[s][b];
-        rows[offset + s][b] = to ? offset + to : 0;
-      }
-      t.eager_accepting[offset + s] = d.accepting[s];
-    }
-  }
-  // Byte classes: bytes whose columns are identical share a class, and the
-  // lazy automata's byte ranges are unions of classes.
+  // Byte classes: bytes whose columns are identical in every DFA share a
+  // class, and the lazy automata's byte ranges are unions of classes. Each
+  // DFA's rows refine the classes as its rows in the global table would
+  // (shifting a DFA's live states by its offset renames values within a
+  // row), so the global table is filled per class straight from the DFAs,
+  // never as 256-column rows.
   grammar::ByteClassPartition classes;
-  for (uint32_t s = 1; s < total && !classes.all_distinct(); ++s) classes.Refine(rows[s]);
+  for (const grammar::ByteDfa& d : dfas_) {
+    for (uint32_t s = 1; s < d.num_states() && !classes.all_distinct(); ++s) classes.Refine(d.next[s]);
+  }
   if (!lazy_terminals_.empty()) classes.RefineByRanges(lazy_nfa_);
   const std::vector<uint8_t> representative = classes.Representatives();
   for (uint32_t b = 0; b < 256; ++b) t.byte_class[b] = classes.class_of(static_cast<uint8_t>(b));
   t.num_classes = classes.num_classes();
+  std::vector<ByteSet> bytes_of_class(t.num_classes);
+  for (uint32_t b = 0; b < 256; ++b) bytes_of_class[t.byte_class[b]].set(b);
   t.next.assign(static_cast<size_t>(total) * t.num_classes, 0);
+  t.eager_accepting.assign(total, 0);
   t.eager_has_next.assign(total, 0);
   t.eager_live_bytes.assign(total, ByteSet());
-  for (uint32_t s = 0; s < total; ++s) {
-    for (uint32_t c = 0; c < t.num_classes; ++c) {
-      t.next[static_cast<size_t>(s) * t.num_classes + c] = rows[s][representative[c]];
+  for (size_t i = 0; i < dfas_.size(); ++i) {
+    const grammar::ByteDfa& d = dfas_[i];
+    if (d.next.empty()) continue;
+    const uint32_t offset = t.start[i] - 1;
+    for (uint32_t s = 1; s < d.num_states(); ++s) {
+      const size_t row = static_cast<size_t>(offset + s) * t.num_classes;
+      ByteSet& live = t.eager_live_bytes[offset + s];
+      for (uint32_t c = 0; c < t.num_classes; ++c) {
+        const uint32_t to = d.next[s][representative[c]];
+        if (to == 0) continue;
+        t.next[row + c] = offset + to;
+        live |= bytes_of_class[c];
+      }
+      t.eager_has_next[offset + s] = live.any();
+      t.eager_accepting[offset + s] = d.accepting[s];
     }
-    for (uint32_t b = 0; b < 256; ++b) {
-      if (rows[s][b]) t.eager_live_bytes[s].set(b);
-    }
-    t.eager_has_next[s] = t.eager_live_bytes[s].any();
   }
   // Counted terminals: numbered after the eager states, stepped by their
   // automata (nothing stored per state).

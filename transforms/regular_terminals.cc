@@ -67,7 +67,7 @@ class Merger {
   // every mask inside the string a walk of the whole token trie. It stays a
   // terminal of its own, and counts as not regular for its parents.
   static bool IsCountedRegex(const Expr& e) {
-    if (e.kind != ExprKind::kRegex || e.literal.find('{') == std::string::npos) return false;
+    if (e.kind != ExprKind::kRegex || !grammar::MayHaveCountedBound(e.literal)) return false;
     absl::StatusOr<std::optional<grammar::CountedParts>> split = grammar::SplitCountedRegex(e.literal, e.flags);
     return split.ok() && split->has_value() && (*split)->max >= grammar::kCountedMinBound;
   }
@@ -197,7 +197,7 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
     grammar::RegexLimits limits;
     limits.max_dfa_states = options_.max_dfa_states;
     const uint64_t hits_before = dfa_cache_.hits();
-    const absl::StatusOr<grammar::ByteDfa>& dfa = dfa_cache_.Determinized(pattern, 0, limits);
+    const absl::StatusOr<grammar::ClassDfa>& dfa = dfa_cache_.Determinized(pattern, 0, limits);
     if (stats_ != nullptr && dfa_cache_.hits() == hits_before) ++stats_->compiles;
     if (!dfa.ok() || dfa->empty()) return fail();
     if (key != kUnbuilt) verdict_[key] = kCompiled;

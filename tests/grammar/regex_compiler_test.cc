@@ -538,7 +538,7 @@ bool Re2SomeCompletion(const RE2& re, const std::string& prefix) {
 }
 
 // The textbook Moore refinement over all 256 bytes, as an oracle for
-// MinimizeDfa (Hopcroft's algorithm over column classes): the number of
+// MinimizeDfa (partition refinement over transitions): the number of
 // classes of the coarsest stable partition.
 uint32_t MooreClassCount(const ByteDfa& dfa) {
   const uint32_t n = dfa.num_states();
@@ -581,6 +581,42 @@ TEST(RegexDifferential, MinimizationAgreesWithTextbookMoore) {
     ++checked;
   }
   EXPECT_EQ(checked, 300 * kScale);
+}
+
+// MinimizeDfa straight from determinization's class form (what
+// CompileRegex and the DFA cache do) against the route through the widened
+// 256-column DFA, whose column classes are found again from its rows: the
+// same table, state for state, and as many states as the textbook Moore
+// refinement finds. Patterns of the shapes the JSON Schema grammars merge
+// into one terminal, then random regexes.
+TEST(RegexDifferential, ClassFormMinimizationEqualsTheWidenedRoute) {
+  std::mt19937_64 rng(0xc1a55df);
+  RegexGenerator gen(rng);
+  std::vector<std::string> patterns = {
+      R"re("([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")re",
+      R"re(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)re",
+      R"re(\{[ \n]{0,2}"name"[ \n]{0,2}:[ \n]{0,2}"[^"\\]{0,12}"[ \n]{0,2},[ \n]{0,2}"id"[ \n]{0,2}:[ \n]{0,2}(?:0|[1-9][0-9]{0,5})[ \n]{0,2}\})re",
+      R"re("(?:[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01]))")re",
+      R"re((?:true|false|null|"(?:red|green|blue)"))re",
+      R"re([\s\S]*)re",
+      R"re(\p{L}[\p{L}\p{N}_]{0,7})re",
+  };
+  for (int ri = 0; ri < 300 * kScale; ++ri) patterns.push_back(gen.Print(gen.Make(1 + gen.Pick(4))));
+  for (const std::string& pattern : patterns) {
+    absl::StatusOr<ClassDfa> classes = DeterminizeRegexToClasses(pattern, 0);
+    ASSERT_TRUE(classes.ok()) << pattern << ": " << classes.status();
+    const ByteDfa wide = classes->Widen();
+    const ClassDfa narrowed = ClassDfa::Narrow(wide);
+    EXPECT_LE(narrowed.num_classes, classes->num_classes) << pattern;
+    EXPECT_EQ(narrowed.Widen().next, wide.next) << pattern;
+    const ByteDfa from_classes = MinimizeDfa(*classes);
+    const ByteDfa from_wide = MinimizeDfa(wide);
+    EXPECT_EQ(from_classes.next, from_wide.next) << pattern;
+    EXPECT_EQ(from_classes.accepting, from_wide.accepting) << pattern;
+    EXPECT_EQ(from_classes.num_states(), wide.num_states() <= 2 ? wide.num_states()
+                                                                : MooreClassCount(wide))
+        << pattern;
+  }
 }
 
 TEST(RegexDifferential, AgreesWithRe2OnRandomRegexes) {
@@ -975,6 +1011,29 @@ TEST(RegexEndToEndTest, CompileErrorsCarryTheLocation) {
             "g.lark:3:7: regex /a(?=b)/: lookahead (?= is not supported at offset 1");
 }
 
+// The text scan that lets the lowering and the merge skip SplitCountedRegex:
+// never false where the split finds a bound of kCountedMinBound or more.
+TEST(RegexCompilerTest, MayHaveCountedBoundNeverMissesACountedTerminal) {
+  int counted_seen = 0;
+  for (const std::string pattern :
+       {"\"(?:[^\"\\\\]){0,32}\"", "\"(?:[^\"\\\\]){2,100}\"", "ab(?:c){032}d",
+        "\"(?:a|b){1,31}\"", "[ ]{0,2}\\{[ ]{0,2}\\}", "x{,40}y", "\\d{4}-\\d{2}"}) {
+    absl::StatusOr<std::optional<CountedParts>> split = SplitCountedRegex(pattern, 0);
+    ASSERT_TRUE(split.ok()) << pattern << ": " << split.status();
+    const bool counted = split->has_value() && (*split)->max >= kCountedMinBound;
+    if (counted) EXPECT_TRUE(MayHaveCountedBound(pattern)) << pattern;
+    counted_seen += counted;
+  }
+  EXPECT_GE(counted_seen, 3);
+  EXPECT_TRUE(MayHaveCountedBound("a{0,32}b"));
+  EXPECT_TRUE(MayHaveCountedBound("a{1000}b"));
+  EXPECT_FALSE(MayHaveCountedBound("a{0,31}b"));
+  EXPECT_FALSE(MayHaveCountedBound("[0-9]{4}-[0-9]{2}"));
+  EXPECT_FALSE(MayHaveCountedBound("\\\\u[dD][89abAB][0-9a-fA-F]{2}"));  // 89 is no bound
+  EXPECT_FALSE(MayHaveCountedBound("a{3}99"));
+  EXPECT_FALSE(MayHaveCountedBound("\\{[ ]{0,2}\"name\"\\}"));
+}
+
 // The cache answers a state limit from an entry built under another one only
 // when that entry decides it: a success within a limit stands for larger
 // limits, an overflow for smaller ones; anything else is built again.
@@ -1008,6 +1067,15 @@ TEST(RegexDfaCacheTest, ReusesResultsAcrossStateLimitsOnlyWhenTheyDecide) {
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(cache.hits(), 2u);
   EXPECT_EQ(cache.size(), 1u);
+  // Take moves the minimal DFA out and drops the entry.
+  absl::StatusOr<ByteDfa> taken = cache.Take(pattern, 0, large);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->Matches("abcdefghij"));
+  EXPECT_EQ(taken->num_states(), 12u);
+  EXPECT_EQ(cache.size(), 0u);
+  absl::StatusOr<ByteDfa> again = cache.Take(pattern, 0, large);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->next, taken->next);
 }
 
 }  // namespace
