@@ -158,11 +158,20 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
   return it->second;
 }
 
+const TokenClasses& CompiledGrammar::token_classes() const {
+  std::call_once(classes_once_, [&] {
+    classes_ = std::make_unique<const TokenClasses>(ComputeTokenClasses(*this));
+    classes_bytes_.store(classes_->bytes(), std::memory_order_relaxed);
+  });
+  return *classes_;
+}
+
 CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
   m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
   for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
+  m.grammar += classes_bytes_.load(std::memory_order_relaxed);
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
   m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
   m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);

@@ -100,6 +100,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "masks/mask_cache.h"
+#include "masks/token_classes.h"
 #include "masks/token_sets.h"
 #include "masks/token_trie.h"
 #include "masks/vocabulary.h"
@@ -175,6 +176,10 @@ class CompiledGrammar {
   // normal tokens not listed. Checked against the vocabulary by Build.
   const std::vector<uint32_t>& TokenTerminalWords(size_t k) const { return token_terminal_words_[k]; }
 
+  // The vocabulary's token equivalence classes under this grammar
+  // (masks/token_classes.h): computed on first use, then kept. Thread-safe.
+  const TokenClasses& token_classes() const;
+
   // Heap bytes this grammar holds, by kind.
   struct Memory {
     size_t grammar = 0;           // lowered grammar, tables, classes, slots
@@ -247,6 +252,9 @@ class CompiledGrammar {
   static absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> ResolveTokenNames(
       const parser::FlatGrammar& grammar, const Vocabulary& vocab);
   std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
+  mutable std::once_flag classes_once_;
+  mutable std::unique_ptr<const TokenClasses> classes_;
+  mutable std::atomic<size_t> classes_bytes_{0};
 };
 
 struct MatcherOptions {

@@ -88,6 +88,12 @@ class ZAPGRAM_EXPORT CompiledGrammar {
   // tables, the token sets it built, and its entries in the shared mask
   // cache (sets it found built by an earlier grammar are not counted).
   size_t memory_bytes() const;
+  // Token equivalence classes: per id in [0, padded_size()), its class,
+  // numbered 0.. by smallest member. Ids of one class are allowed or
+  // rejected together in every state of this grammar, so a mask over
+  // classes expands to ids by a gather. Computed on the first call (up to
+  // about a second for a large Lark grammar), then kept; thread-safe.
+  absl::Span<const uint32_t> token_classes() const;
   const std::shared_ptr<const masks::CompiledGrammar>& impl() const { return impl_; }
 
  private:

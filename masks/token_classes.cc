@@ -1,0 +1,511 @@
+// Token equivalence classes (see token_classes.h).
+#include "masks/token_classes.h"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <functional>
+#include <bit>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "masks/bounded_equivalence.h"
+#include "masks/matcher.h"
+
+namespace zapgram::masks {
+
+namespace {
+
+// Interns uint32 strings: equal strings get equal ids, numbered from 0 in
+// the order first seen. The empty string is id 0.
+class Interner {
+ public:
+  Interner() { Intern({}); }
+  uint32_t Intern(const std::vector<uint32_t>& s) {
+    return ids_.try_emplace(s, static_cast<uint32_t>(ids_.size())).first->second;
+  }
+  size_t size() const { return ids_.size(); }
+
+ private:
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids_;
+};
+
+// Numbers a per-id labelling densely in the order of each label's first id.
+TokenClasses Renumber(const std::vector<uint64_t>& label, TokenClasses::Method method) {
+  TokenClasses out;
+  out.method = method;
+  out.class_of.resize(label.size());
+  absl::flat_hash_map<uint64_t, uint32_t> dense;
+  for (size_t id = 0; id < label.size(); ++id) {
+    auto [it, fresh] = dense.try_emplace(label[id], static_cast<uint32_t>(out.representative.size()));
+    if (fresh) out.representative.push_back(static_cast<TokenId>(id));
+    out.class_of[id] = it->second;
+  }
+  return out;
+}
+
+// Labels of the ids that are not plain normal tokens, over the labels
+// `normal_labels` (< 2^32) the caller gave the normal ones: EOS ids share
+// one, ids a token terminal names are singletons, other special and unused
+// ids share one. Normal tokens a token terminal lists become singletons too
+// (ExcludeToken's listed ids, Token's named ones).
+constexpr uint64_t kEosLabel = uint64_t{1} << 40;
+constexpr uint64_t kNeverLabel = (uint64_t{1} << 40) + 1;
+constexpr uint64_t kSingletonLabel = uint64_t{1} << 41;  // + id
+void LabelNonTextIds(const CompiledGrammar& g, std::vector<uint64_t>* label) {
+  const Vocabulary& vocab = g.vocabulary();
+  for (TokenId id = 0; id < vocab.padded_size(); ++id) {
+    if (vocab.is_eos(id)) {
+      (*label)[id] = kEosLabel;
+    } else if (vocab.kind(id) != TokenKind::kNormal) {
+      (*label)[id] = kNeverLabel;
+    } else if (vocab.token_bytes(id).empty()) {
+      (*label)[id] = kSingletonLabel + static_cast<uint64_t>(id);
+    }
+  }
+  for (const parser::TokenTerminal& tt : g.grammar().token_terminals) {
+    for (const grammar::CodepointRange& r : tt.ids) {
+      for (uint64_t id = r.lo; id <= r.hi && id < static_cast<uint64_t>(vocab.padded_size()); ++id) {
+        if (!vocab.is_eos(static_cast<TokenId>(id))) (*label)[id] = kSingletonLabel + id;
+      }
+    }
+  }
+}
+
+// ---- Byte-class strings ------------------------------------------------
+
+// Byte classes such that bytes of one class step every state of every
+// byte-reading automaton of the grammar alike.
+std::array<uint32_t, 256> GrammarByteClasses(const parser::FlatGrammar& flat) {
+  std::array<uint32_t, 256> out{};
+  if (flat.lexed()) {
+    for (uint32_t b = 0; b < 256; ++b) out[b] = flat.lexer->byte_class[b];
+    return out;
+  }
+  const parser::TerminalTable& t = flat.terminals;
+  // Per byte, its column: the table's class, then its step from every
+  // state of every counted automaton (they read raw bytes).
+  std::vector<std::vector<uint32_t>> column(256);
+  for (uint32_t b = 0; b < 256; ++b) column[b].push_back(t.byte_class[b]);
+  for (const parser::TerminalTable::CountedSegment& seg : t.counted) {
+    const grammar::CountedAutomaton& a = *seg.automaton;
+    for (uint32_t s = 0; s < a.num_states(); ++s) {
+      for (uint32_t b = 0; b < 256; ++b) column[b].push_back(a.Step(s, static_cast<uint8_t>(b)));
+    }
+  }
+  Interner columns;
+  for (uint32_t b = 0; b < 256; ++b) out[b] = columns.Intern(column[b]);
+  return out;
+}
+
+TokenClasses ByteClassStringClasses(const CompiledGrammar& g) {
+  const Vocabulary& vocab = g.vocabulary();
+  const std::array<uint32_t, 256> byte_class = GrammarByteClasses(g.grammar());
+  std::vector<uint64_t> label(vocab.padded_size(), 0);
+  Interner strings;
+  std::vector<uint32_t> spelled;
+  for (TokenId id = 0; id < vocab.padded_size(); ++id) {
+    if (vocab.kind(id) != TokenKind::kNormal) continue;
+    spelled.clear();
+    for (char c : vocab.token_bytes(id)) spelled.push_back(byte_class[static_cast<uint8_t>(c)]);
+    label[id] = strings.Intern(spelled);
+  }
+  LabelNonTextIds(g, &label);
+  return Renumber(label, TokenClasses::Method::kByteClassStrings);
+}
+
+// ---- Refinement and suffix signatures, shared by both behaviour forms ----
+
+// The partition of the token ids being refined: each id's class, made the
+// pair (old class, key) once per state, fresh classes numbered on. Ids
+// never assigned in a round keep their class (the default key).
+class Refiner {
+ public:
+  explicit Refiner(size_t ids) : class_of_(ids, 0) {}
+  // Starts refining by a new state.
+  void NextRound() {
+    relabel_.clear();
+    ++round_;
+  }
+  void Assign(TokenId id, uint32_t key) {
+    uint32_t& c = class_of_[id];
+    auto [it, fresh] = relabel_.try_emplace((uint64_t{c} << 32) | key, next_class_);
+    if (fresh) ++next_class_;
+    c = it->second;
+  }
+  void Assign(absl::Span<const TokenId> ids, uint32_t key) {
+    for (TokenId id : ids) Assign(id, key);
+  }
+  // Assign(id, key) for one key that most of a round's ids get (a terminal
+  // state's live tokens), through a flat table: per old class, its
+  // successor, valid when stamped with this round.
+  void AssignCommon(TokenId id) {
+    uint32_t& c = class_of_[id];
+    if (c >= common_round_.size()) {
+      common_round_.resize(next_class_ + 1, 0);
+      common_class_.resize(next_class_ + 1, 0);
+    }
+    if (common_round_[c] != round_) {
+      common_round_[c] = round_;
+      common_class_[c] = next_class_++;
+    }
+    c = common_class_[c];
+  }
+  const std::vector<uint32_t>& class_of() const { return class_of_; }
+
+ private:
+  std::vector<uint32_t> class_of_;
+  uint32_t next_class_ = 1;
+  absl::flat_hash_map<uint64_t, uint32_t> relabel_;  // (old class, key) -> new class, this round
+  std::vector<uint32_t> common_round_, common_class_;
+  uint32_t round_ = 0;
+};
+
+// Restart signatures of token suffixes, memoized by their bytes (views
+// into the vocabulary). `compute(v)` may ask for the signatures of v's
+// proper suffixes, which are always there: Get fills the suffixes of its
+// argument shortest first.
+template <typename Compute>
+class SuffixSignatures {
+ public:
+  explicit SuffixSignatures(Compute compute) : compute_(std::move(compute)) {}
+  uint32_t Get(std::string_view u) {
+    if (auto it = memo_.find(u); it != memo_.end()) return it->second;
+    for (size_t i = u.size(); i-- > 0;) {
+      const std::string_view v = u.substr(i);
+      if (memo_.contains(v)) continue;
+      const uint32_t r = compute_(v);
+      memo_.emplace(v, r);
+    }
+    return memo_.at(u);
+  }
+  // A proper suffix of something Get was asked for.
+  uint32_t Known(std::string_view v) const { return memo_.at(v); }
+
+ private:
+  Compute compute_;
+  absl::flat_hash_map<std::string_view, uint32_t> memo_;
+};
+
+// What both behaviour forms hold: the grammar, the partition being refined,
+// and the memo of suffix signatures (`restart` computes one).
+class BehaviourRefinement {
+ protected:
+  using Restart = std::function<uint32_t(std::string_view)>;
+  BehaviourRefinement(const CompiledGrammar& g, Restart restart)
+      : g_(g), vocab_(g.vocabulary()), trie_(g.trie()), refiner_(static_cast<size_t>(vocab_.padded_size())),
+        restart_(std::move(restart)) {}
+  // The refined partition, with the ids that are not text placed.
+  TokenClasses Finish(TokenClasses::Method method) const {
+    std::vector<uint64_t> label(refiner_.class_of().begin(), refiner_.class_of().end());
+    LabelNonTextIds(g_, &label);
+    return Renumber(label, method);
+  }
+
+  const CompiledGrammar& g_;
+  const Vocabulary& vocab_;
+  const TokenTrie& trie_;
+  Refiner refiner_;
+  SuffixSignatures<Restart> restart_;
+};
+
+// ---- Behaviour classes of byte-level grammars ----------------------------
+
+class BehaviourClasses : BehaviourRefinement {
+ public:
+  explicit BehaviourClasses(const CompiledGrammar& g)
+      : BehaviourRefinement(g, [this](std::string_view v) { return ComputeRestart(v); }),
+        t_(g.grammar().terminals) {
+    absl::flat_hash_set<uint32_t> seen;
+    for (uint32_t start : t_.start) {
+      const uint32_t s = g.MaskClass(start);
+      if (s == 0 || !seen.insert(s).second) continue;
+      for (uint32_t b = 0; b < 256; ++b) {
+        if (t_.Step(s, static_cast<uint8_t>(b)) != 0) starts_by_byte_[b].push_back(static_cast<uint32_t>(starts_.size()));
+      }
+      starts_.push_back(s);
+    }
+  }
+
+  TokenClasses Run();
+
+ private:
+  static constexpr uint32_t kAlive = 0xFFFFFFFFu;  // the DFA stays live through the bytes
+
+  // R(u) of a nonempty suffix u (see the essay), interned.
+  uint32_t ComputeRestart(std::string_view u);
+  // Refines the classes by one state's keys.
+  void RefineByState(uint32_t state);
+
+  const parser::TerminalTable& t_;
+  std::vector<uint32_t> starts_;                           // distinct live start states
+  std::array<std::vector<uint32_t>, 256> starts_by_byte_;  // indices of starts live after the byte
+  Interner restart_ids_, key_ids_;
+  std::vector<uint32_t> scratch_ids_, positions_;
+};
+
+uint32_t BehaviourClasses::ComputeRestart(std::string_view u) {
+  // Per start live on u's first byte: (start index, kAlive) or (start
+  // index, n, the n sorted restart ids of the suffixes after its ends).
+  std::vector<uint32_t> sig;
+  std::vector<uint32_t> ends;
+  for (uint32_t k : starts_by_byte_[static_cast<uint8_t>(u[0])]) {
+    uint32_t q = starts_[k];
+    ends.clear();
+    bool alive = true;
+    for (size_t j = 0; j < u.size(); ++j) {
+      q = t_.Step(q, static_cast<uint8_t>(u[j]));
+      if (q == 0) {
+        alive = false;
+        break;
+      }
+      if (j + 1 < u.size() && t_.accepting(q)) ends.push_back(static_cast<uint32_t>(j + 1));
+    }
+    if (alive) {
+      sig.push_back(k);
+      sig.push_back(kAlive);
+      continue;
+    }
+    if (ends.empty()) continue;
+    const size_t at = sig.size();
+    sig.push_back(k);
+    sig.push_back(0);
+    for (uint32_t e : ends) sig.push_back(restart_.Known(u.substr(e)));
+    std::sort(sig.begin() + static_cast<std::ptrdiff_t>(at + 2), sig.end());
+    sig.erase(std::unique(sig.begin() + static_cast<std::ptrdiff_t>(at + 2), sig.end()), sig.end());
+    sig[at + 1] = static_cast<uint32_t>(sig.size() - at - 2);
+  }
+  return restart_ids_.Intern(sig);
+}
+
+void BehaviourClasses::RefineByState(uint32_t state) {
+  const StateTokenSets& own = g_.TokenSets(state);
+  refiner_.NextRound();
+  for (const StateTokenSets* sets : {own.core.get(), &own}) {
+    if (sets == nullptr) continue;
+    // ALIVE: the common key of the round.
+    for (size_t w = 0; w < sets->accepted_words.size(); ++w) {
+      for (uint32_t bits = sets->accepted_words[w]; bits != 0; bits &= bits - 1) {
+        refiner_.AssignCommon(static_cast<TokenId>(32 * w + static_cast<size_t>(std::countr_zero(bits))));
+      }
+    }
+    for (TokenId id : sets->accepted_ids) refiner_.AssignCommon(id);
+    for (uint32_t root : sets->uncertain_roots) {
+      // The terminal's possible ends on the path to the root (where the DFA dies).
+      const std::string path = g_.NodeString(root);
+      positions_.clear();
+      uint32_t q = state;
+      for (size_t j = 0; j + 1 < path.size() && q != 0; ++j) {
+        q = t_.Step(q, static_cast<uint8_t>(path[j]));
+        if (q != 0 && t_.accepting(q)) positions_.push_back(static_cast<uint32_t>(j + 1));
+      }
+      for (TokenId id : trie_.SubtreeTokens(root)) {
+        const std::string_view bytes = vocab_.token_bytes(id);
+        scratch_ids_.clear();
+        for (uint32_t p : positions_) scratch_ids_.push_back(restart_.Get(bytes.substr(p)));
+        std::sort(scratch_ids_.begin(), scratch_ids_.end());
+        scratch_ids_.erase(std::unique(scratch_ids_.begin(), scratch_ids_.end()), scratch_ids_.end());
+        // Key 0 is the empty set: no end on the way (a lazy state's overflow
+        // root); it still differs from REJECTED, the default.
+        refiner_.Assign(id, key_ids_.Intern(scratch_ids_));
+      }
+    }
+  }
+}
+
+TokenClasses BehaviourClasses::Run() {
+  absl::Span<const uint32_t> mask_class = g_.mask_classes();
+  const parser::FlatGrammar& flat = g_.grammar();
+  for (uint32_t s = 1; s < t_.eager_states(); ++s) {
+    if (mask_class[s] != s || t_.eager_has_next[s] == 0) continue;
+    if (s >= flat.token_state_begin && s < flat.token_state_end) continue;  // no byte leaves
+    RefineByState(s);
+  }
+  return Finish(TokenClasses::Method::kBehaviour);
+}
+
+// ---- Behaviour classes of lexed (Lark) grammars -------------------------
+
+// The lexer's view of a token (see the essay): from lexer state s, the
+// lexer's path through the token's bytes, the guard threshold, where a
+// token may be emitted, and what the open lane may still become.
+class LexedBehaviourClasses : BehaviourRefinement {
+ public:
+  explicit LexedBehaviourClasses(const CompiledGrammar& g)
+      : BehaviourRefinement(g, [this](std::string_view v) { return Key(1, v); }), lexer_(*g.grammar().lexer) {
+    const uint32_t n = lexer_.num_states();
+    // What an open lane at a state may still become: the ignored flag, or
+    // the tokens that can still end (the lane keeps its items either way
+    // when an ignored token is open).
+    Interner lanes;
+    lane_.assign(n, 0);
+    std::vector<uint32_t> spelled;
+    for (uint32_t s = 1; s < n; ++s) {
+      spelled.assign(1, lexer_.ignored_can_continue[s]);
+      if (lexer_.ignored_can_continue[s] == 0) {
+        const uint64_t* bits = &lexer_.continue_bits[static_cast<size_t>(s) * lexer_.words_per_state];
+        for (uint32_t w = 0; w < lexer_.words_per_state; ++w) {
+          spelled.push_back(static_cast<uint32_t>(bits[w]));
+          spelled.push_back(static_cast<uint32_t>(bits[w] >> 32));
+        }
+      }
+      lane_[s] = lanes.Intern(spelled);
+    }
+    // States alike in everything a key reads, up to the trie's depth, are
+    // refined once (their smallest state stands for them).
+    Interner observed;
+    std::vector<uint32_t> initial(n, 0);
+    for (uint32_t s = 1; s < n; ++s) {
+      const bool guarded = lexer_.emit[s] != parser::kNoToken && lexer_.NeedsGuard(s);
+      initial[s] = observed.Intern({lane_[s], lexer_.emit[s], guarded ? lexer_.emit_rank[s] : parser::kNoRank,
+                                    lexer_.min_accepting_rank[s], lexer_.min_rank_later[s]});
+    }
+    representative_ = BoundedEquivalence(lexer_.next.data(), lexer_.num_classes, initial, trie_.max_depth());
+    loops_.assign(n, TrieByteSet{});
+    for (uint32_t s = 1; s < n; ++s) {
+      for (uint32_t b = 0; b < 256; ++b) {
+        if (lexer_.Step(s, static_cast<uint8_t>(b)) == s) loops_[s][b / 64] |= uint64_t{1} << (b % 64);
+      }
+    }
+  }
+
+  TokenClasses Run();
+
+ private:
+  static constexpr uint32_t kDead = 0xFFFFFFFFu;  // the lexer path dies inside the bytes
+  static constexpr uint32_t kEnd = 0xFFFFFFFFu;   // a token emitted at the last byte
+
+  // The key of bytes w (nonempty) read by a lane at lexer state s, interned:
+  // [guard threshold, the lane state at the end or kDead, then per emit
+  // that survives its own guard (lane state before it, token, R(rest) or
+  // kEnd), sorted].
+  uint32_t Key(uint32_t s, std::string_view w);
+  void RefineByState(uint32_t state);
+
+  const parser::LexerTable& lexer_;
+  std::vector<uint32_t> lane_, representative_;
+  std::vector<TrieByteSet> loops_;
+  Interner keys_;
+  // Key's scratch, per level of nesting (Key asks restart_, which may ask
+  // Key for a suffix: at most two levels).
+  struct Scratch {
+    std::vector<uint32_t> path, key, emits;
+  };
+  std::deque<Scratch> scratch_;  // grows at the end: references stay valid
+  size_t nesting_ = 0;
+};
+
+uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w) {
+  if (scratch_.size() <= nesting_) scratch_.resize(nesting_ + 1);
+  Scratch& scratch = scratch_[nesting_++];
+  std::vector<uint32_t>& path = scratch.path;
+  std::vector<uint32_t>& key = scratch.key;
+  std::vector<uint32_t>& emits = scratch.emits;
+  const size_t n = w.size();
+  // path[k]: the lexer state after k bytes, for k <= m (m: bytes read live).
+  path.assign(1, s);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t u = lexer_.Step(path.back(), static_cast<uint8_t>(w[k]));
+    if (u == 0) break;
+    path.push_back(u);
+  }
+  const size_t m = path.size() - 1;
+  // A guard at s with rank r fires iff r >= threshold: some k has a
+  // terminal ranked r or better accepting, and every state before it could
+  // still reach one (parser/lexer.h, StepGuards).
+  uint32_t threshold = parser::kNoRank, reach = 0;
+  for (size_t k = 1; k <= m; ++k) {
+    threshold = std::min(threshold, std::max(lexer_.min_accepting_rank[path[k]], reach));
+    reach = std::max(reach, lexer_.min_rank_later[path[k]]);
+  }
+  key.assign({threshold, m == n ? lane_[path[n]] : kDead});
+  emits.clear();
+  for (size_t j = 1; j <= m; ++j) {
+    const uint32_t u = path[j];
+    const uint32_t token = lexer_.emit[u];
+    if (token == parser::kNoToken) continue;
+    if (lexer_.NeedsGuard(u)) {
+      // The emit's own guard runs on along the same path.
+      const uint32_t rank = lexer_.emit_rank[u];
+      bool fired = false;
+      for (size_t k = j + 1; k <= m && !fired; ++k) {
+        if (lexer_.min_accepting_rank[path[k]] <= rank) fired = true;
+        if (lexer_.min_rank_later[path[k]] > rank) break;
+      }
+      if (fired) continue;
+    }
+    emits.push_back(lane_[path[j - 1]]);
+    emits.push_back(token);
+    emits.push_back(j == n ? kEnd : restart_.Get(w.substr(j)));
+  }
+  // Sorted triples: the emits form a set.
+  const size_t triples = emits.size() / 3;
+  std::vector<std::array<uint32_t, 3>> sorted(triples);
+  for (size_t t = 0; t < triples; ++t) sorted[t] = {emits[3 * t], emits[3 * t + 1], emits[3 * t + 2]};
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (const auto& t : sorted) key.insert(key.end(), t.begin(), t.end());
+  --nesting_;
+  return keys_.Intern(key);
+}
+
+void LexedBehaviourClasses::RefineByState(uint32_t state) {
+  refiner_.NextRound();
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
+  // Per depth: the lexer state (0 past the path's end) and whether a token
+  // may have been emitted or a guard's threshold met on the way (else the
+  // subtree where the path dies holds default keys only).
+  std::vector<uint32_t> states(trie_.max_depth() + 1u, 0);
+  std::vector<uint8_t> eventful(trie_.max_depth() + 1u, 0);
+  states[0] = state;
+  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
+    const TokenTrieNode& node = nodes[i];
+    const uint32_t d = node.depth;
+    const uint32_t parent = states[d - 1];
+    const uint32_t u = lexer_.Step(parent, node.byte);
+    if (u == 0) {
+      if (eventful[d - 1] != 0) {
+        for (uint32_t k = i; k < node.subtree_end; ++k) {
+          for (TokenId id : trie_.TokensAt(k)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
+        }
+      }
+      i = node.subtree_end;
+      continue;
+    }
+    const bool event = eventful[d - 1] != 0 || lexer_.emit[u] != parser::kNoToken ||
+                       lexer_.min_accepting_rank[u] != parser::kNoRank;
+    if (!event && u == parent && node.subtree_end > i + 1 && IsSubset(trie_.SubtreeBytes(i), loops_[u])) {
+      // Every byte below loops on u, which emits nothing and accepts
+      // nothing: one key for the whole subtree.
+      absl::Span<const TokenId> ids = trie_.SubtreeTokens(i);
+      if (!ids.empty()) refiner_.Assign(ids, Key(state, vocab_.token_bytes(ids[0])));
+      i = node.subtree_end;
+      continue;
+    }
+    for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
+    states[d] = u;
+    eventful[d] = event ? 1 : 0;
+    ++i;
+  }
+}
+
+TokenClasses LexedBehaviourClasses::Run() {
+  for (uint32_t s = 1; s < lexer_.num_states(); ++s) {
+    if (representative_[s] == s) RefineByState(s);
+  }
+  return Finish(TokenClasses::Method::kLexedBehaviour);
+}
+
+}  // namespace
+
+TokenClasses ComputeTokenClasses(const CompiledGrammar& g) {
+  const parser::FlatGrammar& flat = g.grammar();
+  const parser::TerminalTable& t = flat.terminals;
+  if (flat.lexed()) return LexedBehaviourClasses(g).Run();
+  if (t.lazy != nullptr || !t.counted.empty()) return ByteClassStringClasses(g);
+  return BehaviourClasses(g).Run();
+}
+
+}  // namespace zapgram::masks
