@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "masks/bounded_equivalence.h"
+#include "masks/class_masks.h"
 #include "pruning/compact.h"
 
 namespace zapgram::masks {
@@ -164,6 +165,15 @@ const TokenClasses& CompiledGrammar::token_classes() const {
     classes_bytes_.store(classes_->bytes(), std::memory_order_relaxed);
   });
   return *classes_;
+}
+
+std::shared_ptr<const ClassMasks> CompiledGrammar::class_masks() const {
+  std::call_once(class_masks_once_, [&] {
+    if (grammar_->has_token_terminals()) return;
+    absl::StatusOr<std::shared_ptr<const ClassMasks>> built = BuildClassMasks(*this, grammar_);
+    if (built.ok()) class_masks_ = *std::move(built);
+  });
+  return class_masks_;
 }
 
 CompiledGrammar::Memory CompiledGrammar::memory() const {
@@ -333,7 +343,12 @@ absl::Status CompiledGrammar::BuildTokenTerminalWords() {
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
     : grammar_(std::move(grammar)),
       recognizer_(pruning::MakeRecognizer(&grammar_->grammar(), options.recognizer)),
-      options_(options) {}
+      options_(options) {
+  if (options.use_token_classes) {
+    class_masks_ = grammar_->class_masks();
+    if (class_masks_ != nullptr) class_grammar_ = class_masks_->representatives;
+  }
+}
 
 size_t Matcher::PushBytes(std::string_view bytes) {
   size_t n = 0;
@@ -349,6 +364,19 @@ void Matcher::PopBytes(size_t n) {
 }
 
 size_t Matcher::ComputeMask(uint32_t* words) {
+  if (class_grammar_ == nullptr) return ComputeMaskOfGrammar(words);
+  // The representatives' grammar shares the lowered grammar, so the
+  // recognizer's state is its state too: compute its mask, then expand.
+  std::swap(grammar_, class_grammar_);
+  class_words_.resize(grammar_->mask_words());
+  ComputeMaskOfGrammar(class_words_.data());
+  std::swap(grammar_, class_grammar_);
+  rejected_nodes_.clear();  // the walk's nodes were the representatives' trie's
+  rejected_nodes_known_ = false;
+  return class_masks_->Expand(class_words_.data(), words, grammar_->mask_words());
+}
+
+size_t Matcher::ComputeMaskOfGrammar(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
   rejected_nodes_.clear();
   rejected_nodes_known_ = false;

@@ -110,6 +110,8 @@
 
 namespace zapgram::masks {
 
+struct ClassMasks;  // masks/class_masks.h
+
 class CompiledGrammar {
  public:
   // `grammar` and `vocabulary` are shared, not copied.
@@ -179,6 +181,10 @@ class CompiledGrammar {
   // The vocabulary's token equivalence classes under this grammar
   // (masks/token_classes.h): computed on first use, then kept. Thread-safe.
   const TokenClasses& token_classes() const;
+  // The grammar over one token per class and the class -> ids lists
+  // (masks/class_masks.h), built on first use; null for grammars with token
+  // terminals, or when it could not be built. Thread-safe.
+  std::shared_ptr<const ClassMasks> class_masks() const;
 
   // Heap bytes this grammar holds, by kind.
   struct Memory {
@@ -255,6 +261,8 @@ class CompiledGrammar {
   mutable std::once_flag classes_once_;
   mutable std::unique_ptr<const TokenClasses> classes_;
   mutable std::atomic<size_t> classes_bytes_{0};
+  mutable std::once_flag class_masks_once_;
+  mutable std::shared_ptr<const ClassMasks> class_masks_;
 };
 
 struct MatcherOptions {
@@ -264,6 +272,11 @@ struct MatcherOptions {
   // the newest position (cost ~ key_sets, not nesting depth); a mask whose
   // walk consulted groups below that is cached under the whole state's key.
   uint32_t key_sets = 64;
+  // Masks computed over token classes (masks/class_masks.h): the walk runs
+  // on the representatives' trie, the mask is expanded to ids. Same masks;
+  // faster on lexed grammars, slower where masks are cheap (see the
+  // figures in class_masks.h). The first mask builds the classes.
+  bool use_token_classes = false;
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
   // unit): Rollback(n tokens) works while their bytes fit.
   RecognizerOptions recognizer{.pruning = true, .max_rollback = 512, .limits = {}};
@@ -325,6 +338,7 @@ class Matcher {
   void WalkNodes(uint32_t begin, uint32_t end, uint32_t base_depth, uint32_t* words,
                  std::vector<uint32_t>* rejected);
   size_t MaskFromTokenSets(uint32_t* words);   // token sets + uncertain subtrees
+  size_t ComputeMaskOfGrammar(uint32_t* words);  // ComputeMask over grammar_'s vocabulary
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
   size_t PushBytes(std::string_view bytes);
@@ -337,6 +351,11 @@ class Matcher {
   std::vector<uint32_t> rejected_nodes_;
   bool rejected_nodes_known_ = false;  // the last mask came from a full walk
   MatcherOptions options_;
+  // use_token_classes: the class masks and their grammar (swapped into
+  // grammar_ while a class mask is computed), the class mask.
+  std::shared_ptr<const ClassMasks> class_masks_;
+  std::shared_ptr<const CompiledGrammar> class_grammar_;
+  std::vector<uint32_t> class_words_;
   std::vector<uint32_t> key_;
   std::vector<uint32_t> full_key_;  // when key_ was cut
   std::vector<uint32_t> states_;

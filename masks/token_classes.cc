@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "masks/bounded_equivalence.h"
 #include "masks/matcher.h"
 
@@ -238,12 +239,21 @@ class BehaviourClasses : BehaviourRefinement {
   uint32_t ComputeRestart(std::string_view u);
   // Refines the classes by one state's keys.
   void RefineByState(uint32_t state);
+  // The positions (1 <= i < depth of root) where the terminal may end on the
+  // DFA's path from `state` to uncertain root `root`.
+  void EndPositions(uint32_t state, uint32_t root, std::vector<uint32_t>* positions) const;
+  // What a state's round reads: its sets (a split state's core by address)
+  // and each uncertain root's end positions. Two states spelled alike give
+  // every token the same key, so the second round would split nothing.
+  void SpellRound(uint32_t state, std::vector<uint32_t>* out);
+  bool SameRoundAsEarlier(uint32_t state);
 
   const parser::TerminalTable& t_;
   std::vector<uint32_t> starts_;                           // distinct live start states
   std::array<std::vector<uint32_t>, 256> starts_by_byte_;  // indices of starts live after the byte
   Interner restart_ids_, key_ids_;
-  std::vector<uint32_t> scratch_ids_, positions_;
+  std::vector<uint32_t> scratch_ids_, positions_, spelled_, other_spelled_;
+  absl::flat_hash_map<size_t, std::vector<uint32_t>> rounds_by_hash_;  // spelling hash -> states refined
 };
 
 uint32_t BehaviourClasses::ComputeRestart(std::string_view u) {
@@ -280,6 +290,48 @@ uint32_t BehaviourClasses::ComputeRestart(std::string_view u) {
   return restart_ids_.Intern(sig);
 }
 
+void BehaviourClasses::EndPositions(uint32_t state, uint32_t root, std::vector<uint32_t>* positions) const {
+  const std::string path = g_.NodeString(root);
+  positions->clear();
+  uint32_t q = state;
+  for (size_t j = 0; j + 1 < path.size() && q != 0; ++j) {
+    q = t_.Step(q, static_cast<uint8_t>(path[j]));
+    if (q != 0 && t_.accepting(q)) positions->push_back(static_cast<uint32_t>(j + 1));
+  }
+}
+
+void BehaviourClasses::SpellRound(uint32_t state, std::vector<uint32_t>* out) {
+  const StateTokenSets& own = g_.TokenSets(state);
+  const auto core = reinterpret_cast<uintptr_t>(own.core.get());
+  out->assign({static_cast<uint32_t>(core), static_cast<uint32_t>(uint64_t{core} >> 32)});
+  for (const StateTokenSets* sets : {own.core.get(), &own}) {
+    if (sets == nullptr) continue;
+    if (sets != own.core.get()) {  // a core's accepted tokens are spelled by its address
+      out->push_back(static_cast<uint32_t>(sets->accepted_words.size()));
+      out->insert(out->end(), sets->accepted_words.begin(), sets->accepted_words.end());
+      out->push_back(static_cast<uint32_t>(sets->accepted_ids.size()));
+      out->insert(out->end(), sets->accepted_ids.begin(), sets->accepted_ids.end());
+    }
+    for (uint32_t root : sets->uncertain_roots) {
+      EndPositions(state, root, &positions_);
+      out->push_back(root);
+      out->push_back(static_cast<uint32_t>(positions_.size()));
+      out->insert(out->end(), positions_.begin(), positions_.end());
+    }
+  }
+}
+
+bool BehaviourClasses::SameRoundAsEarlier(uint32_t state) {
+  SpellRound(state, &spelled_);
+  std::vector<uint32_t>& earlier = rounds_by_hash_[absl::HashOf(spelled_)];
+  for (uint32_t other : earlier) {
+    SpellRound(other, &other_spelled_);
+    if (other_spelled_ == spelled_) return true;
+  }
+  earlier.push_back(state);
+  return false;
+}
+
 void BehaviourClasses::RefineByState(uint32_t state) {
   const StateTokenSets& own = g_.TokenSets(state);
   refiner_.NextRound();
@@ -293,14 +345,7 @@ void BehaviourClasses::RefineByState(uint32_t state) {
     }
     for (TokenId id : sets->accepted_ids) refiner_.AssignCommon(id);
     for (uint32_t root : sets->uncertain_roots) {
-      // The terminal's possible ends on the path to the root (where the DFA dies).
-      const std::string path = g_.NodeString(root);
-      positions_.clear();
-      uint32_t q = state;
-      for (size_t j = 0; j + 1 < path.size() && q != 0; ++j) {
-        q = t_.Step(q, static_cast<uint8_t>(path[j]));
-        if (q != 0 && t_.accepting(q)) positions_.push_back(static_cast<uint32_t>(j + 1));
-      }
+      EndPositions(state, root, &positions_);
       for (TokenId id : trie_.SubtreeTokens(root)) {
         const std::string_view bytes = vocab_.token_bytes(id);
         scratch_ids_.clear();
@@ -321,7 +366,20 @@ TokenClasses BehaviourClasses::Run() {
   for (uint32_t s = 1; s < t_.eager_states(); ++s) {
     if (mask_class[s] != s || t_.eager_has_next[s] == 0) continue;
     if (s >= flat.token_state_begin && s < flat.token_state_end) continue;  // no byte leaves
+    if (SameRoundAsEarlier(s)) continue;
     RefineByState(s);
+  }
+  // Counted terminals' states: one per mask class (an eager twin's state,
+  // refined above, or a counted state standing for the counts a token
+  // cannot tell apart).
+  absl::flat_hash_set<uint32_t> done;
+  for (const parser::TerminalTable::CountedSegment& seg : t_.counted) {
+    for (uint32_t local = 0; local < seg.automaton->num_states(); ++local) {
+      const uint32_t s = g_.MaskClass(seg.base + local);
+      if (s < t_.eager_states() || !t_.has_next(s) || !done.insert(s).second) continue;
+      if (SameRoundAsEarlier(s)) continue;
+      RefineByState(s);
+    }
   }
   return Finish(TokenClasses::Method::kBehaviour);
 }
@@ -454,39 +512,66 @@ uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w) {
 void LexedBehaviourClasses::RefineByState(uint32_t state) {
   refiner_.NextRound();
   absl::Span<const TokenTrieNode> nodes = trie_.nodes();
-  // Per depth: the lexer state (0 past the path's end) and whether a token
-  // may have been emitted or a guard's threshold met on the way (else the
-  // subtree where the path dies holds default keys only).
-  std::vector<uint32_t> states(trie_.max_depth() + 1u, 0);
-  std::vector<uint8_t> eventful(trie_.max_depth() + 1u, 0);
+  const size_t height = trie_.max_depth() + 1u;
+  // Per depth d of the current path: the lexer state, the guard threshold
+  // so far and the best rank reachable before (Key's running values), and
+  // the emits still in the key, as the ranks of their pending guards
+  // (kSettled: no guard, or one that can no longer fire) in
+  // live_[live_begin[d] .. live_begin[d + 1]). While none is live, a key
+  // does not depend on the bytes after the path: a subtree where the path
+  // dies, or loops on one state whose own emits are undone by their guards
+  // at the next byte, has one key for all its tokens.
+  constexpr uint32_t kSettled = 0xFFFFFFFFu;
+  std::vector<uint32_t> states(height, 0), threshold(height, parser::kNoRank), reach(height, 0);
+  std::vector<uint32_t> live, live_begin(height + 1, 0);
   states[0] = state;
+  const auto assign_one_key = [&](uint32_t node) {
+    absl::Span<const TokenId> ids = trie_.SubtreeTokens(node);
+    if (!ids.empty()) refiner_.Assign(ids, Key(state, vocab_.token_bytes(ids[0])));
+  };
   for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
     const TokenTrieNode& node = nodes[i];
     const uint32_t d = node.depth;
     const uint32_t parent = states[d - 1];
     const uint32_t u = lexer_.Step(parent, node.byte);
+    live.resize(live_begin[d]);
+    const bool live_before = live_begin[d] > live_begin[d - 1];
     if (u == 0) {
-      if (eventful[d - 1] != 0) {
+      if (live_before) {
         for (uint32_t k = i; k < node.subtree_end; ++k) {
           for (TokenId id : trie_.TokensAt(k)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
         }
-      }
+      } else if (threshold[d - 1] != parser::kNoRank) {
+        assign_one_key(i);
+      }  // else: the default key (nothing emitted, no guard can fire)
       i = node.subtree_end;
       continue;
     }
-    const bool event = eventful[d - 1] != 0 || lexer_.emit[u] != parser::kNoToken ||
-                       lexer_.min_accepting_rank[u] != parser::kNoRank;
-    if (!event && u == parent && node.subtree_end > i + 1 && IsSubset(trie_.SubtreeBytes(i), loops_[u])) {
-      // Every byte below loops on u, which emits nothing and accepts
-      // nothing: one key for the whole subtree.
-      absl::Span<const TokenId> ids = trie_.SubtreeTokens(i);
-      if (!ids.empty()) refiner_.Assign(ids, Key(state, vocab_.token_bytes(ids[0])));
+    // The emits' guards step on u (parser/lexer.h, StepGuards).
+    for (uint32_t k = live_begin[d - 1]; k < live_begin[d]; ++k) {
+      const uint32_t rank = live[k];
+      if (rank == kSettled) {
+        live.push_back(rank);
+      } else if (lexer_.min_accepting_rank[u] > rank) {
+        live.push_back(lexer_.min_rank_later[u] > rank ? kSettled : rank);
+      }  // else it fires: that emit leaves the key
+    }
+    const bool inherited = live.size() > live_begin[d];
+    const uint32_t emitted = lexer_.emit[u];
+    const bool emit_undone_next =
+        emitted == parser::kNoToken || (lexer_.NeedsGuard(u) && lexer_.min_accepting_rank[u] <= lexer_.emit_rank[u]);
+    if (!inherited && emit_undone_next && u == parent && node.subtree_end > i + 1 &&
+        IsSubset(trie_.SubtreeBytes(i), loops_[u])) {
+      assign_one_key(i);
       i = node.subtree_end;
       continue;
     }
+    if (emitted != parser::kNoToken) live.push_back(lexer_.NeedsGuard(u) ? lexer_.emit_rank[u] : kSettled);
     for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
     states[d] = u;
-    eventful[d] = event ? 1 : 0;
+    threshold[d] = std::min(threshold[d - 1], std::max(lexer_.min_accepting_rank[u], reach[d - 1]));
+    reach[d] = std::max(reach[d - 1], lexer_.min_rank_later[u]);
+    live_begin[d + 1] = static_cast<uint32_t>(live.size());
     ++i;
   }
 }
@@ -504,7 +589,7 @@ TokenClasses ComputeTokenClasses(const CompiledGrammar& g) {
   const parser::FlatGrammar& flat = g.grammar();
   const parser::TerminalTable& t = flat.terminals;
   if (flat.lexed()) return LexedBehaviourClasses(g).Run();
-  if (t.lazy != nullptr || !t.counted.empty()) return ByteClassStringClasses(g);
+  if (t.lazy != nullptr) return ByteClassStringClasses(g);
   return BehaviourClasses(g).Run();
 }
 

@@ -4,8 +4,8 @@
 // congruence restricted to mask verdicts, so a mask over classes expands
 // losslessly to the vocabulary through the id -> class map).
 //
-// Byte-level grammars without lazy or counted terminals (builtin:json, most
-// JSON Schemas, GBNF) get *behaviour classes*. The argument:
+// Byte-level grammars without lazy terminals (builtin:json, JSON Schemas,
+// GBNF) get *behaviour classes*. The argument:
 //
 //  1. The recognizer sees a token's bytes only through the terminal DFAs. An
 //     item on terminal T in DFA state s reads token w either wholly inside T
@@ -32,7 +32,10 @@
 //     ALIVE tokens are the accepted set of its token sets (TokenSets, shared
 //     per vocabulary) and its CROSS tokens are the subtrees of its uncertain
 //     roots (all end positions lie on the root's path, so they are common to
-//     the subtree; only the suffixes differ per token).
+//     the subtree; only the suffixes differ per token). Counted terminals'
+//     states (a string with maxLength) are many, but their mask classes
+//     (CompiledGrammar::MaskClass: counts a token cannot tell apart) are
+//     few, and each is refined like an eager state.
 //  4. The partition is refined exactly, state by state: a token's class
 //     becomes the pair (old class, key), with keys interned (no hashing of
 //     signatures into a lossy digest).
@@ -60,7 +63,7 @@
 // Lexer states alike in everything a key reads, up to the trie's depth
 // (BoundedEquivalence over the lexer table), are visited once.
 //
-// Byte-level grammars with lazy or counted terminals get *byte-class
+// Byte-level grammars with lazy terminals (huge regexes) get *byte-class
 // strings*: two bytes are one class when every state of every automaton
 // that reads bytes (the terminal table and each counted automaton) steps
 // them alike, and two tokens are one class when their bytes spell the same
@@ -103,7 +106,7 @@ struct TokenClasses {
   enum class Method : uint8_t {
     kBehaviour,         // keys of every terminal state (byte-level grammars)
     kLexedBehaviour,    // keys of every lexer state (lexed grammars)
-    kByteClassStrings,  // strings of byte classes (lazy or counted terminals)
+    kByteClassStrings,  // strings of byte classes (lazy terminals)
   };
   // Per id in [0, padded_size()): its class, numbered 0.. in the order of
   // the classes' smallest ids.

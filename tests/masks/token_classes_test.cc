@@ -92,13 +92,16 @@ struct TraceDoc {
   std::vector<TokenId> tokens;
 };
 
-std::vector<TraceDoc> ReadDocs(const std::string& tokenizer, const std::string& set, size_t limit) {
+// The first `limit` valid documents whose grammar contains `grammar_filter`.
+std::vector<TraceDoc> ReadDocs(const std::string& tokenizer, const std::string& set, size_t limit,
+                               const std::string& grammar_filter = "") {
   std::ifstream in(testing::DataPath("traces/" + tokenizer + "/" + set + ".jsonl"));
   std::vector<TraceDoc> out;
   std::string line;
   while (out.size() < limit && std::getline(in, line)) {
     const nlohmann::json j = nlohmann::json::parse(line);
     if (j.value("roundtrip_mismatch", false) || !j.value("valid", true)) continue;
+    if (j.at("grammar").get<std::string>().find(grammar_filter) == std::string::npos) continue;
     out.push_back({j.at("grammar"), j.at("tokens").get<std::vector<TokenId>>()});
   }
   return out;
@@ -108,14 +111,15 @@ std::vector<TraceDoc> ReadDocs(const std::string& tokenizer, const std::string& 
 // `states` token positions spread over each document, against the classes.
 // ZAPGRAM_BRUTE_FORCE_DOCS / ZAPGRAM_BRUTE_FORCE_STEPS widen the sample for
 // offline runs.
-void CheckClassesAlongTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t states) {
+void CheckClassesAlongTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t states,
+                            const std::string& grammar_filter) {
   if (const char* d = std::getenv("ZAPGRAM_BRUTE_FORCE_DOCS")) docs = std::strtoull(d, nullptr, 10);
   if (const char* s = std::getenv("ZAPGRAM_BRUTE_FORCE_STEPS")) states = std::strtoull(s, nullptr, 10);
   const zapgram::Vocabulary& vocab = LoadTokenizer(tokenizer);
   std::map<std::string, zapgram::CompiledGrammar> grammars;
   int checked = 0, violations = 0;
   std::string report;
-  for (const TraceDoc& doc : ReadDocs(tokenizer, set, docs)) {
+  for (const TraceDoc& doc : ReadDocs(tokenizer, set, docs, grammar_filter)) {
     auto it = grammars.find(doc.grammar);
     if (it == grammars.end()) it = grammars.emplace(doc.grammar, CompileSpec(doc.grammar, vocab)).first;
     const CompiledGrammar& g = *it->second.impl();
@@ -147,11 +151,12 @@ struct TraceSample {
   const char* tokenizer;
   const char* set;
   size_t docs, states;
+  const char* grammar_filter = "";  // only documents whose grammar contains this
 };
 class TokenClassesAlongTraces : public ::testing::TestWithParam<TraceSample> {};
 TEST_P(TokenClassesAlongTraces, EveryMemberGetsItsRepresentativesVerdict) {
   const TraceSample& p = GetParam();
-  CheckClassesAlongTrace(p.tokenizer, p.set, p.docs, p.states);
+  CheckClassesAlongTrace(p.tokenizer, p.set, p.docs, p.states, p.grammar_filter);
 }
 INSTANTIATE_TEST_SUITE_P(Traces, TokenClassesAlongTraces,
                          ::testing::Values(TraceSample{"llama3", "json-docs", 2, 8},
@@ -163,14 +168,62 @@ INSTANTIATE_TEST_SUITE_P(Traces, TokenClassesAlongTraces,
                                            TraceSample{"llama3", "java", 1, 5},
                                            TraceSample{"llama3", "go", 1, 5},
                                            TraceSample{"gemma3", "jsonschema-suite", 4, 3},
-                                           TraceSample{"qwen2_5", "go", 1, 4}),
+                                           TraceSample{"qwen2_5", "go", 1, 4},
+                                           // maxLength strings (counted terminals)
+                                           TraceSample{"llama3", "maskbench", 2, 6, "Github_medium---o82649"},
+                                           TraceSample{"llama3", "maskbench", 1, 6, "Snowplow---sp_342"}),
                          [](const ::testing::TestParamInfo<TraceSample>& info) {
-                           std::string name = std::string(info.param.tokenizer) + "_" + info.param.set;
+                           std::string name = std::string(info.param.tokenizer) + "_" + info.param.set +
+                                              (*info.param.grammar_filter != '\0' ? "_" : "") +
+                                              info.param.grammar_filter;
                            for (char& c : name) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }
                            return name;
                          });
+
+// Masks over token classes (MatcherOptions::use_token_classes) equal the
+// plain masks at every step of trace documents, and the trace's tokens are
+// accepted the same.
+void CheckClassMasksAlongTrace(const std::string& tokenizer, const std::string& set, size_t docs) {
+  const zapgram::Vocabulary& vocab = LoadTokenizer(tokenizer);
+  std::map<std::string, zapgram::CompiledGrammar> grammars;
+  zapgram::MatcherOptions with_classes;
+  with_classes.use_token_classes = true;
+  int masks = 0, mismatches = 0;
+  for (const TraceDoc& doc : ReadDocs(tokenizer, set, docs)) {
+    auto it = grammars.find(doc.grammar);
+    if (it == grammars.end()) it = grammars.emplace(doc.grammar, CompileSpec(doc.grammar, vocab)).first;
+    zapgram::Matcher plain(it->second), classed(it->second, with_classes);
+    std::vector<uint32_t> want(it->second.mask_words()), got(it->second.mask_words());
+    for (TokenId t : doc.tokens) {
+      const size_t allowed = plain.ComputeMask(want.data());
+      EXPECT_EQ(classed.ComputeMask(got.data()), allowed);
+      mismatches += want != got ? 1 : 0;
+      ++masks;
+      ASSERT_TRUE(plain.AcceptToken(t));
+      ASSERT_TRUE(classed.AcceptToken(t));
+    }
+    ASSERT_EQ(plain.IsAccepting(), classed.IsAccepting());
+    // Rollback moves both alike.
+    if (doc.tokens.size() >= 2) {
+      ASSERT_TRUE(plain.Rollback(2));
+      ASSERT_TRUE(classed.Rollback(2));
+      plain.ComputeMask(want.data());
+      classed.ComputeMask(got.data());
+      EXPECT_EQ(want, got);
+    }
+  }
+  std::printf("%s/%s: %d masks over classes, %d differ from the plain ones\n", tokenizer.c_str(), set.c_str(),
+              masks, mismatches);
+  EXPECT_GT(masks, 0);
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(TokenClassMasks, JsonDocsLlama3) { CheckClassMasksAlongTrace("llama3", "json-docs", 2); }
+TEST(TokenClassMasks, MaskbenchQwen) { CheckClassMasksAlongTrace("qwen2_5", "maskbench", 3); }
+TEST(TokenClassMasks, SqlLlama3) { CheckClassMasksAlongTrace("llama3", "sql", 2); }
+TEST(TokenClassMasks, JavaQwen) { CheckClassMasksAlongTrace("qwen2_5", "java", 1); }
 
 // The check can fail: merge the classes of two tokens that builtin:json
 // tells apart at the start of a document ("{" allowed, "}" not) and the
