@@ -364,19 +364,6 @@ void Matcher::PopBytes(size_t n) {
 }
 
 size_t Matcher::ComputeMask(uint32_t* words) {
-  if (class_grammar_ == nullptr) return ComputeMaskOfGrammar(words);
-  // The representatives' grammar shares the lowered grammar, so the
-  // recognizer's state is its state too: compute its mask, then expand.
-  std::swap(grammar_, class_grammar_);
-  class_words_.resize(grammar_->mask_words());
-  ComputeMaskOfGrammar(class_words_.data());
-  std::swap(grammar_, class_grammar_);
-  rejected_nodes_.clear();  // the walk's nodes were the representatives' trie's
-  rejected_nodes_known_ = false;
-  return class_masks_->Expand(class_words_.data(), words, grammar_->mask_words());
-}
-
-size_t Matcher::ComputeMaskOfGrammar(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
   rejected_nodes_.clear();
   rejected_nodes_known_ = false;
@@ -402,13 +389,31 @@ size_t Matcher::ComputeMaskOfGrammar(uint32_t* words) {
     if (allowed >= 0) return static_cast<size_t>(allowed);
   }
   recognizer_.ResetConsulted();
-  const size_t allowed = options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
+  const size_t allowed = ComputeUncached(words);
   // A mask cut short by a budget is not cached.
   if (cached && recognizer_.status().ok()) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
     g.CacheStore(cut == 0 || lowest == parser::kNoParent || lowest >= cut ? key_ : full_key_, words, allowed);
   }
   return allowed;
+}
+
+size_t Matcher::ComputeUncached(uint32_t* words) {
+  if (class_grammar_ == nullptr) return options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
+  // The representatives' grammar shares the lowered grammar, so the
+  // recognizer's state is its state too: its mask over classes, expanded.
+  // Masks are cached expanded, in this grammar's cache, as without classes.
+  std::swap(grammar_, class_grammar_);
+  class_words_.resize(grammar_->mask_words());
+  if (options_.use_token_sets) {
+    MaskFromTokenSets(class_words_.data());
+  } else {
+    WalkTrie(class_words_.data());
+  }
+  std::swap(grammar_, class_grammar_);
+  rejected_nodes_.clear();  // the walk's nodes were the representatives' trie's
+  rejected_nodes_known_ = false;
+  return class_masks_->Expand(class_words_.data(), words, grammar_->mask_words());
 }
 
 void Matcher::AddTokenSets(const StateTokenSets& sets, uint32_t* words) {

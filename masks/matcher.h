@@ -272,10 +272,11 @@ struct MatcherOptions {
   // the newest position (cost ~ key_sets, not nesting depth); a mask whose
   // walk consulted groups below that is cached under the whole state's key.
   uint32_t key_sets = 64;
-  // Masks computed over token classes (masks/class_masks.h): the walk runs
-  // on the representatives' trie, the mask is expanded to ids. Same masks;
-  // faster on lexed grammars, slower where masks are cheap (see the
-  // figures in class_masks.h). The first mask builds the classes.
+  // Masks computed over token classes (masks/class_masks.h): a cache miss
+  // walks the representatives' trie and expands the mask to ids. Same
+  // masks; misses faster on lexed grammars, but the classes cost up to
+  // ~0.5 s per grammar up front (figures in class_masks.h). The Matcher's
+  // construction builds them (once per grammar).
   bool use_token_classes = false;
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
   // unit): Rollback(n tokens) works while their bytes fit.
@@ -338,7 +339,9 @@ class Matcher {
   void WalkNodes(uint32_t begin, uint32_t end, uint32_t base_depth, uint32_t* words,
                  std::vector<uint32_t>* rejected);
   size_t MaskFromTokenSets(uint32_t* words);   // token sets + uncertain subtrees
-  size_t ComputeMaskOfGrammar(uint32_t* words);  // ComputeMask over grammar_'s vocabulary
+  // A mask not found in the cache: MaskFromTokenSets or WalkTrie, over the
+  // token classes' representatives with use_token_classes.
+  size_t ComputeUncached(uint32_t* words);
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
   size_t PushBytes(std::string_view bytes);
