@@ -452,6 +452,7 @@ class LexedBehaviourClasses : BehaviourRefinement {
     std::vector<uint32_t> path, key, emits;
   };
   std::deque<Scratch> scratch_;  // grows at the end: references stay valid
+  std::vector<uint32_t> direct_key_;
   size_t nesting_ = 0;
 };
 
@@ -566,10 +567,18 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
       i = node.subtree_end;
       continue;
     }
-    if (emitted != parser::kNoToken) live.push_back(lexer_.NeedsGuard(u) ? lexer_.emit_rank[u] : kSettled);
-    for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
-    states[d] = u;
     threshold[d] = std::min(threshold[d - 1], std::max(lexer_.min_accepting_rank[u], reach[d - 1]));
+    if (!inherited) {
+      // No earlier emit is left: Key's value, spelled from the walk (the
+      // emit at the last byte, if any, has no byte left to undo it).
+      direct_key_.assign({threshold[d], lane_[u]});
+      if (emitted != parser::kNoToken) direct_key_.insert(direct_key_.end(), {lane_[parent], emitted, kEnd});
+      refiner_.Assign(trie_.TokensAt(i), keys_.Intern(direct_key_));
+    } else {
+      for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
+    }
+    if (emitted != parser::kNoToken) live.push_back(lexer_.NeedsGuard(u) ? lexer_.emit_rank[u] : kSettled);
+    states[d] = u;
     reach[d] = std::max(reach[d - 1], lexer_.min_rank_later[u]);
     live_begin[d + 1] = static_cast<uint32_t>(live.size());
     ++i;

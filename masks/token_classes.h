@@ -79,12 +79,15 @@
 // (budget_mask.h) look at where a token ends, not just at the verdict: the
 // classes are for plain masks.
 //
-// Cost (Llama 3, one core): builtin:json ~0.1 s, a MaskBench schema tens
-// of ms, a SynCode Lark grammar 0.5-0.9 s, most of it computing keys of the
-// trie's tokens from each representative state; suffix signatures are
-// memoized per computation (views into the vocabulary), and the byte-level
-// form reuses the per-state token sets (shared per vocabulary), which the
-// matcher then finds built.
+// Cost (one core, load ~3 on a shared 2-core machine): with Llama 3,
+// builtin:json ~40 ms, a MaskBench schema ~25 ms at the median (0.3-1 s
+// for the largest, e.g. 52k terminal states), a SynCode Lark grammar
+// 0.2-0.3 s; Gemma 3's 262k ids take 2-4x that. Most of it is computing
+// keys of the trie's tokens from each representative state; suffix
+// signatures are memoized per computation (views into the vocabulary);
+// byte-level states whose round would read exactly what an earlier one
+// read are skipped; the byte-level form reuses the per-state token sets
+// (shared per vocabulary), which the matcher then finds built.
 //
 // Tests: tests/masks/token_classes_test.cc (every member of every class gets
 // the brute-force verdict of its representative at states along real
