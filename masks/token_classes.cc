@@ -421,6 +421,12 @@ class LexedBehaviourClasses : BehaviourRefinement {
                                     lexer_.min_accepting_rank[s], lexer_.min_rank_later[s]});
     }
     representative_ = BoundedEquivalence(lexer_.next.data(), lexer_.num_classes, initial, trie_.max_depth());
+    suffix_begin_.assign(static_cast<size_t>(vocab_.padded_size()) + 1, 0);
+    for (TokenId id = 0; id < vocab_.padded_size(); ++id) {
+      const size_t length = vocab_.kind(id) == TokenKind::kNormal ? vocab_.token_bytes(id).size() : 0;
+      suffix_begin_[id + 1] = suffix_begin_[id] + static_cast<uint32_t>(length);
+    }
+    suffix_restart_.assign(suffix_begin_.back(), kUnknown);
     loops_.assign(n, TrieByteSet{});
     for (uint32_t s = 1; s < n; ++s) {
       for (uint32_t b = 0; b < 256; ++b) {
@@ -438,12 +444,19 @@ class LexedBehaviourClasses : BehaviourRefinement {
   // The key of bytes w (nonempty) read by a lane at lexer state s, interned:
   // [guard threshold, the lane state at the end or kDead, then per emit
   // that survives its own guard (lane state before it, token, R(rest) or
-  // kEnd), sorted].
-  uint32_t Key(uint32_t s, std::string_view w);
+  // kEnd), sorted]. `id` >= 0: w is that token's bytes, and R of its
+  // suffixes is kept by (id, offset) in suffix_restart_ (else looked up
+  // by the suffix's bytes only).
+  uint32_t Key(uint32_t s, std::string_view w, TokenId id = -1);
+  uint32_t TokenSuffixRestart(TokenId id, std::string_view w, size_t offset);
   void RefineByState(uint32_t state);
 
   const parser::LexerTable& lexer_;
   std::vector<uint32_t> lane_, representative_;
+  // R of token id's suffix at offset k: suffix_restart_[suffix_begin_[id] + k]
+  // (kUnknown until asked): an index, where the bytes' map hashes strings.
+  static constexpr uint32_t kUnknown = 0xFFFFFFFEu;
+  std::vector<uint32_t> suffix_begin_, suffix_restart_;
   std::vector<TrieByteSet> loops_;
   Interner keys_;
   // Key's scratch, per level of nesting (Key asks restart_, which may ask
@@ -456,7 +469,13 @@ class LexedBehaviourClasses : BehaviourRefinement {
   size_t nesting_ = 0;
 };
 
-uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w) {
+uint32_t LexedBehaviourClasses::TokenSuffixRestart(TokenId id, std::string_view w, size_t offset) {
+  uint32_t& slot = suffix_restart_[suffix_begin_[id] + offset];  // the vector never grows here
+  if (slot == kUnknown) slot = restart_.Get(w.substr(offset));
+  return slot;
+}
+
+uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w, TokenId id) {
   if (scratch_.size() <= nesting_) scratch_.resize(nesting_ + 1);
   Scratch& scratch = scratch_[nesting_++];
   std::vector<uint32_t>& path = scratch.path;
@@ -497,7 +516,7 @@ uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w) {
     }
     emits.push_back(lane_[path[j - 1]]);
     emits.push_back(token);
-    emits.push_back(j == n ? kEnd : restart_.Get(w.substr(j)));
+    emits.push_back(j == n ? kEnd : id >= 0 ? TokenSuffixRestart(id, w, j) : restart_.Get(w.substr(j)));
   }
   // Sorted triples: the emits form a set.
   const size_t triples = emits.size() / 3;
@@ -528,7 +547,7 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
   states[0] = state;
   const auto assign_one_key = [&](uint32_t node) {
     absl::Span<const TokenId> ids = trie_.SubtreeTokens(node);
-    if (!ids.empty()) refiner_.Assign(ids, Key(state, vocab_.token_bytes(ids[0])));
+    if (!ids.empty()) refiner_.Assign(ids, Key(state, vocab_.token_bytes(ids[0]), ids[0]));
   };
   for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
     const TokenTrieNode& node = nodes[i];
@@ -540,7 +559,7 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
     if (u == 0) {
       if (live_before) {
         for (uint32_t k = i; k < node.subtree_end; ++k) {
-          for (TokenId id : trie_.TokensAt(k)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
+          for (TokenId id : trie_.TokensAt(k)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id), id));
         }
       } else if (threshold[d - 1] != parser::kNoRank) {
         assign_one_key(i);
@@ -575,7 +594,7 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
       if (emitted != parser::kNoToken) direct_key_.insert(direct_key_.end(), {lane_[parent], emitted, kEnd});
       refiner_.Assign(trie_.TokensAt(i), keys_.Intern(direct_key_));
     } else {
-      for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id)));
+      for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id), id));
     }
     if (emitted != parser::kNoToken) live.push_back(lexer_.NeedsGuard(u) ? lexer_.emit_rank[u] : kSettled);
     states[d] = u;
