@@ -15,14 +15,16 @@
 // ids (a CSR list), so the cost is that of the allowed ids (~50 us for
 // half of Llama 3). Masks are cached expanded, as without classes.
 //
-// Measured (zapgram bench --token-classes, Llama 3, 30 documents, load ~4
-// on 2 cores; mask us mean / p90 / p99 without -> with): SQL 701/1332/9705
-// -> 162/338/4281, Java 133/145/4384 -> 71/86/689, Go 273/710/4845 ->
-// 221/598/4638, MaskBench 30/33/121 -> 28/27/151; but the classes cost
-// 0.3-0.5 s per Lark grammar and ~25-60 ms per schema up front (compile ms
-// 65 -> 586 for SQL, 0.9 -> 62 median for MaskBench schemas). So it is off
-// by default: it pays for a Lark grammar that serves many masks, not for a
-// fresh schema.
+// Measured (zapgram bench --token-classes, Llama 3, load ~1.4 on 2 cores;
+// mask us mean / p90 / p99 without -> with): SQL 275/824/1795 ->
+// 88/293/397, Java 71/121/809 -> 46/81/640 (max 48 -> 2.7 ms), Go
+// 158/623/785 -> 147/593/734, MaskBench (100 docs) 12.4/28/86 ->
+// 12.2/16/145, json-docs 1.7/1.1/34 -> 2.4/1.4/89. The classes cost
+// 0.2-0.35 s per Lark grammar and ~28 ms per schema (median) up front
+// (compile ms 41 -> 248 for SQL, 0.8 -> 28 for MaskBench). So it is off by
+// default: it pays for a Lark grammar that serves many masks, not for a
+// fresh schema or for JSON (the ~50-90 us expansion outweighs their cheap
+// walks).
 //
 // Not built for grammars with token terminals (their ids are singletons
 // already, and the representatives' vocabulary could not name them).

@@ -275,7 +275,7 @@ struct MatcherOptions {
   // Masks computed over token classes (masks/class_masks.h): a cache miss
   // walks the representatives' trie and expands the mask to ids. Same
   // masks; misses faster on lexed grammars, but the classes cost up to
-  // ~0.5 s per grammar up front (figures in class_masks.h). The Matcher's
+  // ~0.35 s per grammar up front (figures in class_masks.h). The Matcher's
   // construction builds them (once per grammar).
   bool use_token_classes = false;
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
