@@ -60,6 +60,8 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Compile(const Grammar& grammar,
 
 size_t CompiledGrammar::mask_words() const { return impl_->mask_words(); }
 
+absl::Span<const uint32_t> CompiledGrammar::token_classes() const { return impl_->token_classes().class_of; }
+
 size_t CompiledGrammar::memory_bytes() const {
   // The grammar as read stays alive with its compiled form (grammar()).
   return impl_->memory().own() + grammar_.data().ir.memory_bytes();
@@ -76,6 +78,7 @@ Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
   internal_options.recognizer.pruning = options.pruning;
   internal_options.use_cache = options.use_cache;
   internal_options.use_token_sets = options.use_token_sets;
+  internal_options.use_token_classes = options.use_token_classes;
   internal_options.recognizer.max_rollback = options.max_rollback_bytes;
   internal_options.recognizer.limits = options.limits;
   impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);

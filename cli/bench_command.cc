@@ -1,11 +1,12 @@
 // `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
-//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--data-root DIR] [--quiet]`: teacher-forced
+//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes] [--data-root DIR] [--quiet]`:
+//  teacher-forced
 // mask benchmark over a trace file (format and output fixed by DESIGN.md,
 // since other engines are measured the same way).
 //
 // For each document of the trace: its grammar is compiled once per distinct
 // grammar argument (Grammar::Load + CompiledGrammar::Compile, timed: compile
-// ms), then a fresh Matcher walks the document's real token ids: before each
+// ms; with --token-classes the token classes too), then a fresh Matcher walks the document's real token ids: before each
 // token the mask is computed (timed: mask µs per token) and the token must be
 // allowed by it; then it is accepted. A document is accepted when every token
 // is allowed and the end state accepts (EOS allowed). Rejected documents stop
@@ -47,6 +48,7 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
+    "                     [--token-classes]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
     "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--quiet]\n"
     "                     [--budget-slack S]\n"
@@ -72,6 +74,8 @@ constexpr std::string_view kHelp =
     "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
     "  --no-cache          switch the state cache off (ablation)\n"
     "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
+    "  --token-classes     compute masks over token classes and expand them\n"
+    "                      (MatcherOptions::use_token_classes)\n"
     "  --budget-slack S    budget-aware masks (masks/budget_mask.h) with n = the\n"
     "                      document's remaining tokens + 1 (EOS) + S: a valid\n"
     "                      document must still be accepted (its own rest finishes in\n"
@@ -148,6 +152,7 @@ int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
   std::string grammar_cache_text, mask_cache_text, token_set_cache_text, budget_slack_text;
   bool json = false, pruning = true, use_cache = true, use_token_sets = true, quiet = false;
+  bool use_token_classes = false;
   LoadOptions load_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -161,6 +166,8 @@ int RunBench(const std::vector<std::string>& args) {
       pruning = false;
     } else if (arg == "--no-cache") {
       use_cache = false;
+    } else if (arg == "--token-classes") {
+      use_token_classes = true;
     } else if (arg == "--no-ci-sets") {
       use_token_sets = false;
     } else if (absl::StartsWith(arg, "--tokenizer")) {
@@ -237,6 +244,7 @@ int RunBench(const std::vector<std::string>& args) {
   matcher_options.pruning = pruning;
   matcher_options.use_cache = use_cache;
   matcher_options.use_token_sets = use_token_sets;
+  matcher_options.use_token_classes = use_token_classes;
   matcher_options.max_rollback_bytes = 0;
   // --budget-slack S: budget-aware masks with n = the document's tokens from
   // here on + its EOS + S, so a valid document's own next token must stay
@@ -279,6 +287,9 @@ int RunBench(const std::vector<std::string>& args) {
       absl::StatusOr<Grammar> g = Grammar::Load(spec, data_root, load_options);
       absl::StatusOr<CompiledGrammar> c =
           g.ok() ? CompiledGrammar::Compile(*g, *vocab) : absl::StatusOr<CompiledGrammar>(g.status());
+      // The classes are built with the grammar, so that compile ms says
+      // what they cost (else the first Matcher would build them, untimed).
+      if (c.ok() && use_token_classes) c->token_classes();
       doc_compile_ms = std::chrono::duration<double, std::milli>(
                            std::chrono::steady_clock::now() - start).count();
       compile_ms.push_back(doc_compile_ms);

@@ -1,5 +1,5 @@
 // `zapgram check GRAMMAR [--dump] [--lenient] [--any-order] [--validation]
-// [--data-root DIR]`: is this grammar usable?
+// [--data-root DIR] [--tokenizer T.json --classes]`: is this grammar usable?
 //
 // The check runs the stages a grammar goes through before it can constrain
 // anything, and reports what each stage finds, like a compiler's front end:
@@ -28,6 +28,9 @@
 // diagnostics as `SOURCE:LINE:COL: warning|error: ...`, then the summary
 // statistics of the IR, one line per transform, the statistics of the
 // compiled form, then a verdict line.
+// `--classes` (with `--tokenizer`) compiles the grammar for the tokenizer and
+// prints its token equivalence classes (masks/token_classes.h): how many,
+// how long they took, and the largest ones with some decoded members.
 // `--dump` appends the IR as GBNF text (grammar::Dump), which re-reads to the
 // same IR. Exit status: 0 usable (warnings allowed), 1 grammar errors, 2
 // usage errors (bad options, unreadable file, unsupported grammar kind).
@@ -38,6 +41,7 @@
 // regex:PATTERN.
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Check*).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -58,13 +62,18 @@
 #include "grammar/grammar.h"
 #include "transforms/pipeline.h"
 #include "transforms/report.h"
+#include "absl/strings/escaping.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "zapgram/grammar.h"
+#include "zapgram/matcher.h"
 
 namespace zapgram::cli {
 namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram check GRAMMAR [--dump] [--lenient] [--any-order] [--validation] [--data-root DIR]\n"
+    "                     [--tokenizer T.json --classes]\n"
     "\n"
     "Reads GRAMMAR and reports whether it is usable:\n"
     "  errors    syntax errors and undefined symbols (SOURCE:LINE:COL), an\n"
@@ -88,6 +97,10 @@ constexpr std::string_view kHelp =
     "  --any-order       schema:PATH: members in any order (generation grammar)\n"
     "  --validation      schema:PATH: the validation grammar (what parse uses)\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
+    "  --tokenizer T.json --classes\n"
+    "                    also print the grammar's token equivalence classes for the\n"
+    "                    tokenizer: their number, the time to compute them, and the\n"
+    "                    largest classes with a few decoded members\n"
     "\n"
     "exit status: 0 usable (warnings allowed), 1 grammar errors, 2 usage errors.\n";
 
@@ -199,10 +212,53 @@ IrCounts CountTerminals(const grammar::Grammar& ir) {
   return counts;
 }
 
+// The token classes of `compiled` for `tokenizer`: false (after a message)
+// when the tokenizer does not load or the grammar does not compile for it.
+bool PrintTokenClasses(const Grammar& compiled, const std::string& tokenizer) {
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(tokenizer);
+  if (!vocab.ok()) {
+    std::printf("error: tokenizer: %s\n", std::string(vocab.status().message()).c_str());
+    return false;
+  }
+  absl::StatusOr<CompiledGrammar> for_vocab = CompiledGrammar::Compile(compiled, *vocab);
+  if (!for_vocab.ok()) {
+    std::printf("error: compile for the tokenizer: %s\n", std::string(for_vocab.status().message()).c_str());
+    return false;
+  }
+  const absl::Time start = absl::Now();
+  const absl::Span<const uint32_t> class_of = for_vocab->token_classes();
+  const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  std::vector<std::vector<int32_t>> members;
+  for (size_t id = 0; id < class_of.size(); ++id) {
+    if (class_of[id] >= members.size()) members.resize(class_of[id] + 1);
+    members[class_of[id]].push_back(static_cast<int32_t>(id));
+  }
+  std::printf("token classes: %zu classes of %zu ids, computed in %.1f ms\n", members.size(), class_of.size(), ms);
+  std::vector<uint32_t> order(members.size());
+  for (uint32_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return members[a].size() > members[b].size(); });
+  constexpr size_t kShownClasses = 10, kShownMembers = 8;
+  for (size_t k = 0; k < order.size() && k < kShownClasses; ++k) {
+    const std::vector<int32_t>& ids = members[order[k]];
+    std::string shown;
+    for (size_t m = 0; m < ids.size() && m < kShownMembers; ++m) {
+      const std::string_view bytes = vocab->token_bytes(ids[m]);
+      absl::StrAppend(&shown, m == 0 ? "" : " ", bytes.empty() ? absl::StrCat("#", ids[m])
+                                                              : absl::StrCat("\"", absl::CHexEscape(absl::string_view(bytes.data(), bytes.size())), "\""));
+    }
+    std::printf("  class %u: %zu ids: %s%s\n", order[k], ids.size(), shown.c_str(),
+                ids.size() > kShownMembers ? " ..." : "");
+  }
+  return true;
+}
+
 int RunCheck(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   std::string data_root;
   bool dump = false;
+  bool classes = false;
+  std::string tokenizer;
   SchemaOptions schema;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -211,6 +267,10 @@ int RunCheck(const std::vector<std::string>& args) {
       positional.push_back(arg);
     } else if (arg == "--") {
       options_done = true;
+    } else if (arg == "--classes") {
+      classes = true;
+    } else if (arg == "--tokenizer" || absl::StartsWith(arg, "--tokenizer=")) {
+      if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("check", "--tokenizer needs a file");
     } else if (arg == "--dump") {
       dump = true;
     } else if (arg == "--lenient") {
@@ -227,6 +287,7 @@ int RunCheck(const std::vector<std::string>& args) {
       return UsageError("check", absl::StrCat("unknown option '", arg, "'"));
     }
   }
+  if (classes && tokenizer.empty()) return UsageError("check", "--classes needs --tokenizer");
   if (positional.size() != 1) {
     return UsageError("check",
                       positional.empty() ? "missing GRAMMAR" : "expected exactly one GRAMMAR");
@@ -330,6 +391,7 @@ int RunCheck(const std::vector<std::string>& args) {
                   Count(stats.rhs_symbols, "rhs symbol").c_str(),
                   Count(stats.terminals, "terminal").c_str(),
                   Count(stats.terminal_states, "terminal automaton state").c_str());
+      if (classes && !PrintTokenClasses(*compiled, tokenizer)) ++errors;
     }
   }
 

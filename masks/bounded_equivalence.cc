@@ -13,10 +13,11 @@ constexpr uint32_t kNone = 0xFFFFFFFFu;
 
 class Refinement {
  public:
-  explicit Refinement(const parser::TerminalTable& t)
-      : t_(t), n_(t.eager_states()), columns_(t.num_classes) {}
+  Refinement(const uint32_t* next, uint32_t states, uint32_t columns)
+      : next_(next), n_(states), columns_(columns) {}
 
-  std::vector<uint32_t> Run(uint32_t depth);
+  // `initial`: round 0's class of each state, state 0 alone in its class.
+  std::vector<uint32_t> Run(const std::vector<uint32_t>& initial, uint32_t depth);
 
  private:
   // A state's signature is its class and the classes of its successors.
@@ -51,7 +52,7 @@ class Refinement {
   void LinkInto(uint32_t s, uint32_t id);
   void Unlink(uint32_t s);
 
-  const parser::TerminalTable& t_;
+  const uint32_t* next_;  // [state * columns_ + column]
   const uint32_t n_;
   const uint32_t columns_;
   std::vector<uint32_t> cls_;
@@ -66,7 +67,7 @@ class Refinement {
 void Refinement::BuildRows() {
   row_begin_.assign(n_ + 1, 0);
   for (uint32_t s = 0; s < n_; ++s) {
-    const uint32_t* row = &t_.next[static_cast<size_t>(s) * columns_];
+    const uint32_t* row = next_ + static_cast<size_t>(s) * columns_;
     for (uint32_t c = 0; c < columns_; ++c) {
       if (row[c] != 0) {
         row_columns_.push_back(c);
@@ -128,13 +129,15 @@ void Refinement::Unlink(uint32_t s) {
   --size_[id];
 }
 
-std::vector<uint32_t> Refinement::Run(uint32_t depth) {
+std::vector<uint32_t> Refinement::Run(const std::vector<uint32_t>& initial, uint32_t depth) {
   cls_.assign(n_, 0);
   next_member_.assign(n_, kNone);
   prev_member_.assign(n_, kNone);
-  // Round 0: dead, accepting, other.
-  for (uint32_t s = n_; s-- > 0;) LinkInto(s, s == 0 ? 0 : (t_.eager_accepting[s] ? 1 : 2));
-  uint32_t next_id = 3;
+  uint32_t next_id = 0;
+  for (uint32_t s = n_; s-- > 0;) {
+    LinkInto(s, initial[s]);
+    next_id = std::max(next_id, initial[s] + 1);
+  }
   BuildRows();
   BuildPredecessors();
 
@@ -233,7 +236,16 @@ std::vector<uint32_t> Refinement::Run(uint32_t depth) {
 
 std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth) {
   if (t.eager_states() == 0) return {};
-  return Refinement(t).Run(depth);
+  // Round 0: dead, accepting, other.
+  std::vector<uint32_t> initial(t.eager_states());
+  for (uint32_t s = 1; s < initial.size(); ++s) initial[s] = t.eager_accepting[s] ? 1 : 2;
+  return Refinement(t.next.data(), t.eager_states(), t.num_classes).Run(initial, depth);
+}
+
+std::vector<uint32_t> BoundedEquivalence(const uint32_t* next, uint32_t columns,
+                                         const std::vector<uint32_t>& initial, uint32_t depth) {
+  if (initial.empty()) return {};
+  return Refinement(next, static_cast<uint32_t>(initial.size()), columns).Run(initial, depth);
 }
 
 }  // namespace zapgram::masks

@@ -27,7 +27,8 @@
 // rounds on random tables and schema grammars), at a cost proportional to
 // the splits.
 //
-// Tests: tests/masks/bounded_equivalence_test.cc.
+// Tests: tests/masks/bounded_equivalence_test.cc (the lexer form through
+// tests/masks/token_classes_test.cc).
 #ifndef ZAPGRAM_MASKS_BOUNDED_EQUIVALENCE_H_
 #define ZAPGRAM_MASKS_BOUNDED_EQUIVALENCE_H_
 
@@ -41,6 +42,14 @@ namespace zapgram::masks {
 // Per eager state of `t`: the smallest state equivalent to it up to `depth`
 // bytes.
 std::vector<uint32_t> BoundedEquivalence(const parser::TerminalTable& t, uint32_t depth);
+
+// The same over any automaton (`next[state * columns + column]`, state 0
+// dead) whose round 0 is given: `initial[s]` is s's class before any byte
+// is read (small numbers; state 0 alone in class 0). Token classes use it
+// for the lexer (masks/token_classes.h), whose states differ by more than
+// an accepting flag.
+std::vector<uint32_t> BoundedEquivalence(const uint32_t* next, uint32_t columns,
+                                         const std::vector<uint32_t>& initial, uint32_t depth);
 
 }  // namespace zapgram::masks
 

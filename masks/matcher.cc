@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "masks/bounded_equivalence.h"
+#include "masks/class_masks.h"
 #include "pruning/compact.h"
 
 namespace zapgram::masks {
@@ -158,11 +159,29 @@ const StateTokenSets& CompiledGrammar::OnDemandSets(uint64_t key,
   return it->second;
 }
 
+const TokenClasses& CompiledGrammar::token_classes() const {
+  std::call_once(classes_once_, [&] {
+    classes_ = std::make_unique<const TokenClasses>(ComputeTokenClasses(*this));
+    classes_bytes_.store(classes_->bytes(), std::memory_order_relaxed);
+  });
+  return *classes_;
+}
+
+std::shared_ptr<const ClassMasks> CompiledGrammar::class_masks() const {
+  std::call_once(class_masks_once_, [&] {
+    if (grammar_->has_token_terminals()) return;
+    absl::StatusOr<std::shared_ptr<const ClassMasks>> built = BuildClassMasks(*this, grammar_);
+    if (built.ok()) class_masks_ = *std::move(built);
+  });
+  return class_masks_;
+}
+
 CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
   m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
   for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
+  m.grammar += classes_bytes_.load(std::memory_order_relaxed);
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
   m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
   m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);
@@ -324,7 +343,12 @@ absl::Status CompiledGrammar::BuildTokenTerminalWords() {
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOptions& options)
     : grammar_(std::move(grammar)),
       recognizer_(pruning::MakeRecognizer(&grammar_->grammar(), options.recognizer)),
-      options_(options) {}
+      options_(options) {
+  if (options.use_token_classes) {
+    class_masks_ = grammar_->class_masks();
+    if (class_masks_ != nullptr) class_grammar_ = class_masks_->representatives;
+  }
+}
 
 size_t Matcher::PushBytes(std::string_view bytes) {
   size_t n = 0;
@@ -365,13 +389,31 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     if (allowed >= 0) return static_cast<size_t>(allowed);
   }
   recognizer_.ResetConsulted();
-  const size_t allowed = options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
+  const size_t allowed = ComputeUncached(words);
   // A mask cut short by a budget is not cached.
   if (cached && recognizer_.status().ok()) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
     g.CacheStore(cut == 0 || lowest == parser::kNoParent || lowest >= cut ? key_ : full_key_, words, allowed);
   }
   return allowed;
+}
+
+size_t Matcher::ComputeUncached(uint32_t* words) {
+  if (class_grammar_ == nullptr) return options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
+  // The representatives' grammar shares the lowered grammar, so the
+  // recognizer's state is its state too: its mask over classes, expanded.
+  // Masks are cached expanded, in this grammar's cache, as without classes.
+  std::swap(grammar_, class_grammar_);
+  class_words_.resize(grammar_->mask_words());
+  if (options_.use_token_sets) {
+    MaskFromTokenSets(class_words_.data());
+  } else {
+    WalkTrie(class_words_.data());
+  }
+  std::swap(grammar_, class_grammar_);
+  rejected_nodes_.clear();  // the walk's nodes were the representatives' trie's
+  rejected_nodes_known_ = false;
+  return class_masks_->Expand(class_words_.data(), words, grammar_->mask_words());
 }
 
 void Matcher::AddTokenSets(const StateTokenSets& sets, uint32_t* words) {

@@ -100,6 +100,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "masks/mask_cache.h"
+#include "masks/token_classes.h"
 #include "masks/token_sets.h"
 #include "masks/token_trie.h"
 #include "masks/vocabulary.h"
@@ -108,6 +109,8 @@
 #include "zapgram/limits.h"
 
 namespace zapgram::masks {
+
+struct ClassMasks;  // masks/class_masks.h
 
 class CompiledGrammar {
  public:
@@ -174,6 +177,14 @@ class CompiledGrammar {
   // a mask (mask_words() words): Token's listed ids, or ExcludeToken's
   // normal tokens not listed. Checked against the vocabulary by Build.
   const std::vector<uint32_t>& TokenTerminalWords(size_t k) const { return token_terminal_words_[k]; }
+
+  // The vocabulary's token equivalence classes under this grammar
+  // (masks/token_classes.h): computed on first use, then kept. Thread-safe.
+  const TokenClasses& token_classes() const;
+  // The grammar over one token per class and the class -> ids lists
+  // (masks/class_masks.h), built on first use; null for grammars with token
+  // terminals, or when it could not be built. Thread-safe.
+  std::shared_ptr<const ClassMasks> class_masks() const;
 
   // Heap bytes this grammar holds, by kind.
   struct Memory {
@@ -247,6 +258,11 @@ class CompiledGrammar {
   static absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> ResolveTokenNames(
       const parser::FlatGrammar& grammar, const Vocabulary& vocab);
   std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
+  mutable std::once_flag classes_once_;
+  mutable std::unique_ptr<const TokenClasses> classes_;
+  mutable std::atomic<size_t> classes_bytes_{0};
+  mutable std::once_flag class_masks_once_;
+  mutable std::shared_ptr<const ClassMasks> class_masks_;
 };
 
 struct MatcherOptions {
@@ -256,6 +272,12 @@ struct MatcherOptions {
   // the newest position (cost ~ key_sets, not nesting depth); a mask whose
   // walk consulted groups below that is cached under the whole state's key.
   uint32_t key_sets = 64;
+  // Masks computed over token classes (masks/class_masks.h): a cache miss
+  // walks the representatives' trie and expands the mask to ids. Same
+  // masks; misses faster on lexed grammars, but the classes cost up to
+  // ~0.35 s per grammar up front (figures in class_masks.h). The Matcher's
+  // construction builds them (once per grammar).
+  bool use_token_classes = false;
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
   // unit): Rollback(n tokens) works while their bytes fit.
   RecognizerOptions recognizer{.pruning = true, .max_rollback = 512, .limits = {}};
@@ -320,6 +342,9 @@ class Matcher {
   void WalkNodes(uint32_t begin, uint32_t end, uint32_t base_depth, uint32_t* words,
                  std::vector<uint32_t>* rejected);
   size_t MaskFromTokenSets(uint32_t* words);   // token sets + uncertain subtrees
+  // A mask not found in the cache: MaskFromTokenSets or WalkTrie, over the
+  // token classes' representatives with use_token_classes.
+  size_t ComputeUncached(uint32_t* words);
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
   size_t PushBytes(std::string_view bytes);
@@ -332,6 +357,11 @@ class Matcher {
   std::vector<uint32_t> rejected_nodes_;
   bool rejected_nodes_known_ = false;  // the last mask came from a full walk
   MatcherOptions options_;
+  // use_token_classes: the class masks and their grammar (swapped into
+  // grammar_ while a class mask is computed), the class mask.
+  std::shared_ptr<const ClassMasks> class_masks_;
+  std::shared_ptr<const CompiledGrammar> class_grammar_;
+  std::vector<uint32_t> class_words_;
   std::vector<uint32_t> key_;
   std::vector<uint32_t> full_key_;  // when key_ was cut
   std::vector<uint32_t> states_;

@@ -317,6 +317,20 @@ TEST(CliTest, CheckBuiltinJson) {
   EXPECT_TRUE(Contains(r.out, "<builtin:json>: ok")) << r.out;
 }
 
+// --classes: the token classes of the grammar for a tokenizer, the largest
+// first, with decoded members; it needs --tokenizer.
+TEST(CliTest, CheckPrintsTokenClasses) {
+  const std::string tokenizer = (DataDir() / "tokenizers/llama3.tokenizer.json").string();
+  CliResult r = RunCli({"check", "builtin:json", "--tokenizer", tokenizer, "--classes"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, " classes of 128256 ids, computed in ")) << r.out;
+  // The digits are one class in JSON: "0" and "1" are listed together.
+  EXPECT_TRUE(Contains(r.out, "\"0\" \"1\" \"2\"")) << r.out;
+  r = RunCli({"check", "builtin:json", "--classes"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "--classes needs --tokenizer")) << r.err;
+}
+
 TEST(CliTest, CheckResolvesRelativePathsAgainstDataRoot) {
   CliResult r =
       RunCli({"check", "grammars/gbnf/llama.cpp/json.gbnf", "--data-root", DataDir().string()});
