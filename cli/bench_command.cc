@@ -1,12 +1,12 @@
 // `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
-//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes] [--data-root DIR] [--quiet]`:
+//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes | --no-token-classes] [--data-root DIR] [--quiet]`:
 //  teacher-forced
 // mask benchmark over a trace file (format and output fixed by DESIGN.md,
 // since other engines are measured the same way).
 //
 // For each document of the trace: its grammar is compiled once per distinct
 // grammar argument (Grammar::Load + CompiledGrammar::Compile, timed: compile
-// ms; with --token-classes the token classes too), then a fresh Matcher walks the document's real token ids: before each
+// ms; and the token classes where they are used), then a fresh Matcher walks the document's real token ids: before each
 // token the mask is computed (timed: mask µs per token) and the token must be
 // allowed by it; then it is accepted. A document is accepted when every token
 // is allowed and the end state accepts (EOS allowed). Rejected documents stop
@@ -48,7 +48,7 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
-    "                     [--token-classes]\n"
+    "                     [--token-classes | --no-token-classes]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
     "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--quiet]\n"
     "                     [--budget-slack S]\n"
@@ -74,8 +74,10 @@ constexpr std::string_view kHelp =
     "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
     "  --no-cache          switch the state cache off (ablation)\n"
     "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
-    "  --token-classes     compute masks over token classes and expand them\n"
-    "                      (MatcherOptions::use_token_classes)\n"
+    "  --token-classes     compute every grammar's masks over token classes and\n"
+    "                      expand them (default: Lark grammars only, where they\n"
+    "                      pay; MatcherOptions::token_classes)\n"
+    "  --no-token-classes  never use token classes (ablation)\n"
     "  --budget-slack S    budget-aware masks (masks/budget_mask.h) with n = the\n"
     "                      document's remaining tokens + 1 (EOS) + S: a valid\n"
     "                      document must still be accepted (its own rest finishes in\n"
@@ -152,7 +154,7 @@ int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
   std::string grammar_cache_text, mask_cache_text, token_set_cache_text, budget_slack_text;
   bool json = false, pruning = true, use_cache = true, use_token_sets = true, quiet = false;
-  bool use_token_classes = false;
+  TokenClassUse token_classes = TokenClassUse::kAuto;
   LoadOptions load_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -167,7 +169,9 @@ int RunBench(const std::vector<std::string>& args) {
     } else if (arg == "--no-cache") {
       use_cache = false;
     } else if (arg == "--token-classes") {
-      use_token_classes = true;
+      token_classes = TokenClassUse::kAlways;
+    } else if (arg == "--no-token-classes") {
+      token_classes = TokenClassUse::kNever;
     } else if (arg == "--no-ci-sets") {
       use_token_sets = false;
     } else if (absl::StartsWith(arg, "--tokenizer")) {
@@ -244,7 +248,7 @@ int RunBench(const std::vector<std::string>& args) {
   matcher_options.pruning = pruning;
   matcher_options.use_cache = use_cache;
   matcher_options.use_token_sets = use_token_sets;
-  matcher_options.use_token_classes = use_token_classes;
+  matcher_options.token_classes = token_classes;
   matcher_options.max_rollback_bytes = 0;
   // --budget-slack S: budget-aware masks with n = the document's tokens from
   // here on + its EOS + S, so a valid document's own next token must stay
@@ -289,7 +293,10 @@ int RunBench(const std::vector<std::string>& args) {
           g.ok() ? CompiledGrammar::Compile(*g, *vocab) : absl::StatusOr<CompiledGrammar>(g.status());
       // The classes are built with the grammar, so that compile ms says
       // what they cost (else the first Matcher would build them, untimed).
-      if (c.ok() && use_token_classes) c->token_classes();
+      if (c.ok() && (token_classes == TokenClassUse::kAlways ||
+                     (token_classes == TokenClassUse::kAuto && c->impl()->grammar().lexed()))) {
+        c->token_classes();
+      }
       doc_compile_ms = std::chrono::duration<double, std::milli>(
                            std::chrono::steady_clock::now() - start).count();
       compile_ms.push_back(doc_compile_ms);

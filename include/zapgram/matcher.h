@@ -105,15 +105,25 @@ class ZAPGRAM_EXPORT CompiledGrammar {
   std::shared_ptr<const masks::CompiledGrammar> impl_;
 };
 
+// Whether a Matcher computes masks over token classes
+// (CompiledGrammar::token_classes) and expands them to ids: the same masks,
+// found faster or slower. Measured (masks/class_masks.h): Lark masks' mean
+// 1.1-3x and worst case 7-17x lower, for ~0.2-0.35 s of classes per Lark
+// grammar up front; no gain on JSON or fresh JSON Schemas, whose cheap
+// walks cost less than the expansion (and ~28 ms of classes per schema).
+enum class TokenClassUse : uint8_t {
+  kAuto,    // where they pay: lexed (Lark) grammars
+  kAlways,
+  kNever,
+};
+
 struct MatcherOptions {
   bool pruning = true;
   bool use_cache = true;       // masks shared by equal parser states (ablation: off)
   bool use_token_sets = true;  // context-independent per-terminal-state sets (ablation: off)
-  // Masks computed over token classes (CompiledGrammar::token_classes) and
-  // expanded to ids: the same masks; Lark masks' mean 1.1-3x and worst
-  // case 7-17x lower, no gain on JSON; building the classes costs up to
-  // ~0.35 s per Lark grammar (done by the first Matcher, once).
-  bool use_token_classes = false;
+  // Masks over token classes (TokenClassUse above); the classes are built
+  // by the first Matcher that uses them, once per compiled grammar.
+  TokenClassUse token_classes = TokenClassUse::kAuto;
   // Bytes that Rollback may undo (the tokens rolled back must fit).
   uint32_t max_rollback_bytes = 512;
   ParserLimits limits;

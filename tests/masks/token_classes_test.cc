@@ -182,19 +182,20 @@ INSTANTIATE_TEST_SUITE_P(Traces, TokenClassesAlongTraces,
                            return name;
                          });
 
-// Masks over token classes (MatcherOptions::use_token_classes) equal the
+// Masks over token classes (MatcherOptions::token_classes) equal the
 // plain masks at every step of trace documents, and the trace's tokens are
 // accepted the same.
 void CheckClassMasksAlongTrace(const std::string& tokenizer, const std::string& set, size_t docs) {
   const zapgram::Vocabulary& vocab = LoadTokenizer(tokenizer);
   std::map<std::string, zapgram::CompiledGrammar> grammars;
-  zapgram::MatcherOptions with_classes;
-  with_classes.use_token_classes = true;
+  zapgram::MatcherOptions with_classes, without_classes;
+  with_classes.token_classes = zapgram::TokenClassUse::kAlways;
+  without_classes.token_classes = zapgram::TokenClassUse::kNever;
   int masks = 0, mismatches = 0;
   for (const TraceDoc& doc : ReadDocs(tokenizer, set, docs)) {
     auto it = grammars.find(doc.grammar);
     if (it == grammars.end()) it = grammars.emplace(doc.grammar, CompileSpec(doc.grammar, vocab)).first;
-    zapgram::Matcher plain(it->second), classed(it->second, with_classes);
+    zapgram::Matcher plain(it->second, without_classes), classed(it->second, with_classes);
     std::vector<uint32_t> want(it->second.mask_words()), got(it->second.mask_words());
     for (TokenId t : doc.tokens) {
       const size_t allowed = plain.ComputeMask(want.data());
