@@ -171,7 +171,10 @@ std::shared_ptr<const ClassMasks> CompiledGrammar::class_masks() const {
   std::call_once(class_masks_once_, [&] {
     if (grammar_->has_token_terminals()) return;
     absl::StatusOr<std::shared_ptr<const ClassMasks>> built = BuildClassMasks(*this, grammar_);
-    if (built.ok()) class_masks_ = *std::move(built);
+    if (built.ok()) {
+      class_masks_ = *std::move(built);
+      class_masks_built_.store(class_masks_.get(), std::memory_order_release);
+    }
   });
   return class_masks_;
 }
@@ -182,6 +185,11 @@ CompiledGrammar::Memory CompiledGrammar::memory() const {
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
   for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
   m.grammar += classes_bytes_.load(std::memory_order_relaxed);
+  // The class masks' grammar over the representatives is this grammar's
+  // alone (its vocabulary is private): all it holds counts.
+  if (const ClassMasks* c = class_masks_built_.load(std::memory_order_acquire)) {
+    m.grammar += c->bytes() + c->representatives->memory().own();
+  }
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
   m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
   m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);

@@ -188,7 +188,7 @@ class CompiledGrammar {
 
   // Heap bytes this grammar holds, by kind.
   struct Memory {
-    size_t grammar = 0;           // lowered grammar, tables, classes, slots
+    size_t grammar = 0;           // lowered grammar, tables, classes, class masks, slots
     size_t token_sets_built = 0;  // terminal-state sets it built (also offered to the store)
     size_t token_sets_found = 0;  // sets found built by an earlier grammar (shared, not its own)
     size_t lexed_sets = 0;        // lexed and lazy-state sets, guard failures, subtree sets
@@ -263,6 +263,8 @@ class CompiledGrammar {
   mutable std::atomic<size_t> classes_bytes_{0};
   mutable std::once_flag class_masks_once_;
   mutable std::shared_ptr<const ClassMasks> class_masks_;
+  // class_masks_ once built (memory() may run while another thread builds it).
+  mutable std::atomic<const ClassMasks*> class_masks_built_{nullptr};
 };
 
 struct MatcherOptions {
