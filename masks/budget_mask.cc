@@ -33,15 +33,11 @@ void AllowedNonEos(const uint32_t* words, size_t n_words, const Vocabulary& voca
 
 uint32_t CeilDiv(size_t a, size_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
-// One byte per class of bytes that every automaton reading the input steps
-// alike (a lexed grammar's lexer; a byte-level grammar's terminal table):
-// two bytes of a class lead to the same state, so the byte searches need
-// only one of them. All bytes when counted terminals (stepped by the raw
-// byte) are present.
+// One byte per class of parser::InputByteClasses: the other bytes of a
+// class reach the same states, so the byte searches need only one of them.
 parser::ByteSet RepresentativeBytes(const parser::FlatGrammar& g) {
+  const std::array<uint32_t, 256> byte_class = parser::InputByteClasses(g);
   parser::ByteSet out;
-  if (!g.lexed() && !g.terminals.counted.empty()) return out.set();
-  const std::array<uint8_t, 256>& byte_class = g.lexed() ? g.lexer->byte_class : g.terminals.byte_class;
   std::vector<uint8_t> seen(256, 0);
   for (int b = 0; b < 256; ++b) {
     if (!seen[byte_class[b]]) {

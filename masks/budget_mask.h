@@ -30,9 +30,8 @@
 //          ub = tokens + 1 (EOS). Only a replayed witness sets ub, so ub
 //          is always a real completion: soundness never depends on the
 //          search being complete. Both searches step one byte per class
-//          of bytes that the lexer (lexed grammars) or the terminal table
-//          steps alike: the others reach the same states (all bytes when
-//          counted terminals, stepped by the raw byte, exist).
+//          of bytes that every automaton reading the input steps alike
+//          (parser::InputByteClasses): the others reach the same states.
 //        lower bound: 1 when accepting, else 1 + ceil(b / L) with L the
 //          longest token's byte length and b the fewest bytes any
 //          completion has: |w| when the breadth-first search finished, else

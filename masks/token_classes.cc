@@ -77,33 +77,9 @@ void LabelNonTextIds(const CompiledGrammar& g, std::vector<uint64_t>* label) {
 
 // ---- Byte-class strings ------------------------------------------------
 
-// Byte classes such that bytes of one class step every state of every
-// byte-reading automaton of the grammar alike.
-std::array<uint32_t, 256> GrammarByteClasses(const parser::FlatGrammar& flat) {
-  std::array<uint32_t, 256> out{};
-  if (flat.lexed()) {
-    for (uint32_t b = 0; b < 256; ++b) out[b] = flat.lexer->byte_class[b];
-    return out;
-  }
-  const parser::TerminalTable& t = flat.terminals;
-  // Per byte, its column: the table's class, then its step from every
-  // state of every counted automaton (they read raw bytes).
-  std::vector<std::vector<uint32_t>> column(256);
-  for (uint32_t b = 0; b < 256; ++b) column[b].push_back(t.byte_class[b]);
-  for (const parser::TerminalTable::CountedSegment& seg : t.counted) {
-    const grammar::CountedAutomaton& a = *seg.automaton;
-    for (uint32_t s = 0; s < a.num_states(); ++s) {
-      for (uint32_t b = 0; b < 256; ++b) column[b].push_back(a.Step(s, static_cast<uint8_t>(b)));
-    }
-  }
-  Interner columns;
-  for (uint32_t b = 0; b < 256; ++b) out[b] = columns.Intern(column[b]);
-  return out;
-}
-
 TokenClasses ByteClassStringClasses(const CompiledGrammar& g) {
   const Vocabulary& vocab = g.vocabulary();
-  const std::array<uint32_t, 256> byte_class = GrammarByteClasses(g.grammar());
+  const std::array<uint32_t, 256> byte_class = parser::InputByteClasses(g.grammar());
   std::vector<uint64_t> label(vocab.padded_size(), 0);
   Interner strings;
   std::vector<uint32_t> spelled;

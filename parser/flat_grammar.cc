@@ -939,4 +939,28 @@ size_t FlatGrammar::memory_bytes() const {
   return bytes;
 }
 
+std::array<uint32_t, 256> InputByteClasses(const FlatGrammar& g) {
+  std::array<uint32_t, 256> out{};
+  if (g.lexed()) {
+    for (uint32_t b = 0; b < 256; ++b) out[b] = g.lexer->byte_class[b];
+    return out;
+  }
+  const TerminalTable& t = g.terminals;
+  // Per byte, its column: the table's class, then its step from every
+  // state of every counted automaton.
+  std::vector<std::vector<uint32_t>> column(256);
+  for (uint32_t b = 0; b < 256; ++b) column[b].push_back(t.byte_class[b]);
+  for (const TerminalTable::CountedSegment& seg : t.counted) {
+    const grammar::CountedAutomaton& a = *seg.automaton;
+    for (uint32_t s = 0; s < a.num_states(); ++s) {
+      for (uint32_t b = 0; b < 256; ++b) column[b].push_back(a.Step(s, static_cast<uint8_t>(b)));
+    }
+  }
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids;
+  for (uint32_t b = 0; b < 256; ++b) {
+    out[b] = ids.try_emplace(column[b], static_cast<uint32_t>(ids.size())).first->second;
+  }
+  return out;
+}
+
 }  // namespace zapgram::parser

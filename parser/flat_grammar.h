@@ -221,6 +221,13 @@ absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
                                              const CompileLimits& limits = {},
                                              grammar::RegexDfaCache* dfa_cache = nullptr);
 
+// Byte classes such that the bytes of one class step every state of every
+// automaton that reads the input alike (a lexed grammar's lexer; else the
+// terminal table and each counted automaton, which reads raw bytes): two
+// bytes of a class lead every parser state to the same state. Numbered
+// densely.
+std::array<uint32_t, 256> InputByteClasses(const FlatGrammar& g);
+
 // One production per line, `A -> x y "lit" [class]`, with a `.` at `dot` if given.
 std::string DumpFlatGrammar(const FlatGrammar& g);
 std::string DumpDottedProduction(const FlatGrammar& g, uint32_t dot);
