@@ -25,6 +25,7 @@
 #include "grammar/builtin.h"
 #include "grammar/grammar.h"
 #include "grammar/regex_render.h"
+#include "tests/support/gbnf_text.h"
 #include "tests/support/ir_compile.h"
 #include "tests/support/random_grammar.h"
 #include "tests/support/reference_recognizer.h"
@@ -43,20 +44,8 @@ using Ranges = std::vector<CodepointRange>;
 constexpr CodepointRange kBelowSurrogates = {0, 0xD7FF};
 constexpr CodepointRange kAboveSurrogates = {0xE000, kMaxCodepoint};
 
-// Dump of the grammar, or "ERROR: message".
-std::string DumpOf(std::string_view text, const GbnfReadOptions& options = {}) {
-  absl::StatusOr<Grammar> grammar = ReadGbnf(text, "t.gbnf", options);
-  if (!grammar.ok()) return "ERROR: " + std::string(grammar.status().message());
-  return Dump(*grammar);
-}
-
-// Error message of reading `text` as t.gbnf, or "OK".
-std::string ErrorOf(std::string_view text, const GbnfReadOptions& options = {}) {
-  absl::StatusOr<Grammar> grammar = ReadGbnf(text, "t.gbnf", options);
-  if (grammar.ok()) return "OK";
-  EXPECT_EQ(grammar.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(grammar.status().message());
-}
+using testing::DumpOf;
+using testing::ErrorOf;
 
 Grammar ReadOk(std::string_view text) {
   absl::StatusOr<Grammar> grammar = ReadGbnf(text, "t.gbnf");

@@ -13,11 +13,8 @@
 //     and refused ones are mostly violated within that length.
 #include "grammar/rule_lookahead.h"
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,24 +22,16 @@
 #include "grammar/gbnf_reader.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
+#include "tests/support/gbnf_text.h"
 #include "tests/support/random_grammar.h"
 #include "tests/support/reference_recognizer.h"
+#include "tests/support/test_paths.h"
 
 namespace zapgram::grammar {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string DumpOf(std::string_view text) {
-  absl::StatusOr<Grammar> grammar = ReadGbnf(text, "t.gbnf");
-  if (!grammar.ok()) return std::string("ERROR: ") + std::string(grammar.status().message());
-  return Dump(*grammar);
-}
-
-std::string ErrorOf(std::string_view text) {
-  absl::StatusOr<Grammar> grammar = ReadGbnf(text, "t.gbnf");
-  return grammar.ok() ? "OK" : std::string(grammar.status().message());
-}
+using testing::DumpOf;
+using testing::ErrorOf;
 
 struct ImpliedCase {
   const char* with_assertion;
@@ -136,17 +125,13 @@ TEST(RuleLookaheadTest, MisplacedRecursiveAndTokenLevelAssertionsAreErrors) {
             "definition");
 }
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // XGrammar's own test grammars with assertions: those its grammar implies
 // load, the three whose assertions are false are refused.
 TEST(RuleLookaheadTest, XGrammarTestGrammarsWithAssertions) {
-  const fs::path dir = fs::path(ZAPGRAM_DATA_DIR) / "grammars/ebnf/xgrammar/test_grammar_parser";
+  const std::string dir = testing::DataPath("grammars/ebnf/xgrammar/test_grammar_parser");
+  const auto read = [&](std::string_view name) {
+    return testing::ReadFileOrDie(dir + "/" + std::string(name));
+  };
   const char* const loads[] = {
       "test_byte_string_fuser_lookahead_assertion__before.ebnf",
       "test_rule_inliner_preserves_lookahead_assertion__before.ebnf",
@@ -155,19 +140,19 @@ TEST(RuleLookaheadTest, XGrammarTestGrammarsWithAssertions) {
       "test_complex_lookahead__before.ebnf",
   };
   for (const char* name : loads) {
-    absl::StatusOr<Grammar> g = ReadGbnf(ReadFile(dir / name), name);
+    absl::StatusOr<Grammar> g = ReadGbnf(read(name), name);
     EXPECT_TRUE(g.ok()) << name << ": " << g.status();
   }
   // rule1 ::= [a-z]{1,3} (=":") is followed by rule1, rule2 or "end".
   absl::StatusOr<Grammar> combined = ReadGbnf(
-      ReadFile(dir / "test_combined_features__before.ebnf"), "combined.ebnf");
+      read("test_combined_features__before.ebnf"), "combined.ebnf");
   ASSERT_FALSE(combined.ok());
   EXPECT_NE(combined.status().message().find("rule 'rule1' does not follow from the grammar"),
             std::string_view::npos)
       << combined.status();
   // characters_and_embrace (= [ \n\t]* [},]) can be followed by "]": [{"a":"b"}].
   absl::StatusOr<Grammar> json =
-      ReadGbnf(ReadFile(dir / "test_e2e_json_grammar__before.ebnf"), "json.ebnf");
+      ReadGbnf(read("test_e2e_json_grammar__before.ebnf"), "json.ebnf");
   ASSERT_FALSE(json.ok());
   EXPECT_EQ(json.status().message(),
             "json.ebnf:69:3: lookahead assertion of rule 'characters_and_embrace' does not follow "
@@ -176,7 +161,7 @@ TEST(RuleLookaheadTest, XGrammarTestGrammarsWithAssertions) {
             "refuses; zapgram accepts a rule lookahead only where the grammar implies it "
             "(XGrammar takes it as an unchecked hint)");
   absl::StatusOr<Grammar> normalizer = ReadGbnf(
-      ReadFile(dir / "test_lookahead_assertion_with_normalizer__before.ebnf"), "normalizer.ebnf");
+      read("test_lookahead_assertion_with_normalizer__before.ebnf"), "normalizer.ebnf");
   ASSERT_FALSE(normalizer.ok());
   EXPECT_NE(normalizer.status().message().find("does not follow from the grammar"),
             std::string_view::npos)
