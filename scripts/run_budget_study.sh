@@ -23,10 +23,8 @@ n_smc=${N_SMC:-10}
 max_lm_calls=${MAX_LM_CALLS:-20000}
 run_timeout=${RUN_TIMEOUT:-60}
 models=$out/models
-mkdir -p "$models"
 if [[ ! -f $models/json.zgngram ]]; then
-  mapfile -d '' json_files < <(find "$data/docs/json" -type f -name '*.json' -print0 | sort -z)
-  "$zapgram" ngram train --tokenizer "$tokenizer" --order 4 -o "$models/json.zgngram" --quiet "${json_files[@]}"
+  MODELS=json ZAPGRAM_DATA_DIR=$data "$repo/scripts/train_study_models.sh" "$models" "$zapgram"
 fi
 
 run() {  # NAME SPEC K EXACT METHOD-ARGS...

@@ -1,4 +1,4 @@
-# Sourced by the sampler study scripts (train_study_models.sh,
+# Sourced by the sampler study scripts (train_study_models.sh, run_budget_study.sh,
 # run_sampler_study.sh): reads OUT_DIR [ZAPGRAM_BINARY] and sets repo, out,
 # zapgram, data (ZAPGRAM_DATA_DIR, default ../shared/data next to the repo)
 # and tokenizer (Llama 3); creates OUT_DIR.

@@ -13,6 +13,7 @@
 #                       (target grammar grammars/lark/syncode/go.lark)
 # Usage: scripts/train_study_models.sh OUT_DIR [ZAPGRAM_BINARY]
 # ZAPGRAM_DATA_DIR overrides the data folder (default: ../shared/data next to the repo).
+# MODELS picks some of them (default "json arithmetic go").
 set -euo pipefail
 source "$(dirname "$0")/study_args.sh"
 
@@ -23,13 +24,18 @@ train() {  # NAME ORDER [OPTIONS...] FILES...
   "$zapgram" ngram train --tokenizer "$tokenizer" --order "$order" -o "$out/$name.zgngram" "$@"
 }
 
-mapfile -d '' json_files < <(find "$data/docs/json" -type f -name '*.json' -print0 | sort -z)
-train json 4 "${json_files[@]}"
-
-python3 "$repo/scripts/make_arithmetic_corpus.py" "$out/arithmetic.txt" --paragraphs 4000 --seed 1
-train arithmetic 3 --per-paragraph "$out/arithmetic.txt"
-
-mapfile -d '' go_files < <(find "$data/docs/go" -type f -name '*.go' -print0 | sort -z)
-train go 4 "${go_files[@]}"
+models=" ${MODELS:-json arithmetic go} "
+if [[ $models == *" json "* ]]; then
+  mapfile -d '' json_files < <(find "$data/docs/json" -type f -name '*.json' -print0 | sort -z)
+  train json 4 "${json_files[@]}"
+fi
+if [[ $models == *" arithmetic "* ]]; then
+  python3 "$repo/scripts/make_arithmetic_corpus.py" "$out/arithmetic.txt" --paragraphs 4000 --seed 1
+  train arithmetic 3 --per-paragraph "$out/arithmetic.txt"
+fi
+if [[ $models == *" go "* ]]; then
+  mapfile -d '' go_files < <(find "$data/docs/go" -type f -name '*.go' -print0 | sort -z)
+  train go 4 "${go_files[@]}"
+fi
 
 ls -l "$out"/*.zgngram
