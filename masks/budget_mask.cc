@@ -48,26 +48,19 @@ parser::ByteSet RepresentativeBytes(const parser::FlatGrammar& g) {
   return out;
 }
 
-// Where token `bytes` takes the terminal-table states `starts` (the items
-// on terminals of a byte-level state S), as a key: the end state of each,
-// 0 when it dies. False when some start passes an accepting state strictly
-// inside the token (a terminal may end there and others begin: the parser
-// decides) or reaches a lazily built state. Otherwise nothing completes
-// before the token's end, so S·t is S with each item's automaton state
-// replaced by its end state (dead ones dropped), closed at the end: tokens
-// with equal keys reach equal states and have equal bounds.
-bool SameEffectKey(const parser::TerminalTable& table, const std::vector<uint32_t>& starts,
-                   std::string_view bytes, std::vector<uint32_t>* key) {
-  key->clear();
-  for (uint32_t state : starts) {
-    for (size_t j = 0; j < bytes.size() && state != 0; ++j) {
-      state = table.Step(state, static_cast<uint8_t>(bytes[j]));
-      if (state == parser::TerminalTable::kOverflow) return false;
-      if (state != 0 && j + 1 < bytes.size() && table.accepting(state)) return false;
-    }
-    key->push_back(state);
+// `ids` (allowed at the matcher's state) with one id per effect label kept:
+// the ones a search over the state's children needs (an id labelled like an
+// earlier one leads to an equal state). Without grouping: `ids` unchanged.
+void OnePerEffect(Matcher& matcher, bool group, std::vector<int32_t>* ids) {
+  if (!group) return;
+  std::vector<uint32_t> labels;
+  matcher.TokenEffects(*ids, &labels);
+  absl::flat_hash_set<uint32_t> seen;
+  size_t kept = 0;
+  for (size_t i = 0; i < ids->size(); ++i) {
+    if (labels[i] == Matcher::kNoEffect || seen.insert(labels[i]).second) (*ids)[kept++] = (*ids)[i];
   }
-  return true;
+  ids->resize(kept);
 }
 
 }  // namespace
@@ -124,6 +117,7 @@ BudgetMasker::Bounds* BudgetMasker::Lookup(Matcher& matcher, bool witness) {
     return &light_;
   }
   if (memo_.size() >= options_.max_memo_entries) memo_.clear();
+  if (completions_.size() >= options_.max_memo_entries) completions_.clear();
   std::vector<uint32_t> key = key_;  // ComputeBounds reuses key_
   Bounds bounds = ComputeBounds(matcher);
   bounds.witnessed = true;
@@ -151,13 +145,16 @@ BudgetMasker::Bounds BudgetMasker::ComputeBounds(Matcher& matcher) {
   std::string witness;
   uint32_t explored = 0;
   const bool complete = ShortestCompletion(matcher, &witness, &explored);
-  // Out of budget before the shortest completion: any completion is still a
-  // witness (an upper bound); the lower bound then comes from the depth the
-  // breadth-first search finished.
-  if (!complete) GuidedCompletion(matcher, &witness);
+  // Out of budget before the shortest completion, or stopped at a known
+  // one: any completion is still a witness (an upper bound); the lower
+  // bound then comes from the depth the breadth-first search finished.
+  if (!complete && witness.empty()) GuidedCompletion(matcher, &witness);
   if (!witness.empty()) {
     b.ub = WitnessTokens(matcher, witness);
-    if (b.ub != kUnknown) b.ub += 1;  // EOS
+    if (b.ub != kUnknown) {
+      b.ub += 1;  // EOS
+      RememberCompletion(matcher, witness);
+    }
   }
   const size_t longest = std::max<size_t>(1, matcher.grammar().trie().max_depth());
   if (complete) {
@@ -194,7 +191,14 @@ BudgetMasker::SearchStep BudgetMasker::ExpandByOneByte(
       Pop(matcher);
       return SearchStep::kFound;
     }
-    if (matcher.ExactStateKey(&key) && seen->emplace(key, true).second) discovered(path + byte);
+    if (matcher.ExactStateKey(&key)) {
+      if (auto known = completions_.find(key); known != completions_.end()) {
+        *witness = path + byte + known->second;
+        Pop(matcher);
+        return SearchStep::kFoundKnown;
+      }
+      if (seen->emplace(key, true).second) discovered(path + byte);
+    }
     Pop(matcher);
   }
   return SearchStep::kExpanded;
@@ -219,7 +223,7 @@ bool BudgetMasker::ShortestCompletion(Matcher& matcher, std::string* witness, ui
                                               [&](std::string p) { next.push_back(std::move(p)); });
       if (!path.empty()) Pop(matcher);
       if (step == SearchStep::kFound) return true;
-      if (step == SearchStep::kOutOfBudget) return false;
+      if (step != SearchStep::kExpanded) return false;  // a known completion (not shortest), or out of budget
     }
     frontier.swap(next);
     *explored = depth + 1;
@@ -258,7 +262,7 @@ bool BudgetMasker::GuidedCompletion(Matcher& matcher, std::string* witness) {
           queue.push({matcher.retained_sets(), matcher.retained_items(), std::move(p)});
         });
     if (!top.path.empty()) Pop(matcher);
-    if (step == SearchStep::kFound) return true;
+    if (step == SearchStep::kFound || step == SearchStep::kFoundKnown) return true;
     if (step == SearchStep::kOutOfBudget) return false;
   }
   return false;
@@ -311,6 +315,20 @@ uint32_t BudgetMasker::WitnessTokens(Matcher& matcher, const std::string& bytes)
   return ok ? best[0] : kUnknown;
 }
 
+void BudgetMasker::RememberCompletion(Matcher& matcher, const std::string& bytes) {
+  std::vector<uint32_t> key;
+  size_t pushed = 0;
+  for (size_t j = 0; j + 1 < bytes.size(); ++j) {
+    if (!PushBytes(matcher, std::string_view(bytes).substr(j, 1))) break;
+    ++pushed;
+    if (!matcher.ExactStateKey(&key)) break;
+    std::string_view rest = std::string_view(bytes).substr(j + 1);
+    auto [it, inserted] = completions_.try_emplace(key, rest);
+    if (!inserted && rest.size() < it->second.size()) it->second = std::string(rest);
+  }
+  for (; pushed > 0; --pushed) Pop(matcher);
+}
+
 bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   if (Bounds* b = Lookup(matcher)) {
     if (b->ub <= r) return true;
@@ -320,37 +338,32 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   }
   // Depth first over token paths of at most r - 1 tokens before EOS; a
   // frame per state on the path, with its allowed tokens and the budget r
-  // it must meet (explicit stack: depth is the caller's n).
+  // it must meet (explicit stack: depth is the caller's n). In byte-level
+  // grammars one token per effect label (equal labels lead to equal
+  // states); lexed grammars label a state's tokens by a walk over the
+  // trie's paths (tens of ms for a large mask), more than the few children
+  // a frame usually visits cost.
   struct Frame {
     std::vector<uint32_t> key;
     uint32_t r;
-    std::vector<uint32_t> words;  // its mask; children are read off lazily
-    size_t word = 0;
-    uint32_t bits = 0;
+    std::vector<int32_t> children;
+    size_t next = 0;
     bool cut = false;  // some child was left undecided (budget)
-    // The next allowed id other than EOS, or -1.
-    int32_t Next(const Vocabulary& vocab) {
-      while (true) {
-        while (bits == 0) {
-          if (word >= words.size()) return -1;
-          bits = words[word++];
-        }
-        const int32_t id = static_cast<int32_t>((word - 1) * 32 + std::countr_zero(bits));
-        bits &= bits - 1;
-        if (!vocab.is_eos(id)) return id;
-      }
-    }
+    // The next child, or -1.
+    int32_t Next() { return next < children.size() ? children[next++] : -1; }
   };
   const CompiledGrammar& g = matcher.grammar();
   const Vocabulary& vocab = g.vocabulary();
   const size_t n_words = g.mask_words();
   std::vector<Frame> stack;
+  std::vector<uint32_t> words(n_words);
   auto open = [&](uint32_t budget) {
     Frame f;
     matcher.ExactStateKey(&f.key);
     f.r = budget;
-    f.words.resize(n_words);
-    matcher.ComputeMask(f.words.data());
+    matcher.ComputeMask(words.data());
+    AllowedNonEos(words.data(), n_words, vocab, &f.children);
+    OnePerEffect(matcher, options_.group_equal_effects && !g.grammar().lexed(), &f.children);
     stack.push_back(std::move(f));
   };
   if (nodes_left_ == 0) {  // nothing to search with
@@ -361,7 +374,7 @@ bool BudgetMasker::FinishesWithin(Matcher& matcher, uint32_t r) {
   bool success = false;
   while (!stack.empty() && !success) {
     Frame& top = stack.back();
-    const int32_t id = nodes_left_ == 0 ? -1 : top.Next(vocab);
+    const int32_t id = nodes_left_ == 0 ? -1 : top.Next();
     if (nodes_left_ == 0) {
       // Out of budget: the remaining children are undecided.
       top.cut = true;
@@ -429,18 +442,15 @@ const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const 
     }
     it->second[id >> 5] |= 1u << (id & 31);
   };
-  // Tokens of equal effect (SameEffectKey) are visited once: byte-level
-  // grammars without token terminals (those tell ids apart by number).
-  const parser::FlatGrammar& flat = matcher.grammar().grammar();
-  std::vector<uint32_t> starts;
-  if (!flat.lexed() && flat.token_terminals.empty()) matcher.ScanStates(&starts);
-  const Vocabulary& vocab = matcher.grammar().vocabulary();
-  absl::flat_hash_map<std::vector<uint32_t>, Bounds> by_effect;
-  std::vector<uint32_t> effect;
-  for (int32_t id : ids) {
-    const bool keyed = !starts.empty() && SameEffectKey(flat.terminals, starts, vocab.token_bytes(id), &effect);
+  // Tokens of equal effect (Matcher::TokenEffects) are visited once.
+  std::vector<uint32_t> labels(ids.size(), Matcher::kNoEffect);
+  if (options_.group_equal_effects) matcher.TokenEffects(ids, &labels);
+  absl::flat_hash_map<uint32_t, Bounds> by_effect;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    const bool keyed = labels[i] != Matcher::kNoEffect;
     if (keyed) {
-      if (auto it = by_effect.find(effect); it != by_effect.end()) {
+      if (auto it = by_effect.find(labels[i]); it != by_effect.end()) {
         ++stats_.tokens_grouped;
         bucket(&profile.by_ub, it->second.ub, id);
         bucket(&profile.by_lb, it->second.lb, id);
@@ -453,7 +463,7 @@ const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const 
     if (Push(matcher, id)) {
       b = StateBounds(matcher);
       Pop(matcher);
-      if (keyed) by_effect.emplace(effect, b);
+      if (keyed) by_effect.emplace(labels[i], b);
     }
     bucket(&profile.by_ub, b.ub, id);
     bucket(&profile.by_lb, b.lb, id);
@@ -516,8 +526,26 @@ size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* wo
     ++stats_.skipped;
     return allowed;
   }
+  // One search per effect label: its verdict holds for the label's ids.
+  std::vector<uint32_t> labels;
+  if (options_.group_equal_effects) matcher.TokenEffects(undecided, &labels);
+  enum class Verdict { kRefuted, kAllowed, kInexact };
+  absl::flat_hash_map<uint32_t, Verdict> verdict_of_label;
   nodes_left_ = options_.max_search_nodes;
-  for (int32_t id : undecided) {
+  for (size_t k = 0; k < undecided.size(); ++k) {
+    const int32_t id = undecided[k];
+    const uint32_t label = labels.empty() ? Matcher::kNoEffect : labels[k];
+    if (label != Matcher::kNoEffect) {
+      if (auto it = verdict_of_label.find(label); it != verdict_of_label.end()) {
+        if (it->second == Verdict::kAllowed) {
+          words[id >> 5] |= 1u << (id & 31);
+          ++allowed;
+        } else if (it->second == Verdict::kInexact) {
+          ++stats_.inexact;
+        }
+        continue;
+      }
+    }
     ran_out_ = false;
     if (!Push(matcher, id)) {  // only past the rollback budget
       ++stats_.inexact;
@@ -530,6 +558,9 @@ size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* wo
     const bool ok = FinishesWithin(matcher, r);
     nodes_left_ = call_left - (share - nodes_left_);
     Pop(matcher);
+    if (label != Matcher::kNoEffect) {
+      verdict_of_label.emplace(label, ok ? Verdict::kAllowed : ran_out_ ? Verdict::kInexact : Verdict::kRefuted);
+    }
     if (ok) {
       words[id >> 5] |= 1u << (id & 31);
       ++allowed;

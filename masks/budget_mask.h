@@ -56,22 +56,32 @@
 //
 // Cost: the first mask asked at a state S visits every allowed token once
 // (accept, key, bounds of S·t, roll back) and files the tokens by their
-// bounds into a *profile* of S. In a byte-level grammar (no token
-// terminals) a token that no terminal of S can end inside (no accepting
-// automaton state strictly within it) reaches a state fixed by where it
-// leaves each of S's terminal automata: tokens that leave them alike share
-// one visit (inside one long terminal, such as a string regex, most of the
-// vocabulary). The
-// profile of S: one mask per distinct ub and per distinct
-// lb (a handful). Every later mask of S, at any budget, is a few mask ORs
-// plus the search for the tokens the bounds leave undecided (lb <= n - 1 <
-// ub), at most max_search_nodes per call. Each first visit costs (allowed
-// tokens) x (accept + key + roll back, ~2-5 us) plus the byte searches of
-// the distinct successor states; docs/sampling.md ("Budget-aware masks")
-// has measured figures. Memory: the memo holds one key (the canonical
-// chart, a few hundred bytes) and a few integers per distinct state
-// (max_memo_entries), the profiles a few masks per state
-// (max_profile_bytes); both are cleared when full.
+// bounds into a *profile* of S. Tokens that leave S in equal states share
+// one visit (Matcher::TokenEffects labels them without accepting them,
+// token_effects.cc): in a byte-level grammar those that no terminal of S can
+// end inside and that leave its terminal automata alike (inside a string,
+// most of the vocabulary), in a lexed grammar those that leave equal lanes
+// after equal runs of ended tokens (after SQL's `select`, 48k tokens, ~400
+// labels). The same labels cut the token searches of step 3: one search per
+// label among the undecided tokens, and in byte-level grammars one child per
+// label in each frame (lexed frames keep every child: labelling a large
+// lexed mask costs more than the few children a frame usually visits).
+// The byte searches stop at a state with a *known completion*: every state
+// on a replayed witness, byte by byte, is remembered with the rest of it
+// (completions_), so the children of one state, which mostly join one
+// witness path within a byte or two (the end of an identifier, a closing
+// quote), find theirs in a few nodes (such a stop gives an upper bound and
+// the lower bound of the depth fully explored). The profile of S: one mask
+// per distinct ub and per distinct lb (a handful). Every later mask of S, at
+// any budget, is a few mask ORs plus the search for the tokens the bounds
+// leave undecided (lb <= n - 1 < ub), at most max_search_nodes per call.
+// Each first visit costs (labels) x (accept + key + roll back, ~2-20 us)
+// plus the byte searches of the distinct successor states; docs/sampling.md
+// ("Budget-aware masks") has measured figures. Memory: the memo holds one
+// key (the canonical chart, a few hundred bytes) and a few integers per
+// distinct state, the known completions a key and a few bytes per state
+// (max_memo_entries each), the profiles a few masks per state
+// (max_profile_bytes); all are cleared when full.
 // The plain mask path is untouched (a separate object, built on first use).
 //
 // Token terminals (Token/ExcludeToken): every allowed id goes through
@@ -80,7 +90,8 @@
 //
 // Thread safety: one BudgetMasker per sequence, used with its matcher only.
 // Tests: tests/masks/budget_mask_test.cc (enumeration oracle on small
-// grammars and vocabularies: 0 unsound allows, over-masked counted; random
+// grammars and vocabularies, a lexed one with and without grouping: 0
+// unsound allows, over-masked counted; random
 // walks under budgets on builtin:json, a MaskBench schema and a Lark grammar
 // with Llama 3 end accepted within n).
 #ifndef ZAPGRAM_MASKS_BUDGET_MASK_H_
@@ -140,6 +151,7 @@ class BudgetMasker {
   const BudgetStats& stats() const { return stats_; }
   void ClearMemo() {
     memo_.clear();
+    completions_.clear();
     profiles_.clear();
     profile_bytes_ = 0;
   }
@@ -161,10 +173,12 @@ class BudgetMasker {
   // One step of either search, the matcher sitting after `path`: each live
   // next byte in byte order, one unit of `*budget` each. A byte that
   // completes the text gives kFound with *witness = path + byte; one that
-  // reaches an exact state not in `*seen` is handed to `discovered` (the
-  // matcher still after it). kOutOfBudget when the node or the rollback
-  // budget runs out first.
-  enum class SearchStep { kExpanded, kFound, kOutOfBudget };
+  // reaches a state with a known completion (completions_) gives kFoundKnown
+  // with *witness = path + byte + that completion (a completion, not
+  // necessarily the shortest); one that reaches an exact state not in
+  // `*seen` is handed to `discovered` (the matcher still after it).
+  // kOutOfBudget when the node or the rollback budget runs out first.
+  enum class SearchStep { kExpanded, kFound, kFoundKnown, kOutOfBudget };
   using SeenStates = absl::flat_hash_map<std::vector<uint32_t>, bool>;
   SearchStep ExpandByOneByte(Matcher& matcher, const std::string& path, uint64_t* budget,
                              SeenStates* seen, std::string* witness,
@@ -172,6 +186,9 @@ class BudgetMasker {
   // Fewest tokens spelling `bytes`, replayed through the matcher (state
   // unchanged after); kUnknown when it cannot be spelled or replayed.
   uint32_t WitnessTokens(Matcher& matcher, const std::string& bytes);
+  // Files the state after every byte of `bytes` (a completion of the
+  // current state, replayed) in completions_ with the rest of `bytes`.
+  void RememberCompletion(Matcher& matcher, const std::string& bytes);
 
   // Speculative steps, each rolled back by Pop; refused (as undecided)
   // when they would exceed the matcher's rollback budget.
@@ -196,6 +213,12 @@ class BudgetMasker {
   std::vector<size_t> pushed_;
   BudgetStats stats_;
   absl::flat_hash_map<std::vector<uint32_t>, Bounds> memo_;
+  // States on the path of a replayed completion, each with the bytes that
+  // complete it: a later search that reaches one stops there. Neighbouring
+  // states (the children of one state: a token more or less of one
+  // identifier or string) mostly join one path within a byte or two, so
+  // one child's search serves its siblings. Cleared with memo_.
+  absl::flat_hash_map<std::vector<uint32_t>, std::string> completions_;
   std::vector<uint32_t> key_;
   std::vector<uint32_t> scratch_words_;
   uint64_t nodes_left_ = 0;

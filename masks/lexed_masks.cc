@@ -296,22 +296,8 @@ void SortRuns(std::vector<uint32_t>* v, std::vector<size_t>* bounds) {
 
 void Matcher::WalkLexedRoots(uint32_t* words) {
   const TokenTrie& trie = grammar_->trie();
-  absl::Span<const TokenTrieNode> nodes = trie.nodes();
-  const parser::LexerTable& lexer = *grammar_->grammar().lexer;
   SortRuns(&roots_, &root_runs_);
-  // Depth 0: the newest lanes, each its own history.
-  if (view_stack_.size() < trie.max_depth() + 1u) view_stack_.resize(trie.max_depth() + 1u);
-  histories_.clear();
-  history_after_.clear();
-  recognizer_.CollectLanes(&view_stack_[0]);
-  for (parser::Recognizer::LaneView& view : view_stack_[0]) {
-    histories_.push_back({kNoHistory, 0, view.source, true, view.accepting, view.tokens});
-    view.source = static_cast<uint32_t>(histories_.size() - 1);
-  }
-  view_path_.assign(1, TokenTrie::kRoot);
-  const auto advance = [this](uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary) {
-    return AdvanceHistory(source, token, boundary);
-  };
+  BeginLexedViews();
   // Roots in trie order (so that paths share their views): the sorted
   // roots of the token sets, merged with a min-heap of the nested roots
   // found on the way (each inside the root that found it, so after it). A
@@ -330,23 +316,7 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
     }
     if (root == last) continue;
     last = root;
-    // Climb to the deepest node on the current path, then step the views
-    // down from there.
-    size_t n = 0;
-    uint32_t k = root;
-    while (nodes[k].depth >= view_path_.size() || view_path_[nodes[k].depth] != k) {
-      if (ancestors_.size() == n) ancestors_.push_back(0);
-      ancestors_[n++] = k;
-      k = trie.parent(k);
-    }
-    view_path_.resize(nodes[k].depth + 1u);
-    while (n > 0) {
-      const uint32_t node = ancestors_[--n];
-      const uint32_t d = nodes[node].depth;
-      parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[node].byte, advance, &view_stack_[d]);
-      view_path_.push_back(node);
-    }
-    const std::vector<parser::Recognizer::LaneView>& lanes = view_stack_[nodes[root].depth];
+    const std::vector<parser::Recognizer::LaneView>& lanes = LexedViewsAt(root);
     if (lanes.empty()) continue;  // the whole subtree is rejected
     for (TokenId id : trie.TokensAt(root)) SetBit(words, id);
     ClassifyLexedSubtree(root, lanes, words);
@@ -357,6 +327,50 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
     roots_.resize(top);
   }
   roots_.clear();
+  EndLexedViews();
+}
+
+void Matcher::BeginLexedViews() {
+  // Depth 0: the newest lanes, each its own history.
+  const TokenTrie& trie = grammar_->trie();
+  if (view_stack_.size() < trie.max_depth() + 1u) view_stack_.resize(trie.max_depth() + 1u);
+  histories_.clear();
+  history_after_.clear();
+  recognizer_.CollectLanes(&view_stack_[0]);
+  for (parser::Recognizer::LaneView& view : view_stack_[0]) {
+    histories_.push_back({kNoHistory, 0, view.source, true, view.accepting, view.tokens});
+    view.source = static_cast<uint32_t>(histories_.size() - 1);
+  }
+  view_path_.assign(1, TokenTrie::kRoot);
+}
+
+const std::vector<parser::Recognizer::LaneView>& Matcher::LexedViewsAt(uint32_t node) {
+  // Climb to the deepest node on the current path, then step the views
+  // down from there.
+  const TokenTrie& trie = grammar_->trie();
+  absl::Span<const TokenTrieNode> nodes = trie.nodes();
+  const parser::LexerTable& lexer = *grammar_->grammar().lexer;
+  const auto advance = [this](uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary) {
+    return AdvanceHistory(source, token, boundary);
+  };
+  size_t n = 0;
+  uint32_t k = node;
+  while (nodes[k].depth >= view_path_.size() || view_path_[nodes[k].depth] != k) {
+    if (ancestors_.size() == n) ancestors_.push_back(0);
+    ancestors_[n++] = k;
+    k = trie.parent(k);
+  }
+  view_path_.resize(nodes[k].depth + 1u);
+  while (n > 0) {
+    const uint32_t step = ancestors_[--n];
+    const uint32_t d = nodes[step].depth;
+    parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[step].byte, advance, &view_stack_[d]);
+    view_path_.push_back(step);
+  }
+  return view_stack_[nodes[node].depth];
+}
+
+void Matcher::EndLexedViews() {
   PopBytes(pushed_chain_.size());
   pushed_chain_.clear();
 }

@@ -335,6 +335,13 @@ class Matcher {
   size_t position() const { return recognizer_.Position(); }
   size_t retained_items() const { return recognizer_.RetainedItems(); }
   size_t retained_sets() const { return recognizer_.RetainedSets(); }
+  // Labels each of `ids` (allowed now) so that ids with equal labels would
+  // leave states with equal futures (equal exact keys), without accepting
+  // them; kNoEffect where no label is known (token_effects.cc: byte-level
+  // tokens that a terminal may end inside; rejected ids). The state does
+  // not change.
+  static constexpr uint32_t kNoEffect = 0xFFFFFFFFu;
+  void TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels);
 
  private:
   size_t WalkTrie(uint32_t* words);            // every node, the parser decides
@@ -401,6 +408,14 @@ class Matcher {
   // Fills `boundary` with the view after `token` ends in history `source`.
   bool AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary);
   void WalkLexedRoots(uint32_t* words);
+  // The views of a trie walk: BeginLexedViews takes the newest lanes (each
+  // its own history), LexedViewsAt(node) the lanes after node's bytes
+  // (stepped on from the deepest node shared with the previous call),
+  // EndLexedViews pops the closures the histories pushed.
+  void BeginLexedViews();
+  const std::vector<parser::Recognizer::LaneView>& LexedViewsAt(uint32_t node);
+  void EndLexedViews();
+  void LexedTokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels);
   std::vector<uint32_t> lane_words_;
   // Sets the bits of the tokens that the token terminals of the newest
   // set match (grammars with token terminals).

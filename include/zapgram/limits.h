@@ -91,6 +91,10 @@ struct BudgetMaskOptions {
   // mask_words() * 4 bytes each), so later masks of that state at any
   // budget are a few mask ORs. Cleared when full.
   size_t max_profile_bytes = size_t{64} << 20;
+  // A state's first profile visits tokens of equal effect (they leave states
+  // with equal futures) once; false visits every token (an ablation, and the
+  // reference the grouping is tested against).
+  bool group_equal_effects = true;
 };
 
 }  // namespace zapgram

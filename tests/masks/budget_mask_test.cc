@@ -18,6 +18,7 @@
 // under budgets from tight to loose always end accepted (EOS allowed) within
 // n tokens. Fewer walks under sanitizers (ZAPGRAM_SANITIZED).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -161,6 +162,105 @@ TEST(BudgetMaskExhaustive, MatchesEnumerationOnSmallGrammars) {
     std::printf("[budget] %s: %lld (prefix, n, token) checks, %lld allowed, %lld unsound, %lld over-masked\n",
                 setup.name.c_str(), static_cast<long long>(checked), static_cast<long long>(allowed_total),
                 static_cast<long long>(unsound), static_cast<long long>(over_masked));
+  }
+}
+
+// A lexed (Lark) grammar on a small vocabulary, where tokens cross lexeme
+// boundaries (" a", "a,", "b from") and ignored spaces: at every prefix
+// reachable in at most N tokens, the budget mask for n = N - depth equals the
+// exact set, enumerated by accepting token strings on a second matcher
+// (plain acceptance only: its masks are tested against the brute force in
+// matcher_test.cc), with and without the grouping of equal-effect tokens
+// (BudgetMaskOptions::group_equal_effects).
+TEST(BudgetMaskExhaustive, LexedToyMatchesTokenEnumeration) {
+  const std::vector<std::string> tokens = {"select", " a", "a", " b", "b", ",", "a,", " from",
+                                           "from", " ", "b from", "ab", ""};
+  const int32_t eos = static_cast<int32_t>(tokens.size()) - 1;
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::FromTokens(tokens, {eos});
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  absl::StatusOr<Grammar> grammar = Grammar::FromText(
+      GrammarFormat::kLark,
+      "start: \"select\" NAME (\",\" NAME)* \"from\" NAME\nNAME: /[ab]+/\n%ignore \" \"\n");
+  ASSERT_TRUE(grammar.ok()) << grammar.status();
+  absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, *vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  // Some string of at most k tokens before EOS finishes the oracle's state.
+  Matcher oracle(*compiled);
+  std::map<std::pair<std::vector<int32_t>, int>, bool> memo;
+  std::vector<int32_t> path;
+  std::function<bool(int)> finishes = [&](int k) {
+    auto key = std::make_pair(path, k);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    bool ok = oracle.IsAccepting();
+    for (int32_t t = 0; !ok && k > 0 && t < eos; ++t) {
+      if (!oracle.AcceptToken(t)) continue;
+      path.push_back(t);
+      ok = finishes(k - 1);
+      path.pop_back();
+      EXPECT_TRUE(oracle.Rollback(1));
+    }
+    memo[key] = ok;
+    return ok;
+  };
+  const int max_n = 7;
+  for (bool group : {true, false}) {
+    MatcherOptions options;
+    options.budget.group_equal_effects = group;
+    Matcher matcher(*compiled, options);
+    std::vector<uint32_t> words(compiled->mask_words());
+    int64_t checked = 0, allowed_total = 0, wrong = 0;
+    // Depth first over every token path of at most max_n - 1 tokens that
+    // the plain matcher takes; the budget mask at each for every n.
+    std::vector<int32_t> next_token{0};
+    while (!next_token.empty()) {
+      const int depth = static_cast<int>(next_token.size()) - 1;
+      if (next_token.back() == 0) {
+        for (int n = 1; n + depth <= max_n; ++n) {
+          matcher.ComputeMask(words.data(), n);
+          for (int32_t t = 0; t <= eos; ++t) {
+            bool exact;
+            if (t == eos) {
+              exact = oracle.IsAccepting();
+            } else if (n >= 2 && oracle.AcceptToken(t)) {
+              path.push_back(t);
+              exact = finishes(n - 2);
+              path.pop_back();
+              EXPECT_TRUE(oracle.Rollback(1));
+            } else {
+              exact = false;
+            }
+            ++checked;
+            allowed_total += Bit(words, t);
+            if (Bit(words, t) != exact) {
+              ++wrong;
+              ADD_FAILURE() << (exact ? "over-masked '" : "unsound allow of '") << tokens[t]
+                            << "' after " << depth << " tokens with n = " << n << " (grouping " << group << ")";
+            }
+          }
+        }
+      }
+      int32_t& t = next_token.back();
+      while (t < eos && (depth + 1 >= max_n || !matcher.AcceptToken(t))) ++t;
+      if (t >= eos) {
+        next_token.pop_back();
+        if (!next_token.empty()) {
+          ASSERT_TRUE(matcher.Rollback(1));
+          ASSERT_TRUE(oracle.Rollback(1));
+          path.pop_back();
+        }
+        continue;
+      }
+      ASSERT_TRUE(oracle.AcceptToken(t));
+      path.push_back(t);
+      ++t;
+      next_token.push_back(0);
+    }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_GT(allowed_total, 0);
+    EXPECT_EQ(matcher.BudgetMaskInexact(), 0u);
+    std::printf("[budget] lexed toy, grouping %d: %lld (prefix, n, token) checks, %lld allowed, %lld wrong\n",
+                group, static_cast<long long>(checked), static_cast<long long>(allowed_total),
+                static_cast<long long>(wrong));
   }
 }
 
