@@ -32,7 +32,6 @@
 // Tests: tests/masks/token_effects_test.cc (tokens with equal labels reach
 // equal exact keys, on JSON, a schema and the Lark sets, along traces).
 #include <algorithm>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -84,13 +83,11 @@ void Matcher::TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>*
 
 void Matcher::LexedTokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels) {
   const TokenTrie& trie = grammar_->trie();
-  const Vocabulary& vocab = grammar_->vocabulary();
   labels->assign(ids.size(), kNoEffect);
   std::vector<std::pair<uint32_t, uint32_t>> order;  // (trie node, index in ids)
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (std::optional<uint32_t> node = trie.FindNode(vocab.token_bytes(ids[i]))) {
-      order.emplace_back(*node, static_cast<uint32_t>(i));
-    }
+    const uint32_t node = trie.NodeOf(ids[i]);
+    if (node != TokenTrie::kNoNode) order.emplace_back(node, static_cast<uint32_t>(i));
   }
   std::sort(order.begin(), order.end());
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> interned;

@@ -135,6 +135,12 @@ void TokenTrie::BuildSummaries() {
     subtree_byte_set_[i] = it->second;
   }
   byte_sets_.shrink_to_fit();
+  TokenId largest = -1;
+  for (TokenId id : token_ids_) largest = std::max(largest, id);
+  node_of_token_.assign(static_cast<size_t>(largest + 1), kNoNode);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (TokenId id : TokensAt(i)) node_of_token_[id] = i;
+  }
 }
 
 std::optional<uint32_t> TokenTrie::FindNode(std::string_view bytes) const {
@@ -171,7 +177,7 @@ std::vector<TokenId> TokenTrie::TokensPrefixOf(std::string_view bytes) const {
 size_t TokenTrie::memory_bytes() const {
   return nodes_.capacity() * sizeof(TokenTrieNode) + token_ids_.capacity() * sizeof(TokenId) +
          (parents_.capacity() + subtree_byte_set_.capacity()) * sizeof(uint32_t) +
-         subtree_height_.capacity() * sizeof(uint16_t) +
+         subtree_height_.capacity() * sizeof(uint16_t) + node_of_token_.capacity() * sizeof(uint32_t) +
          byte_sets_.capacity() * sizeof(TrieByteSet);
 }
 

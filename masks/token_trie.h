@@ -111,6 +111,11 @@ class TokenTrie {
 
   // The node whose string is `bytes`, if any. O(|bytes| * fan-out).
   std::optional<uint32_t> FindNode(std::string_view bytes) const;
+  // The node holding id `id`, or kNoNode (not a normal token of the trie).
+  static constexpr uint32_t kNoNode = 0xFFFFFFFFu;
+  uint32_t NodeOf(TokenId id) const {
+    return id >= 0 && static_cast<size_t>(id) < node_of_token_.size() ? node_of_token_[id] : kNoNode;
+  }
   // Normal ids whose bytes are a prefix of `bytes` (the empty prefix and
   // `bytes` itself included), sorted by length then id.
   std::vector<TokenId> TokensPrefixOf(std::string_view bytes) const;
@@ -123,7 +128,8 @@ class TokenTrie {
 
  private:
   TokenTrie() = default;
-  // Fills parents_, subtree_byte_set_, byte_sets_ and subtree_height_ from nodes_.
+  // Fills parents_, subtree_byte_set_, byte_sets_, subtree_height_ and
+  // node_of_token_ from nodes_ and token_ids_.
   void BuildSummaries();
 
   std::vector<TokenTrieNode> nodes_;
@@ -133,6 +139,7 @@ class TokenTrie {
   std::vector<uint32_t> subtree_byte_set_;  // per node: index into byte_sets_
   std::vector<TrieByteSet> byte_sets_;      // distinct subtree byte sets
   std::vector<uint16_t> subtree_height_;    // per node
+  std::vector<uint32_t> node_of_token_;     // per id: its node, or kNoNode
 };
 
 }  // namespace zapgram::masks
