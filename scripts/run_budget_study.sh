@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The budget study of issue 14 (docs/sampling.md, "Budgets and SMC"): with
-# the Llama 3 tokenizer and an order-4 n-gram LM trained on the real JSON
-# files of docs/json (OUT_DIR/models/json.zgngram, trained when missing),
-# at several token budgets k (= --max-tokens):
-#   json   builtin:json                                  k = 16 32
+# the Llama 3 tokenizer and order-4 n-gram LMs trained on real documents
+# (scripts/train_study_models.sh: json.zgngram on the JSON files of
+# docs/json, sql.zgngram on the SQL statements of docs/sql; trained into
+# OUT_DIR/models when missing), at several token budgets k (= --max-tokens):
+#   json   builtin:json (json model)                     k = 16 32
 #   schema schema:jsonschema/maskbench/Github_easy---o90448.schema.json  k = 24
+#   sql    grammars/lark/syncode/sql.lark (sql model)     k = 16 (code: a
+#          lexed Lark grammar)
 #   tiny   regex:\{"a": (true|false|null|[0-9])\}         k = 8 (--exact: the
 #          target is enumerated, so the distance to it is reported)
 # methods: gcd (locally masked), gcd --budget-aware, smc K = 4, 16, 64
@@ -23,20 +26,24 @@ n_smc=${N_SMC:-10}
 max_lm_calls=${MAX_LM_CALLS:-20000}
 run_timeout=${RUN_TIMEOUT:-60}
 models=$out/models
-if [[ ! -f $models/json.zgngram ]]; then
-  MODELS=json ZAPGRAM_DATA_DIR=$data "$repo/scripts/train_study_models.sh" "$models" "$zapgram"
-fi
+for model in json sql; do
+  if [[ ! -f $models/$model.zgngram ]]; then
+    MODELS=$model ZAPGRAM_DATA_DIR=$data "$repo/scripts/train_study_models.sh" "$models" "$zapgram"
+  fi
+done
 
-run() {  # NAME SPEC K EXACT METHOD-ARGS...
+run() {  # NAME SPEC K EXACT METHOD-ARGS... (the model: sql for sql, else json)
   local name=$1 spec=$2 k=$3 exact=$4
   shift 4
+  local model=json
+  [[ $name == sql ]] && model=sql
   local tag
   tag=$(echo "$*" | tr ' ' '_' | tr -d '-')
   local base=$out/$name.k$k.$tag
   local status=0 count=$n
   [[ $* == *smc* ]] && count=$n_smc
   timeout "$run_timeout" nice "$zapgram" sample "$spec" --tokenizer "$tokenizer" \
-    --lm "ngram:$models/json.zgngram" -n "$count" --seed 1 --max-tokens "$k" \
+    --lm "ngram:$models/$model.zgngram" -n "$count" --seed 1 --max-tokens "$k" \
     --max-lm-calls "$max_lm_calls" --jsonl --quiet --stats-json "$base.stats.json" $exact "$@" \
     >"$base.samples.jsonl" 2>"$base.log" || status=$?
   if [[ $status -gt 1 ]]; then
@@ -56,6 +63,7 @@ for k in 24; do
     run schema "schema:$data/jsonschema/maskbench/Github_easy---o90448.schema.json" "$k" "" $m
   done
 done
+for m in "${methods[@]}"; do run sql "$data/grammars/lark/syncode/sql.lark" 16 "" $m; done
 for m in "${methods[@]}"; do run tiny 'regex:\{"a": (true|false|null|[0-9])\}' 8 --exact $m; done
 
 python3 - "$out" <<'EOF' | tee "$out/budget_table.md"
@@ -75,7 +83,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.stats.json"))):
     calls = s["lm_calls"] / s["valid"] if s["valid"] else float("inf")
     tv = s.get("exact", {}).get("tv")
     rows.append((name, int(k[1:]), method, sat, rate, s["valid"], calls, tv, s["seconds"]))
-order = {"json": 0, "schema": 1, "tiny": 2}
+order = {"json": 0, "schema": 1, "sql": 2, "tiny": 3}
 rows.sort(key=lambda r: (order.get(r[0], 9), r[1], r[2]))
 print("| grammar | k | method | satisfied | rate | samples | LM calls / sample | TV to exact | s |")
 print("|---|---|---|---|---|---|---|---|---|")
