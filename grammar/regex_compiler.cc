@@ -1427,9 +1427,13 @@ const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, 
 }
 
 absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t flags,
-                                            const RegexLimits& limits) {
+                                            const RegexLimits& limits,
+                                            std::array<uint8_t, 256>* class_of) {
   Compile(pattern, flags, limits);
   auto it = entries_.find(KeyOf(pattern, flags, limits));
+  if (class_of != nullptr && it->second.determinized.ok()) {
+    *class_of = it->second.determinized->class_of;
+  }
   absl::StatusOr<ByteDfa> dfa = *std::move(it->second.minimal);
   entries_.erase(it);
   return dfa;

@@ -59,6 +59,7 @@
 #ifndef ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
 #define ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -146,7 +147,11 @@ class RegexDfaCache {
   // Compile's result moved out, for a caller that keeps the DFA (the
   // lowering, which asks once per pattern): the entry is dropped, so asking
   // for the pattern again builds it again.
-  absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
+  // `class_of` (if not null) receives the byte classes the DFA was
+  // determinized in: its columns are equal within each (coarser classes may
+  // exist), which spares a caller grouping 256 columns state by state.
+  absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits,
+                               std::array<uint8_t, 256>* class_of = nullptr);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
