@@ -221,9 +221,17 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
   std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
   std::vector<uint32_t> t;
+  // The previous hit class's targets and where they led: neighbouring
+  // classes often move alike (every byte of a string body but a few), and
+  // equal targets give the same state without a closure or a lookup.
+  std::vector<uint32_t> previous_raw;
+  uint32_t previous_to = 0;
+  // Live transitions (target, source), for the trim's reverse edges.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
     hit.clear();
+    previous_raw.clear();
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
@@ -241,9 +249,19 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
     for (uint32_t c : hit) {
       std::vector<uint32_t>& raw = targets[c];
       normalize(raw);
+      if (raw == previous_raw) {
+        raw.clear();
+        if (previous_to != 0) {
+          next[size_t{id} * num_classes + c] = previous_to;
+          edges.push_back({previous_to, id});
+        }
+        continue;
+      }
       t.clear();
       for (uint32_t x : raw) append_closure(x, t);
+      previous_raw.swap(raw);
       raw.clear();
+      previous_to = 0;
       if (t.empty()) continue;  // nothing matters past here: dead
       normalize(t);
       auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
@@ -256,27 +274,23 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
         next.resize(next.size() + num_classes, 0);
         accepting.push_back(0);
       }
-      next[size_t{id} * num_classes + c] = it->second;
+      previous_to = it->second;
+      next[size_t{id} * num_classes + c] = previous_to;
+      edges.push_back({previous_to, id});
     }
   }
 
   // Trim: keep states from which an accepting state is reachable.
+  // Reverse edges from the live transitions recorded above (transitions
+  // into the dead state are left out: nothing walks back from it; an edge
+  // met under several classes is listed again, which the walk ignores).
   const uint32_t n = static_cast<uint32_t>(accepting.size());
-  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
-  // (Transitions into the dead state are left out: nothing walks back from it.)
-  for (uint32_t s = 1; s < n; ++s) {
-    for (uint32_t c = 0; c < num_classes; ++c) {
-      const uint32_t to = next[size_t{s} * num_classes + c];
-      if (to != 0) ++reverse_begin[to];
-    }
-  }
+  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse(edges.size());
+  for (const auto& [to, from] : edges) ++reverse_begin[to + 1];
   for (uint32_t s = 0; s < n; ++s) reverse_begin[s + 1] += reverse_begin[s];
-  reverse.resize(reverse_begin[n]);
-  for (uint32_t s = n; s-- > 1;) {
-    for (uint32_t c = num_classes; c-- > 0;) {
-      const uint32_t to = next[size_t{s} * num_classes + c];
-      if (to != 0) reverse[--reverse_begin[to]] = s;
-    }
+  {
+    std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
+    for (const auto& [to, from] : edges) reverse[fill[to]++] = from;
   }
   const std::vector<uint8_t> useful = StatesReachingAcceptance(accepting, reverse_begin, reverse);
   ClassDfa trimmed;
@@ -285,6 +299,12 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   trimmed.accepting.push_back(0);
   if (!useful[1]) {
     trimmed.next.assign(num_classes, 0);
+    return trimmed;
+  }
+  if (std::all_of(useful.begin() + 1, useful.end(), [](uint8_t u) { return u != 0; })) {
+    // Nothing to trim (the usual case): the table as built, numbers kept.
+    trimmed.next = std::move(next);
+    trimmed.accepting = std::move(accepting);
     return trimmed;
   }
   std::vector<uint32_t> renumber(n, 0);
