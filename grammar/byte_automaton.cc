@@ -1,6 +1,7 @@
 #include "grammar/byte_automaton.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -221,17 +222,20 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
   std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
   std::vector<uint32_t> t;
-  // The previous hit class's targets and where they led: neighbouring
-  // classes often move alike (every byte of a string body but a few), and
-  // equal targets give the same state without a closure or a lookup.
-  std::vector<uint32_t> previous_raw;
-  uint32_t previous_to = 0;
+  // The distinct targets of this state's hit classes so far and where they
+  // led (up to kSeen of them): classes often move alike (every byte of a
+  // string body but a few), and equal targets give the same state without a
+  // closure or a lookup.
+  constexpr size_t kSeen = 8;
+  std::vector<std::vector<uint32_t>> seen_raw(kSeen);
+  std::array<uint32_t, kSeen> seen_to{};
+  size_t seen = 0;
   // Live transitions (target, source), for the trim's reverse edges.
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
     hit.clear();
-    previous_raw.clear();
+    seen = 0;
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
@@ -249,19 +253,24 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
     for (uint32_t c : hit) {
       std::vector<uint32_t>& raw = targets[c];
       normalize(raw);
-      if (raw == previous_raw) {
+      size_t same = 0;
+      while (same < seen && seen_raw[same] != raw) ++same;
+      if (same < seen) {
         raw.clear();
-        if (previous_to != 0) {
-          next[size_t{id} * num_classes + c] = previous_to;
-          edges.push_back({previous_to, id});
+        if (seen_to[same] != 0) {
+          next[size_t{id} * num_classes + c] = seen_to[same];
+          edges.push_back({seen_to[same], id});
         }
         continue;
       }
       t.clear();
       for (uint32_t x : raw) append_closure(x, t);
-      previous_raw.swap(raw);
+      // Remembered in the next free slot (past kSeen, in the last one).
+      const size_t slot = std::min(seen, kSeen - 1);
+      seen = std::min(seen + 1, kSeen);
+      seen_raw[slot].swap(raw);
       raw.clear();
-      previous_to = 0;
+      seen_to[slot] = 0;
       if (t.empty()) continue;  // nothing matters past here: dead
       normalize(t);
       auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
@@ -274,9 +283,9 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
         next.resize(next.size() + num_classes, 0);
         accepting.push_back(0);
       }
-      previous_to = it->second;
-      next[size_t{id} * num_classes + c] = previous_to;
-      edges.push_back({previous_to, id});
+      seen_to[slot] = it->second;
+      next[size_t{id} * num_classes + c] = it->second;
+      edges.push_back({it->second, id});
     }
   }
 
@@ -327,6 +336,46 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, max_states);
   if (!dfa.ok()) return dfa.status();
   return dfa->Widen();
+}
+
+absl::StatusOr<ByteDfa> WithoutEmptyString(const ByteDfa& dfa, uint32_t max_states) {
+  // The subset construction of "a new start with the old start's ranges,
+  // then the DFA" meets only singletons (the NFA is deterministic) and
+  // numbers them by first discovery, subsets in order and byte classes in
+  // byte order (the classes of an NFA made of DFA rows are intervals, each
+  // mapped to one target by every row): the walk below. In a trimmed DFA
+  // every reached state can still accept, so nothing is trimmed; a start
+  // with no live byte leaves the empty language.
+  ByteDfa out;
+  out.next.emplace_back();
+  out.next[0].fill(0);
+  out.accepting.push_back(0);
+  if (dfa.empty() || std::all_of(dfa.next[1].begin(), dfa.next[1].end(), [](uint32_t to) { return to == 0; })) {
+    return out;
+  }
+  std::vector<uint32_t> id(dfa.num_states(), 0);  // old state -> new number (0: not reached)
+  std::vector<uint32_t> old_of = {0, 1};          // new number -> old state (1: the new start's row)
+  for (uint32_t i = 1; i < old_of.size(); ++i) {
+    const std::array<uint32_t, 256>& row = dfa.next[old_of[i]];
+    for (uint32_t b = 0; b < 256; ++b) {
+      const uint32_t to = row[b];
+      if (to == 0 || id[to] != 0) continue;
+      if (old_of.size() + 1 > max_states) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
+      }
+      id[to] = static_cast<uint32_t>(old_of.size());
+      old_of.push_back(to);
+    }
+  }
+  out.next.resize(old_of.size());
+  out.accepting.resize(old_of.size(), 0);
+  for (uint32_t i = 1; i < old_of.size(); ++i) {
+    const std::array<uint32_t, 256>& row = dfa.next[old_of[i]];
+    for (uint32_t b = 0; b < 256; ++b) out.next[i][b] = id[row[b]];
+    out.accepting[i] = i == 1 ? 0 : dfa.accepting[old_of[i]];
+  }
+  return out;
 }
 
 ByteDfa ClassDfa::Widen() const {

@@ -188,27 +188,6 @@ absl::Status Lowering::AddProduction(uint32_t lhs, std::vector<Symbol> rhs) {
   return absl::OkStatus();
 }
 
-// The DFA of L minus the empty string: a fresh, non-accepting start state
-// with the old start's transitions, so loops back to the old start keep it.
-absl::StatusOr<grammar::ByteDfa> WithoutEmptyString(const grammar::ByteDfa& dfa,
-                                                    uint32_t max_states) {
-  grammar::ByteNfa nfa;  // state 0: the new start; states 1.. mirror the DFA's
-  for (uint32_t s = 1; s < dfa.num_states(); ++s) nfa.AddState();
-  auto copy_row = [&](uint32_t row, uint32_t into) {
-    for (uint32_t b = 0; b < 256;) {
-      uint32_t to = dfa.next[row][b], e = b;
-      while (e + 1 < 256 && dfa.next[row][e + 1] == to) ++e;
-      if (to != 0) nfa.AddRange(into, static_cast<uint8_t>(b), static_cast<uint8_t>(e), to);
-      b = e + 1;
-    }
-  };
-  copy_row(1, 0);
-  for (uint32_t s = 1; s < dfa.num_states(); ++s) {
-    copy_row(s, s);
-    if (dfa.accepting[s]) nfa.SetAccepting(s);
-  }
-  return grammar::Determinize(nfa, max_states);
-}
 
 absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   std::string key = absl::StrCat("R", e.flags, "/", e.literal);
@@ -251,11 +230,12 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
     // string becomes `N -> ε | T` with T matching the rest of its language.
     nullable = !dfa->empty() && dfa->accepting[1];
     if (nullable) {
-      dfa = WithoutEmptyString(*dfa, limits_.max_dfa_states);
+      dfa = grammar::WithoutEmptyString(*dfa, limits_.max_dfa_states);
       if (!dfa.ok()) return located(dfa.status());
     }
     if (!dfa->empty()) {
-      if (!nullable) dfa_class_hints_.emplace(static_cast<uint32_t>(dfas_.size()), class_of);
+      // (WithoutEmptyString renumbers rows, so the classes still hold.)
+      dfa_class_hints_.emplace(static_cast<uint32_t>(dfas_.size()), class_of);
       sym = kTerminalTag | static_cast<uint32_t>(dfas_.size());
       dfas_.push_back(*std::move(dfa));
       terminal_names_.push_back(name);
