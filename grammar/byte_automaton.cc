@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/types/span.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "grammar/utf8.h"
@@ -119,10 +121,44 @@ void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vect
 
 namespace {
 
-struct VectorHash {
-  size_t operator()(const std::vector<uint32_t>& v) const {
-    return absl::HashOf(absl::MakeConstSpan(v));
+// The subsets of a subset construction, back to back in one pool (subset
+// k is pool[begin[k] .. begin[k + 1])), and a hash set of their indices that
+// hashes and compares the subsets themselves: a subset is stored once, with
+// no allocation of its own (a map keyed by vectors stored each twice).
+class SubsetPool {
+ public:
+  SubsetPool() : index_(0, Hash{this}, Eq{this}) {}
+  SubsetPool(const SubsetPool&) = delete;
+  SubsetPool& operator=(const SubsetPool&) = delete;
+  size_t size() const { return begin_.size() - 1; }
+  absl::Span<const uint32_t> operator[](size_t k) const {
+    return absl::MakeConstSpan(pool_.data() + begin_[k], begin_[k + 1] - begin_[k]);
   }
+  // The index of `subset` (sorted), and whether it is new (then added).
+  std::pair<uint32_t, bool> Insert(const std::vector<uint32_t>& subset) {
+    const uint32_t k = static_cast<uint32_t>(size());
+    pool_.insert(pool_.end(), subset.begin(), subset.end());
+    begin_.push_back(static_cast<uint32_t>(pool_.size()));
+    auto [it, inserted] = index_.insert(k);
+    if (!inserted) {
+      begin_.pop_back();
+      pool_.resize(begin_.back());
+    }
+    return {*it, inserted};
+  }
+
+ private:
+  struct Hash {
+    const SubsetPool* pool;
+    size_t operator()(uint32_t k) const { return absl::HashOf((*pool)[k]); }
+  };
+  struct Eq {
+    const SubsetPool* pool;
+    bool operator()(uint32_t a, uint32_t b) const { return (*pool)[a] == (*pool)[b]; }
+  };
+  std::vector<uint32_t> pool_;
+  std::vector<uint32_t> begin_ = {0};
+  absl::flat_hash_set<uint32_t, Hash, Eq> index_;
 };
 
 }  // namespace
@@ -211,13 +247,11 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
   std::vector<uint32_t> next(2 * num_classes, 0);
   std::vector<uint8_t> accepting(2, 0);
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
-  std::vector<std::vector<uint32_t>> subsets;
+  SubsetPool subsets;  // subset k is DFA state k + 1
   std::vector<uint32_t> start;
   append_closure(0, start);
   normalize(start);
-  ids.emplace(start, 1);
-  subsets.push_back(std::move(start));
+  subsets.Insert(start);
 
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
   std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
@@ -273,19 +307,19 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
       seen_to[slot] = 0;
       if (t.empty()) continue;  // nothing matters past here: dead
       normalize(t);
-      auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
+      const auto [k, inserted] = subsets.Insert(t);
       if (inserted) {
-        if (subsets.size() + 2 > max_states) {
+        if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
           return absl::ResourceExhaustedError(absl::StrCat(
               "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
         }
-        subsets.push_back(t);
         next.resize(next.size() + num_classes, 0);
         accepting.push_back(0);
       }
-      seen_to[slot] = it->second;
-      next[size_t{id} * num_classes + c] = it->second;
-      edges.push_back({it->second, id});
+      const uint32_t to = k + 1;
+      seen_to[slot] = to;
+      next[size_t{id} * num_classes + c] = to;
+      edges.push_back({to, id});
     }
   }
 
