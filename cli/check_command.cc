@@ -32,7 +32,11 @@
 // prints its token equivalence classes (masks/token_classes.h): how many,
 // how long they took, and the largest ones with some decoded members.
 // `--dump` appends the IR as GBNF text (grammar::Dump), which re-reads to the
-// same IR. Exit status: 0 usable (warnings allowed), 1 grammar errors, 2
+// same IR. `--digest` prints a 64-bit FNV-1a digest of the compiled tables
+// (productions as DumpFlatGrammar spells them, the terminal table's start
+// states, byte classes, transitions, accepting and live-byte rows, counted
+// segments and names): equal digests before and after a compile-time change
+// show it left the tables alone. Exit status: 0 usable (warnings allowed), 1 grammar errors, 2
 // usage errors (bad options, unreadable file, unsupported grammar kind).
 //
 // GRAMMAR is resolved here rather than by Grammar::Load because the check
@@ -72,8 +76,8 @@ namespace zapgram::cli {
 namespace {
 
 constexpr std::string_view kHelp =
-    "usage: zapgram check GRAMMAR [--dump] [--lenient] [--any-order] [--validation] [--data-root DIR]\n"
-    "                     [--tokenizer T.json --classes]\n"
+    "usage: zapgram check GRAMMAR [--dump] [--digest] [--lenient] [--any-order] [--validation]\n"
+    "                     [--data-root DIR] [--tokenizer T.json --classes]\n"
     "\n"
     "Reads GRAMMAR and reports whether it is usable:\n"
     "  errors    syntax errors and undefined symbols (SOURCE:LINE:COL), an\n"
@@ -92,6 +96,8 @@ constexpr std::string_view kHelp =
     "\n"
     "options:\n"
     "  --dump            also print the grammar as read, in GBNF\n"
+    "  --digest          also print a digest of the compiled tables (productions,\n"
+    "                    terminal automata), to compare builds\n"
     "  --lenient         schema:PATH: drop keywords a grammar cannot enforce, each\n"
     "                    reported as a warning (default: they are errors)\n"
     "  --any-order       schema:PATH: members in any order (generation grammar)\n"
@@ -253,10 +259,45 @@ bool PrintTokenClasses(const Grammar& compiled, const std::string& tokenizer) {
   return true;
 }
 
+// FNV-1a over the compiled grammar's productions and terminal tables.
+uint64_t TablesDigest(const Grammar& compiled) {
+  uint64_t h = 1469598103934665603ull;
+  auto bytes = [&](const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  auto vec = [&](const auto& v) {
+    const uint64_t n = v.size();
+    bytes(&n, sizeof n);
+    if (n != 0) bytes(v.data(), n * sizeof(v[0]));
+  };
+  const parser::FlatGrammar& flat = compiled.data().flat;
+  const std::string productions = parser::DumpFlatGrammar(flat);
+  vec(productions);
+  const parser::TerminalTable& t = flat.terminals;
+  vec(t.start);
+  bytes(t.byte_class.data(), t.byte_class.size());
+  bytes(&t.num_classes, sizeof t.num_classes);
+  vec(t.next);
+  vec(t.eager_accepting);
+  vec(t.eager_has_next);
+  for (const parser::ByteSet& live : t.eager_live_bytes) vec(live.to_string());
+  for (const parser::TerminalTable::CountedSegment& seg : t.counted) {
+    bytes(&seg.base, sizeof seg.base);
+    bytes(&seg.twin_offset, sizeof seg.twin_offset);
+  }
+  bytes(&t.counted_end, sizeof t.counted_end);
+  const uint8_t lazy = t.lazy != nullptr;
+  bytes(&lazy, 1);
+  for (const std::string& name : t.names) vec(name);
+  return h;
+}
+
 int RunCheck(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   std::string data_root;
   bool dump = false;
+  bool digest = false;
   bool classes = false;
   std::string tokenizer;
   SchemaOptions schema;
@@ -273,6 +314,8 @@ int RunCheck(const std::vector<std::string>& args) {
       if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("check", "--tokenizer needs a file");
     } else if (arg == "--dump") {
       dump = true;
+    } else if (arg == "--digest") {
+      digest = true;
     } else if (arg == "--lenient") {
       schema.lenient = true;
     } else if (arg == "--any-order") {
@@ -391,6 +434,7 @@ int RunCheck(const std::vector<std::string>& args) {
                   Count(stats.rhs_symbols, "rhs symbol").c_str(),
                   Count(stats.terminals, "terminal").c_str(),
                   Count(stats.terminal_states, "terminal automaton state").c_str());
+      if (digest) std::printf("tables digest: %016llx\n", static_cast<unsigned long long>(TablesDigest(*compiled)));
       if (classes && !PrintTokenClasses(*compiled, tokenizer)) ++errors;
     }
   }

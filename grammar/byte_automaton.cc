@@ -1,9 +1,12 @@
 #include "grammar/byte_automaton.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/types/span.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "grammar/utf8.h"
@@ -118,10 +121,44 @@ void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vect
 
 namespace {
 
-struct VectorHash {
-  size_t operator()(const std::vector<uint32_t>& v) const {
-    return absl::HashOf(absl::MakeConstSpan(v));
+// The subsets of a subset construction, back to back in one pool (subset
+// k is pool[begin[k] .. begin[k + 1])), and a hash set of their indices that
+// hashes and compares the subsets themselves: a subset is stored once, with
+// no allocation of its own (a map keyed by vectors stored each twice).
+class SubsetPool {
+ public:
+  SubsetPool() : index_(0, Hash{this}, Eq{this}) {}
+  SubsetPool(const SubsetPool&) = delete;
+  SubsetPool& operator=(const SubsetPool&) = delete;
+  size_t size() const { return begin_.size() - 1; }
+  absl::Span<const uint32_t> operator[](size_t k) const {
+    return absl::MakeConstSpan(pool_.data() + begin_[k], begin_[k + 1] - begin_[k]);
   }
+  // The index of `subset` (sorted), and whether it is new (then added).
+  std::pair<uint32_t, bool> Insert(const std::vector<uint32_t>& subset) {
+    const uint32_t k = static_cast<uint32_t>(size());
+    pool_.insert(pool_.end(), subset.begin(), subset.end());
+    begin_.push_back(static_cast<uint32_t>(pool_.size()));
+    auto [it, inserted] = index_.insert(k);
+    if (!inserted) {
+      begin_.pop_back();
+      pool_.resize(begin_.back());
+    }
+    return {*it, inserted};
+  }
+
+ private:
+  struct Hash {
+    const SubsetPool* pool;
+    size_t operator()(uint32_t k) const { return absl::HashOf((*pool)[k]); }
+  };
+  struct Eq {
+    const SubsetPool* pool;
+    bool operator()(uint32_t a, uint32_t b) const { return (*pool)[a] == (*pool)[b]; }
+  };
+  std::vector<uint32_t> pool_;
+  std::vector<uint32_t> begin_ = {0};
+  absl::flat_hash_set<uint32_t, Hash, Eq> index_;
 };
 
 }  // namespace
@@ -210,20 +247,29 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
   std::vector<uint32_t> next(2 * num_classes, 0);
   std::vector<uint8_t> accepting(2, 0);
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
-  std::vector<std::vector<uint32_t>> subsets;
+  SubsetPool subsets;  // subset k is DFA state k + 1
   std::vector<uint32_t> start;
   append_closure(0, start);
   normalize(start);
-  ids.emplace(start, 1);
-  subsets.push_back(std::move(start));
+  subsets.Insert(start);
 
   std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
   std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
   std::vector<uint32_t> t;
+  // The distinct targets of this state's hit classes so far and where they
+  // led (up to kSeen of them): classes often move alike (every byte of a
+  // string body but a few), and equal targets give the same state without a
+  // closure or a lookup.
+  constexpr size_t kSeen = 8;
+  std::vector<std::vector<uint32_t>> seen_raw(kSeen);
+  std::array<uint32_t, kSeen> seen_to{};
+  size_t seen = 0;
+  // Live transitions (target, source), for the trim's reverse edges.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
     hit.clear();
+    seen = 0;
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
@@ -241,42 +287,53 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
     for (uint32_t c : hit) {
       std::vector<uint32_t>& raw = targets[c];
       normalize(raw);
+      size_t same = 0;
+      while (same < seen && seen_raw[same] != raw) ++same;
+      if (same < seen) {
+        raw.clear();
+        if (seen_to[same] != 0) {
+          next[size_t{id} * num_classes + c] = seen_to[same];
+          edges.push_back({seen_to[same], id});
+        }
+        continue;
+      }
       t.clear();
       for (uint32_t x : raw) append_closure(x, t);
+      // Remembered in the next free slot (past kSeen, in the last one).
+      const size_t slot = std::min(seen, kSeen - 1);
+      seen = std::min(seen + 1, kSeen);
+      seen_raw[slot].swap(raw);
       raw.clear();
+      seen_to[slot] = 0;
       if (t.empty()) continue;  // nothing matters past here: dead
       normalize(t);
-      auto [it, inserted] = ids.emplace(t, static_cast<uint32_t>(subsets.size() + 1));
+      const auto [k, inserted] = subsets.Insert(t);
       if (inserted) {
-        if (subsets.size() + 2 > max_states) {
+        if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
           return absl::ResourceExhaustedError(absl::StrCat(
               "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
         }
-        subsets.push_back(t);
         next.resize(next.size() + num_classes, 0);
         accepting.push_back(0);
       }
-      next[size_t{id} * num_classes + c] = it->second;
+      const uint32_t to = k + 1;
+      seen_to[slot] = to;
+      next[size_t{id} * num_classes + c] = to;
+      edges.push_back({to, id});
     }
   }
 
   // Trim: keep states from which an accepting state is reachable.
+  // Reverse edges from the live transitions recorded above (transitions
+  // into the dead state are left out: nothing walks back from it; an edge
+  // met under several classes is listed again, which the walk ignores).
   const uint32_t n = static_cast<uint32_t>(accepting.size());
-  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse;
-  // (Transitions into the dead state are left out: nothing walks back from it.)
-  for (uint32_t s = 1; s < n; ++s) {
-    for (uint32_t c = 0; c < num_classes; ++c) {
-      const uint32_t to = next[size_t{s} * num_classes + c];
-      if (to != 0) ++reverse_begin[to];
-    }
-  }
+  std::vector<uint32_t> reverse_begin(n + 1, 0), reverse(edges.size());
+  for (const auto& [to, from] : edges) ++reverse_begin[to + 1];
   for (uint32_t s = 0; s < n; ++s) reverse_begin[s + 1] += reverse_begin[s];
-  reverse.resize(reverse_begin[n]);
-  for (uint32_t s = n; s-- > 1;) {
-    for (uint32_t c = num_classes; c-- > 0;) {
-      const uint32_t to = next[size_t{s} * num_classes + c];
-      if (to != 0) reverse[--reverse_begin[to]] = s;
-    }
+  {
+    std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
+    for (const auto& [to, from] : edges) reverse[fill[to]++] = from;
   }
   const std::vector<uint8_t> useful = StatesReachingAcceptance(accepting, reverse_begin, reverse);
   ClassDfa trimmed;
@@ -285,6 +342,12 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   trimmed.accepting.push_back(0);
   if (!useful[1]) {
     trimmed.next.assign(num_classes, 0);
+    return trimmed;
+  }
+  if (std::all_of(useful.begin() + 1, useful.end(), [](uint8_t u) { return u != 0; })) {
+    // Nothing to trim (the usual case): the table as built, numbers kept.
+    trimmed.next = std::move(next);
+    trimmed.accepting = std::move(accepting);
     return trimmed;
   }
   std::vector<uint32_t> renumber(n, 0);
@@ -307,6 +370,46 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
   absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, max_states);
   if (!dfa.ok()) return dfa.status();
   return dfa->Widen();
+}
+
+absl::StatusOr<ByteDfa> WithoutEmptyString(const ByteDfa& dfa, uint32_t max_states) {
+  // The subset construction of "a new start with the old start's ranges,
+  // then the DFA" meets only singletons (the NFA is deterministic) and
+  // numbers them by first discovery, subsets in order and byte classes in
+  // byte order (the classes of an NFA made of DFA rows are intervals, each
+  // mapped to one target by every row): the walk below. In a trimmed DFA
+  // every reached state can still accept, so nothing is trimmed; a start
+  // with no live byte leaves the empty language.
+  ByteDfa out;
+  out.next.emplace_back();
+  out.next[0].fill(0);
+  out.accepting.push_back(0);
+  if (dfa.empty() || std::all_of(dfa.next[1].begin(), dfa.next[1].end(), [](uint32_t to) { return to == 0; })) {
+    return out;
+  }
+  std::vector<uint32_t> id(dfa.num_states(), 0);  // old state -> new number (0: not reached)
+  std::vector<uint32_t> old_of = {0, 1};          // new number -> old state (1: the new start's row)
+  for (uint32_t i = 1; i < old_of.size(); ++i) {
+    const std::array<uint32_t, 256>& row = dfa.next[old_of[i]];
+    for (uint32_t b = 0; b < 256; ++b) {
+      const uint32_t to = row[b];
+      if (to == 0 || id[to] != 0) continue;
+      if (old_of.size() + 1 > max_states) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
+      }
+      id[to] = static_cast<uint32_t>(old_of.size());
+      old_of.push_back(to);
+    }
+  }
+  out.next.resize(old_of.size());
+  out.accepting.resize(old_of.size(), 0);
+  for (uint32_t i = 1; i < old_of.size(); ++i) {
+    const std::array<uint32_t, 256>& row = dfa.next[old_of[i]];
+    for (uint32_t b = 0; b < 256; ++b) out.next[i][b] = id[row[b]];
+    out.accepting[i] = i == 1 ? 0 : dfa.accepting[old_of[i]];
+  }
+  return out;
 }
 
 ByteDfa ClassDfa::Widen() const {

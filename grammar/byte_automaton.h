@@ -130,6 +130,14 @@ std::vector<uint8_t> StatesReachingAcceptance(const std::vector<uint8_t>& accept
 // `mark` is scratch of nfa.num_states() zeros, left all zero.
 void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark);
 
+// The DFA of L(dfa) minus the empty string, for a trimmed `dfa`: a fresh,
+// non-accepting start state with the old start's row, then the states it
+// reaches, numbered in order of discovery (states in order, bytes in
+// order); loops back to the old start keep it. The same automaton, state
+// for state, as the subset construction of that NFA (tested), without
+// building it. Error past max_states, as Determinize.
+absl::StatusOr<ByteDfa> WithoutEmptyString(const ByteDfa& dfa, uint32_t max_states);
+
 // Convenience builders.
 absl::StatusOr<ByteDfa> LiteralDfa(std::string_view bytes);
 absl::StatusOr<ByteDfa> CodepointClassDfa(const std::vector<CodepointRange>& ranges);

@@ -24,6 +24,12 @@
 //     operations are built first, innermost first (BuildSetOperations: each
 //     operand emitted alone, determinized, minimized, then combined by
 //     grammar/dfa_set_ops.h), and stamped like classes wherever they occur.
+//     With a RegexPieces (a RegexDfaCache holds one), the classes read,
+//     the class fragments and the set operations are shared by every
+//     pattern of a compilation, keyed by what decides them (a class's text
+//     and flags; its ranges and spelling; a set operation's text, opening
+//     flags and limits): the regular-terminal merge parses the same member
+//     texts inside many candidates.
 //  4. Determinize (grammar/byte_automaton.h) with the DFA state cap, kept in
 //     byte classes, then minimize (grammar/dfa_minimization.h: partition
 //     refinement over the live transitions). Minimizing matters: every
@@ -39,11 +45,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "grammar/dfa_set_ops.h"
@@ -51,6 +59,23 @@
 #include "grammar/utf8.h"
 
 namespace zapgram::grammar {
+
+// What a compilation's regexes share (see RegexPieces in the header).
+struct RegexPieces {
+  // A class as parsed: its code points, normalized, before any spelling.
+  // Key: the parser's flags, then the class text from '[' to ']'.
+  absl::flat_hash_map<std::string, std::vector<CodepointRange>> classes;
+  struct Fragment {
+    ByteNfa nfa;
+    uint32_t end = 0;
+  };
+  // The NFA fragment of one code point of a class, stamped at each use.
+  // Key: the spelling byte, then each range's lo and hi (native bytes).
+  absl::node_hash_map<std::string, Fragment> class_fragments;
+  // The minimal DFA of each set operation that was built without error.
+  // Key: the limits and the flags it was opened under, then its text.
+  absl::node_hash_map<std::string, ByteDfa> set_ops;
+};
 
 namespace {
 
@@ -93,6 +118,10 @@ struct Node {
   JsonSpelling spelling = JsonSpelling::kNone;
   bool over_limit = false;  // kRepeat: a count above max_repeat
   bool counted = false;     // kRepeat of a class that is an operand of kAnd (no unrolling)
+  // kAnd, kNot: the group's text is pattern[offset, end), read under
+  // open_flags (which, with the limits, decide its automaton).
+  uint32_t end = 0;
+  uint32_t open_flags = 0;
 };
 
 std::vector<CodepointRange> Complement(const std::vector<CodepointRange>& r) {
@@ -115,13 +144,16 @@ bool IsAsciiAlnum(char c) {
 
 class Parser {
  public:
-  Parser(std::string_view pattern, uint32_t flags, const RegexLimits& limits)
-      : p_(pattern), flags_(flags), limits_(limits) {}
+  // `pieces` (may be null) lends and keeps parsed classes.
+  Parser(std::string_view pattern, uint32_t flags, const RegexLimits& limits,
+         RegexPieces* pieces = nullptr)
+      : p_(pattern), flags_(flags), limits_(limits), pieces_(pieces) {}
 
   // Parses the whole pattern; returns the root node.
   absl::StatusOr<uint32_t> Parse();
   absl::Status CheckAnchors(uint32_t root) const;
   const std::vector<Node>& nodes() const { return nodes_; }
+  std::string_view pattern() const { return p_; }
 
   absl::Status Error(size_t offset, std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrFormat("regex /%s/: %s at offset %d",
@@ -182,6 +214,7 @@ class Parser {
   absl::StatusOr<Escape> ParseEscape(bool in_class);
   absl::StatusOr<std::vector<CodepointRange>> ParseProperty(size_t offset, bool negated);
   absl::StatusOr<uint32_t> ParseClass();
+  absl::StatusOr<std::vector<CodepointRange>> ReadClass();  // ParseClass without the pieces
   absl::Status ParseGroupOpen();
   // At a '{': parses {m}, {m,}, {m,n}, {,n}, {,}; false (pos_ unchanged) when it is a literal.
   absl::StatusOr<bool> ParseBraces(uint32_t* min, uint32_t* max);
@@ -191,6 +224,7 @@ class Parser {
   size_t pos_ = 0;
   uint32_t flags_;
   const RegexLimits& limits_;
+  RegexPieces* pieces_;
   std::vector<Node> nodes_;
   std::vector<Frame> frames_;
 };
@@ -378,7 +412,47 @@ absl::StatusOr<Parser::Escape> Parser::ParseEscape(bool in_class) {
   return e;
 }
 
+// Where the class opening at `open` ends (one past its ']'), read the way
+// ParseClass reads it: a ']' first (after an optional '^') is a member, a
+// backslash takes the next byte with it (no escape's tail holds a ']' or a
+// backslash). npos when unterminated or when it holds \N{...} (a name is
+// read up to its '}', wherever that is).
+size_t ClassEnd(std::string_view p, size_t open) {
+  size_t pos = open + 1;
+  if (pos < p.size() && p[pos] == '^') ++pos;
+  for (bool first = true; pos < p.size(); first = false) {
+    if (p[pos] == ']' && !first) return pos + 1;
+    if (p[pos] == '\\') {
+      if (pos + 1 < p.size() && p[pos + 1] == 'N') return std::string_view::npos;
+      pos += 2;
+    } else {
+      ++pos;
+    }
+  }
+  return std::string_view::npos;
+}
+
 absl::StatusOr<uint32_t> Parser::ParseClass() {
+  // A class text read before under the same flags has the same code points
+  // (a class reads nothing outside its brackets); one read here is kept only
+  // when it ended where ClassEnd says.
+  const size_t offset = pos_;
+  const size_t end = pieces_ != nullptr ? ClassEnd(p_, offset) : std::string_view::npos;
+  std::string key;
+  if (end != std::string_view::npos) {
+    key = absl::StrFormat("%d/%s", flags_, p_.substr(offset, end - offset));
+    if (auto it = pieces_->classes.find(key); it != pieces_->classes.end()) {
+      pos_ = end;
+      return AddClass(it->second, offset);
+    }
+  }
+  absl::StatusOr<std::vector<CodepointRange>> ranges = ReadClass();
+  if (!ranges.ok()) return ranges.status();
+  if (end != std::string_view::npos && pos_ == end) pieces_->classes.emplace(std::move(key), *ranges);
+  return AddClass(*std::move(ranges), offset);
+}
+
+absl::StatusOr<std::vector<CodepointRange>> Parser::ReadClass() {
   const size_t offset = pos_;
   ++pos_;  // '['
   bool negated = false;
@@ -431,7 +505,7 @@ absl::StatusOr<uint32_t> Parser::ParseClass() {
   }
   std::vector<CodepointRange> set = Fold(std::move(foldable));
   set.insert(set.end(), fixed.begin(), fixed.end());
-  return AddClass(NormalizeRanges(std::move(set), negated), offset);
+  return NormalizeRanges(std::move(set), negated);
 }
 
 absl::StatusOr<bool> Parser::ParseBraces(uint32_t* min, uint32_t* max) {
@@ -650,8 +724,14 @@ absl::StatusOr<uint32_t> Parser::Parse() {
         frames_.pop_back();
         const uint32_t flags_inside = flags_;
         flags_ = f.saved_flags;
-        Atom(f.set_op == NodeKind::kEmpty ? CloseFrame(f, f.offset)
-                                          : CloseSetOp(f, flags_inside));
+        if (f.set_op == NodeKind::kEmpty) {
+          Atom(CloseFrame(f, f.offset));
+        } else {
+          const uint32_t op = CloseSetOp(f, flags_inside);
+          nodes_[op].end = static_cast<uint32_t>(pos_);
+          nodes_[op].open_flags = f.saved_flags;
+          Atom(op);
+        }
         break;
       }
       case '|': {
@@ -939,15 +1019,25 @@ uint32_t AddSpelledCodepoints(ByteNfa& nfa, uint32_t from, const std::vector<Cod
   return end;
 }
 
-// Fragments built once per node and stamped at each use: code-point
-// classes (their NFA) and set operations (their minimal DFA).
+// Per emission: the fragment of each class node (owned by `pieces`, shared
+// by every node of equal ranges and spelling) and the minimal DFA of each
+// set operation node.
 struct EmitContext {
-  struct Fragment {
-    ByteNfa nfa;
-    uint32_t end = 0;
-  };
-  absl::flat_hash_map<uint32_t, Fragment> class_fragments;
-  absl::flat_hash_map<uint32_t, ByteDfa> set_op_dfas;
+  explicit EmitContext(RegexPieces* shared) : pieces(shared != nullptr ? shared : &own) {}
+  EmitContext(const EmitContext&) = delete;
+  EmitContext& operator=(const EmitContext&) = delete;
+  const RegexPieces::Fragment& ClassFragment(const Node& n) {
+    std::string key(1 + n.ranges.size() * sizeof(CodepointRange), '\0');
+    key[0] = static_cast<char>(n.spelling);
+    if (!n.ranges.empty()) std::memcpy(&key[1], n.ranges.data(), n.ranges.size() * sizeof(CodepointRange));
+    auto [it, fresh] = pieces->class_fragments.try_emplace(std::move(key));
+    if (fresh) it->second.end = AddSpelledCodepoints(it->second.nfa, 0, n.ranges, n.spelling);
+    return it->second;
+  }
+  RegexPieces own;
+  RegexPieces* pieces;
+  absl::flat_hash_map<uint32_t, const RegexPieces::Fragment*> class_fragments;  // by node
+  absl::flat_hash_map<uint32_t, const ByteDfa*> set_op_dfas;  // owned by `pieces`
 };
 
 // Thompson construction, explicit stack (see the file comment). Set
@@ -979,18 +1069,16 @@ absl::StatusOr<uint32_t> EmitInto(const Parser& parser, uint32_t root, ByteNfa& 
         stack.pop_back();
         break;
       case NodeKind::kClass: {
-        // Built once per class node as a fragment, then stamped at each use.
-        auto [fragment, fresh] = class_fragments.try_emplace(f.node);
-        if (fresh) {
-          fragment->second.end = AddSpelledCodepoints(fragment->second.nfa, 0, n.ranges, n.spelling);
-        }
-        ret = nfa.Stamp(f.from, fragment->second.nfa, fragment->second.end);
+        // Built once per distinct class as a fragment, then stamped at each use.
+        auto [fragment, fresh] = class_fragments.try_emplace(f.node, nullptr);
+        if (fresh) fragment->second = &ctx.ClassFragment(n);
+        ret = nfa.Stamp(f.from, fragment->second->nfa, fragment->second->end);
         stack.pop_back();
         break;
       }
       case NodeKind::kAnd:
       case NodeKind::kNot:
-        ret = StampDfa(nfa, f.from, ctx.set_op_dfas.at(f.node));
+        ret = StampDfa(nfa, f.from, *ctx.set_op_dfas.at(f.node));
         stack.pop_back();
         break;
       case NodeKind::kConcat: {
@@ -1095,6 +1183,16 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
   for (uint32_t id = 0; id < nodes.size(); ++id) {
     const Node& n = nodes[id];
     if (n.kind != NodeKind::kAnd && n.kind != NodeKind::kNot) continue;
+    // The same group text under the same flags and limits is the same
+    // automaton (nested set operations included): built once per RegexPieces.
+    std::string key = absl::StrFormat("%d/%d/%d/%d/%d/", n.open_flags, limits.max_nesting,
+                                      limits.max_repeat, limits.max_nfa_states,
+                                      limits.max_dfa_states);
+    key.append(parser.pattern().substr(n.offset, n.end - n.offset));
+    if (auto it = ctx.pieces->set_ops.find(key); it != ctx.pieces->set_ops.end()) {
+      ctx.set_op_dfas.emplace(id, &it->second);
+      continue;
+    }
     auto fail = [&](const absl::Status& st) {
       return absl::Status(st.code(), parser.Error(n.offset, std::string(st.message())).message());
     };
@@ -1140,14 +1238,15 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
       }
     }
     if (!result.ok()) return fail(result.status());
-    ctx.set_op_dfas.emplace(id, *std::move(result));
+    auto [it, inserted] = ctx.pieces->set_ops.emplace(std::move(key), *std::move(result));
+    ctx.set_op_dfas.emplace(id, &it->second);
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa, uint32_t from,
-                              const RegexLimits& limits) {
-  EmitContext ctx;
+                              const RegexLimits& limits, RegexPieces* pieces) {
+  EmitContext ctx(pieces);
   absl::Status st = BuildSetOperations(parser, limits, ctx);
   if (!st.ok()) return st;
   return EmitInto(parser, root, nfa, from, limits, ctx);
@@ -1156,19 +1255,29 @@ absl::StatusOr<uint32_t> Emit(const Parser& parser, uint32_t root, ByteNfa& nfa,
 }  // namespace
 
 absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
-                                  uint32_t flags, const RegexLimits& limits) {
-  Parser parser(pattern, flags, limits);
+                                  uint32_t flags, const RegexLimits& limits, RegexPieces* pieces) {
+  Parser parser(pattern, flags, limits, pieces);
   absl::StatusOr<uint32_t> root = parser.Parse();
   if (!root.ok()) return root.status();
   absl::Status st = parser.CheckAnchors(*root);
   if (!st.ok()) return st;
-  return Emit(parser, *root, nfa, from, limits);
+  return Emit(parser, *root, nfa, from, limits, pieces);
+}
+
+absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
+                                  uint32_t flags, const RegexLimits& limits) {
+  return AddRegex(nfa, from, pattern, flags, limits, nullptr);
 }
 
 absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
                                                    const RegexLimits& limits) {
+  return DeterminizeRegexToClasses(pattern, flags, limits, nullptr);
+}
+
+absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits, RegexPieces* pieces) {
   ByteNfa nfa;
-  absl::StatusOr<uint32_t> end = AddRegex(nfa, 0, pattern, flags, limits);
+  absl::StatusOr<uint32_t> end = AddRegex(nfa, 0, pattern, flags, limits, pieces);
   if (!end.ok()) return end.status();
   nfa.SetAccepting(*end);
   absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
@@ -1253,13 +1362,18 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
                                                     limits.max_repeat));
     }
   }
-  EmitContext ctx;
+  EmitContext ctx(nullptr);
   if (absl::Status st = BuildSetOperations(parser, limits, ctx); !st.ok()) return st;
   absl::StatusOr<ByteDfa> dfa = OperandDfa(parser, unit, limits, ctx);
   if (!dfa.ok()) return dfa.status();
   parts.unit = *std::move(dfa);
   return parts;
 }
+
+RegexDfaCache::RegexDfaCache() : pieces_(std::make_unique<RegexPieces>()) {}
+RegexDfaCache::~RegexDfaCache() = default;
+RegexDfaCache::RegexDfaCache(RegexDfaCache&&) noexcept = default;
+RegexDfaCache& RegexDfaCache::operator=(RegexDfaCache&&) noexcept = default;
 
 std::string RegexDfaCache::KeyOf(std::string_view pattern, uint32_t flags,
                                  const RegexLimits& limits) {
@@ -1287,7 +1401,7 @@ RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t fla
     ++hits_;
     return entry;
   }
-  entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits);
+  entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits, pieces_.get());
   entry.max_dfa_states = limits.max_dfa_states;
   entry.minimal.reset();
   return entry;
@@ -1313,9 +1427,13 @@ const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, 
 }
 
 absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t flags,
-                                            const RegexLimits& limits) {
+                                            const RegexLimits& limits,
+                                            std::array<uint8_t, 256>* class_of) {
   Compile(pattern, flags, limits);
   auto it = entries_.find(KeyOf(pattern, flags, limits));
+  if (class_of != nullptr && it->second.determinized.ok()) {
+    *class_of = it->second.determinized->class_of;
+  }
   absl::StatusOr<ByteDfa> dfa = *std::move(it->second.minimal);
   entries_.erase(it);
   return dfa;

@@ -59,7 +59,9 @@
 #ifndef ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
 #define ZAPGRAM_GRAMMAR_REGEX_COMPILER_H_
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "absl/container/node_hash_map.h"
@@ -89,6 +91,22 @@ struct RegexLimits {
 absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
                                   uint32_t flags, const RegexLimits& limits = {});
 
+// What the regexes of one compilation share below the level of a whole
+// pattern: the NFA fragment of each code-point class, by its ranges and
+// spelling (every literal character of a pattern is such a class), and the
+// minimal DFA of each set operation, by its text, the flags it opens under
+// and the limits (the JSON Schema converter writes the same key complement
+// into every candidate the regular-terminal merge tries for an object).
+// Defined in regex_compiler.cc; a RegexDfaCache owns one. Pieces are
+// stamped exactly as freshly built ones, so the automata are the same with
+// or without it.
+struct RegexPieces;
+
+// AddRegex and DeterminizeRegexToClasses taking their class fragments from
+// `pieces` (adding the missing ones; null = private ones).
+absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
+                                  uint32_t flags, const RegexLimits& limits, RegexPieces* pieces);
+
 // The trimmed DFA of `pattern`, not minimized (empty() when its language is
 // empty); errors name the pattern.
 absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flags,
@@ -96,6 +114,8 @@ absl::StatusOr<ByteDfa> DeterminizeRegex(std::string_view pattern, uint32_t flag
 // The same automaton in classes (ClassDfa).
 absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
                                                    const RegexLimits& limits = {});
+absl::StatusOr<ClassDfa> DeterminizeRegexToClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits, RegexPieces* pieces);
 
 // The trimmed, minimal DFA of `pattern` (empty() when its language is empty).
 absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
@@ -111,6 +131,11 @@ absl::StatusOr<ByteDfa> CompileRegex(std::string_view pattern, uint32_t flags,
 // per compilation.
 class RegexDfaCache {
  public:
+  RegexDfaCache();
+  ~RegexDfaCache();
+  RegexDfaCache(RegexDfaCache&&) noexcept;
+  RegexDfaCache& operator=(RegexDfaCache&&) noexcept;
+
   // CompileRegex(pattern, flags, limits): minimal.
   const absl::StatusOr<ByteDfa>& Compile(std::string_view pattern, uint32_t flags,
                                          const RegexLimits& limits);
@@ -122,7 +147,11 @@ class RegexDfaCache {
   // Compile's result moved out, for a caller that keeps the DFA (the
   // lowering, which asks once per pattern): the entry is dropped, so asking
   // for the pattern again builds it again.
-  absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
+  // `class_of` (if not null) receives the byte classes the DFA was
+  // determinized in: its columns are equal within each (coarser classes may
+  // exist), which spares a caller grouping 256 columns state by state.
+  absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits,
+                               std::array<uint8_t, 256>* class_of = nullptr);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
@@ -137,6 +166,7 @@ class RegexDfaCache {
   Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
   absl::node_hash_map<std::string, Entry> entries_;
   uint64_t hits_ = 0;
+  std::unique_ptr<RegexPieces> pieces_;  // shared by every pattern built here
 };
 
 

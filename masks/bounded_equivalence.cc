@@ -47,6 +47,8 @@ class Refinement {
     }
     return true;
   }
+  // `states` reordered into `out` so that each class's states are adjacent.
+  void GroupByClass(const std::vector<uint32_t>& states, std::vector<uint32_t>& out);
   void BuildRows();
   void BuildPredecessors();
   void LinkInto(uint32_t s, uint32_t id);
@@ -62,7 +64,27 @@ class Refinement {
   std::vector<uint32_t> pred_begin_, preds_;
   // Members of each class, as a doubly linked list; sizes per class.
   std::vector<uint32_t> head_, size_, next_member_, prev_member_;
+  // GroupByClass's scratch: per class, its count then its next slot (zero
+  // between calls), and the classes touched.
+  std::vector<uint32_t> slot_, touched_;
 };
+
+void Refinement::GroupByClass(const std::vector<uint32_t>& states, std::vector<uint32_t>& out) {
+  if (slot_.size() < head_.size()) slot_.resize(head_.size(), 0);
+  touched_.clear();
+  for (uint32_t s : states) {
+    if (slot_[cls_[s]]++ == 0) touched_.push_back(cls_[s]);
+  }
+  uint32_t at = 0;
+  for (uint32_t c : touched_) {
+    const uint32_t count = slot_[c];
+    slot_[c] = at;
+    at += count;
+  }
+  out.resize(states.size());
+  for (uint32_t s : states) out[slot_[cls_[s]]++] = s;
+  for (uint32_t c : touched_) slot_[c] = 0;
+}
 
 void Refinement::BuildRows() {
   row_begin_.assign(n_ + 1, 0);
@@ -146,14 +168,18 @@ std::vector<uint32_t> Refinement::Run(const std::vector<uint32_t>& initial, uint
   std::vector<uint32_t> affected(n_);
   for (uint32_t s = 0; s < n_; ++s) affected[s] = s;
   std::vector<uint8_t> is_affected(n_, 0);
+  std::vector<uint32_t> grouped;
   std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (signature hash, state)
   std::vector<std::pair<uint32_t, uint32_t>> moves;  // (state, new class)
   std::vector<uint32_t> group_reps, group_ids;
   for (uint32_t round = 0; round < depth && !affected.empty(); ++round) {
     for (uint32_t s : affected) is_affected[s] = 1;
-    // Affected states by class, then by signature hash.
-    std::sort(affected.begin(), affected.end(),
-              [&](uint32_t a, uint32_t b) { return cls_[a] < cls_[b] || (cls_[a] == cls_[b] && a < b); });
+    // Affected states grouped by class (a counting sort over the classes
+    // they touch; the order of classes and of states within one does not
+    // matter: the round's partition is the same, and each class is named by
+    // its smallest state at the end), then by signature hash below.
+    GroupByClass(affected, grouped);
+    affected.swap(grouped);
     moves.clear();
     for (size_t i = 0; i < affected.size();) {
       const uint32_t id = cls_[affected[i]];

@@ -55,6 +55,7 @@
 #include "parser/flat_grammar.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <utility>
 
@@ -145,6 +146,9 @@ class Lowering {
   absl::flat_hash_map<std::string, uint32_t> terminal_ids_;
   absl::flat_hash_map<std::string, Symbol> regex_symbols_;  // key "R<flags>/<pattern>"
   std::vector<grammar::ByteDfa> dfas_;  // per terminal; empty for lazy ones
+  // Per terminal whose DFA came from a regex's byte classes: those classes
+  // (the DFA's columns are equal within each; see BuildTerminalTable).
+  absl::flat_hash_map<uint32_t, std::array<uint8_t, 256>> dfa_class_hints_;
   // Terminals determinized lazily: their NFAs side by side in lazy_nfa_.
   struct LazyTerminal {
     uint32_t terminal;
@@ -184,27 +188,6 @@ absl::Status Lowering::AddProduction(uint32_t lhs, std::vector<Symbol> rhs) {
   return absl::OkStatus();
 }
 
-// The DFA of L minus the empty string: a fresh, non-accepting start state
-// with the old start's transitions, so loops back to the old start keep it.
-absl::StatusOr<grammar::ByteDfa> WithoutEmptyString(const grammar::ByteDfa& dfa,
-                                                    uint32_t max_states) {
-  grammar::ByteNfa nfa;  // state 0: the new start; states 1.. mirror the DFA's
-  for (uint32_t s = 1; s < dfa.num_states(); ++s) nfa.AddState();
-  auto copy_row = [&](uint32_t row, uint32_t into) {
-    for (uint32_t b = 0; b < 256;) {
-      uint32_t to = dfa.next[row][b], e = b;
-      while (e + 1 < 256 && dfa.next[row][e + 1] == to) ++e;
-      if (to != 0) nfa.AddRange(into, static_cast<uint8_t>(b), static_cast<uint8_t>(e), to);
-      b = e + 1;
-    }
-  };
-  copy_row(1, 0);
-  for (uint32_t s = 1; s < dfa.num_states(); ++s) {
-    copy_row(s, s);
-    if (dfa.accepting[s]) nfa.SetAccepting(s);
-  }
-  return grammar::Determinize(nfa, max_states);
-}
 
 absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   std::string key = absl::StrCat("R", e.flags, "/", e.literal);
@@ -238,7 +221,8 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
-  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Take(e.literal, e.flags, regex_limits);
+  std::array<uint8_t, 256> class_of;
+  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Take(e.literal, e.flags, regex_limits, &class_of);
   bool nullable = false;
   Symbol sym = kNone;
   if (dfa.ok()) {
@@ -246,10 +230,12 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
     // string becomes `N -> ε | T` with T matching the rest of its language.
     nullable = !dfa->empty() && dfa->accepting[1];
     if (nullable) {
-      dfa = WithoutEmptyString(*dfa, limits_.max_dfa_states);
+      dfa = grammar::WithoutEmptyString(*dfa, limits_.max_dfa_states);
       if (!dfa.ok()) return located(dfa.status());
     }
     if (!dfa->empty()) {
+      // (WithoutEmptyString renumbers rows, so the classes still hold.)
+      dfa_class_hints_.emplace(static_cast<uint32_t>(dfas_.size()), class_of);
       sym = kTerminalTag | static_cast<uint32_t>(dfas_.size());
       dfas_.push_back(*std::move(dfa));
       terminal_names_.push_back(name);
@@ -594,6 +580,54 @@ absl::Status Lowering::Define(uint32_t nt, ExprId id) {
   return AddProduction(nt, std::move(rhs));
 }
 
+// Per byte, a number shared exactly by the bytes whose columns of `d`
+// (states 1..n-1) are equal, given classes within which they are known to
+// be equal: their representatives' columns are grouped by hash, then
+// compared in full. One pass over k columns instead of n rows of 256.
+std::array<uint32_t, 256> ColumnClasses(const grammar::ByteDfa& d,
+                                        const std::array<uint8_t, 256>& hint) {
+  std::array<int16_t, 256> rep;  // per hint class: its smallest byte
+  rep.fill(-1);
+  std::vector<uint8_t> reps;
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (rep[hint[b]] < 0) {
+      rep[hint[b]] = static_cast<int16_t>(b);
+      reps.push_back(static_cast<uint8_t>(b));
+    }
+  }
+  const auto same_column = [&](uint8_t a, uint8_t b) {
+    for (uint32_t s = 1; s < d.num_states(); ++s) {
+      if (d.next[s][a] != d.next[s][b]) return false;
+    }
+    return true;
+  };
+  std::vector<std::pair<uint64_t, uint8_t>> keyed;  // (column hash, representative)
+  for (uint8_t r : reps) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint32_t s = 1; s < d.num_states(); ++s) h = (h ^ d.next[s][r]) * 0x100000001B3ull;
+    keyed.push_back({h, r});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::array<uint32_t, 256> group_of_rep{};  // by representative byte
+  std::vector<uint8_t> group_reps;           // first representative of each group
+  for (size_t a = 0; a < keyed.size();) {
+    size_t b = a;
+    while (b < keyed.size() && keyed[b].first == keyed[a].first) ++b;
+    const size_t first_group = group_reps.size();
+    for (size_t k = a; k < b; ++k) {
+      const uint8_t r = keyed[k].second;
+      size_t g = first_group;
+      while (g < group_reps.size() && !same_column(group_reps[g], r)) ++g;
+      if (g == group_reps.size()) group_reps.push_back(r);
+      group_of_rep[r] = static_cast<uint32_t>(g);
+    }
+    a = b;
+  }
+  std::array<uint32_t, 256> row;
+  for (uint32_t b = 0; b < 256; ++b) row[b] = group_of_rep[static_cast<uint8_t>(rep[hint[b]])];
+  return row;
+}
+
 absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   TerminalTable& t = out.terminals;
   t.names = terminal_names_;
@@ -626,7 +660,13 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   // row), so the global table is filled per class straight from the DFAs,
   // never as 256-column rows.
   grammar::ByteClassPartition classes;
-  for (const grammar::ByteDfa& d : dfas_) {
+  for (size_t i = 0; i < dfas_.size() && !classes.all_distinct(); ++i) {
+    const grammar::ByteDfa& d = dfas_[i];
+    if (auto hint = dfa_class_hints_.find(static_cast<uint32_t>(i)); hint != dfa_class_hints_.end()) {
+      // Refining by the DFA's column classes once is refining by all its rows.
+      classes.Refine(ColumnClasses(d, hint->second));
+      continue;
+    }
     for (uint32_t s = 1; s < d.num_states() && !classes.all_distinct(); ++s) classes.Refine(d.next[s]);
   }
   if (!lazy_terminals_.empty()) classes.RefineByRanges(lazy_nfa_);

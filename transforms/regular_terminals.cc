@@ -60,7 +60,7 @@ class Merger {
     ExprId child = kUnbuilt;  // kUnbuilt: `regex` holds a merged run
     std::string regex;
   };
-  std::vector<Piece> PlanSequence(const Expr& e);
+  std::vector<Piece> PlanSequence(ExprId id);
   // A regex the lowering matches as a counted terminal (a string with a
   // maxLength of 32 or more): merged with its neighbours it would be
   // unrolled into (max + 1) x |unit| eager states with no loop, which made
@@ -86,8 +86,10 @@ class Merger {
   std::vector<ExprId> memo_;
   absl::flat_hash_map<ExprId, std::vector<Piece>> plans_;
   grammar::RegexRenderMemo render_memo_;
-  // Per CompileKey of a single-expression try: unknown, compiled, failed.
-  enum : uint8_t { kUntried = 0, kCompiled = 1, kFailed = 2 };
+  // Per CompileKey of a single-expression try: unknown, compiled, failed
+  // while rendering (text too long), failed while compiling (too many DFA
+  // states, an empty language, an error).
+  enum : uint8_t { kUntried = 0, kCompiled = 1, kTooLong = 2, kFailed = 3 };
   std::vector<uint8_t> verdict_;
   // Compiled candidates by pattern text: separate nodes often render alike
   // (the same member of many objects, a run tried again inside a longer one).
@@ -177,12 +179,14 @@ ExprId Merger::CompileKey(ExprId id) const {
 
 std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
   const ExprId key = parts.size() == 1 ? CompileKey(parts[0]) : kUnbuilt;
-  auto fail = [&]() -> std::optional<std::string> {
-    if (key != kUnbuilt) verdict_[key] = kFailed;
+  auto fail = [&](uint8_t verdict) -> std::optional<std::string> {
+    if (key != kUnbuilt) verdict_[key] = verdict;
     if (stats_ != nullptr) ++stats_->too_large;
     return std::nullopt;
   };
-  if (key != kUnbuilt && verdict_[key] == kFailed) return fail();
+  if (key != kUnbuilt && (verdict_[key] == kFailed || verdict_[key] == kTooLong)) {
+    return fail(verdict_[key]);
+  }
   std::string pattern;
   for (ExprId part : parts) {
     const uint64_t rendered_before = render_memo_.nodes_rendered;
@@ -190,7 +194,9 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
         g_, part, [&](RuleId r) { return g_.rules[r].body; }, options_.max_regex_bytes,
         &render_memo_);
     if (stats_ != nullptr) stats_->nodes_rendered += render_memo_.nodes_rendered - rendered_before;
-    if (!piece.ok() || pattern.size() + piece->size() > options_.max_regex_bytes) return fail();
+    if (!piece.ok() || pattern.size() + piece->size() > options_.max_regex_bytes) {
+      return fail(kTooLong);
+    }
     pattern += *piece;
   }
   if (key == kUnbuilt || verdict_[key] == kUntried) {
@@ -199,20 +205,28 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
     const uint64_t hits_before = dfa_cache_.hits();
     const absl::StatusOr<grammar::ClassDfa>& dfa = dfa_cache_.Determinized(pattern, 0, limits);
     if (stats_ != nullptr && dfa_cache_.hits() == hits_before) ++stats_->compiles;
-    if (!dfa.ok() || dfa->empty()) return fail();
+    if (!dfa.ok() || dfa->empty()) return fail(kFailed);
     if (key != kUnbuilt) verdict_[key] = kCompiled;
   }
   if (stats_ != nullptr) ++stats_->merged;
   return pattern;
 }
 
-std::vector<Merger::Piece> Merger::PlanSequence(const Expr& e) {
+std::vector<Merger::Piece> Merger::PlanSequence(ExprId id) {
   std::vector<Piece> plan;
-  const std::vector<ExprId>& children = e.children;
+  const std::vector<ExprId>& children = g_.exprs[id].children;
+  // A run of all the children is the sequence itself: its regex is the
+  // sequence's without the outer (?:...), the same syntax tree, hence the
+  // same NFA and the same verdict. Once the sequence failed to compile
+  // (rather than to render: the run's text is 4 bytes shorter), trying the
+  // run would determinize the same doomed automaton up to the cap again.
+  const bool whole_run_failed = verdict_[id] == kFailed;
   for (size_t i = 0; i < children.size();) {
     size_t j = i;
     while (j < children.size() && regular_node_[children[j]]) ++j;
-    if (j - i >= 2) {
+    if (j - i >= 2 && j - i == children.size() && whole_run_failed) {
+      if (stats_ != nullptr) ++stats_->too_large;
+    } else if (j - i >= 2) {
       std::vector<ExprId> run(children.begin() + i, children.begin() + j);
       if (std::optional<std::string> pattern = TryRegex(run)) {
         plan.push_back({kUnbuilt, *std::move(pattern)});
@@ -242,7 +256,7 @@ ExprId Merger::Rebuild(ExprId root) {
       }
       stack.push_back({id, true});
       if (e.kind == ExprKind::kSequence) {
-        plans_[id] = PlanSequence(e);
+        plans_[id] = PlanSequence(id);
         for (const Piece& piece : plans_[id]) {
           if (piece.child != kUnbuilt && memo_[piece.child] == kUnbuilt) {
             stack.push_back({piece.child, false});

@@ -18,6 +18,7 @@
 //    a string is searched, the longer ones being dead too.
 #include "grammar/regex_compiler.h"
 
+#include <algorithm>
 #include <deque>
 #include <iostream>
 #include <map>
@@ -1076,6 +1077,56 @@ TEST(RegexDfaCacheTest, ReusesResultsAcrossStateLimitsOnlyWhenTheyDecide) {
   absl::StatusOr<ByteDfa> again = cache.Take(pattern, 0, large);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->next, taken->next);
+}
+
+// A RegexDfaCache shares class fragments, parsed classes and set operations
+// between its patterns (RegexPieces): every pattern still determinizes to
+// the DFA it has alone, state for state, and fails alike. The variants embed
+// each pattern where its pieces are met again, under other flags too (the
+// same class or set operation text means another thing under i or J).
+TEST(RegexDfaCacheTest, SharedPiecesGiveTheSameAutomataAsFreshOnes) {
+  const std::vector<std::string> bases = {
+      "[^\"\\\\\\x00-\\x1F]*",  // a JSON string body
+      "[a-c]x[a-c]",
+      "[]a]+[^]a]",
+      "[\\]\\-]z",
+      "[\\N{LATIN SMALL LETTER A}b]",
+      "(?i)[a-c]k",
+      "(?~:base|height|width)",
+      "(?&:[a-z]{2,5}|[^q]*)",
+      "(?J:\"(?~:ab|cd)\")",
+      "(?J)(?~:ab)x",
+      "[\\d\\s]{2}(?:ab|[x-z])?",
+      "[z-a]",     // an error
+      "(?~:a",     // an error
+  };
+  std::vector<std::pair<std::string, uint32_t>> patterns;
+  for (const std::string& b : bases) {
+    for (uint32_t flags : {0u, uint32_t{kRegexIgnoreCase}, uint32_t{kRegexJsonString}}) {
+      patterns.push_back({b, flags});
+      patterns.push_back({"(?:" + b + ")q", flags});
+      patterns.push_back({"q(?:" + b + ")|" + b, flags});
+    }
+  }
+  RegexDfaCache cache;
+  RegexLimits limits;
+  limits.max_dfa_states = 512;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [pattern, flags] : patterns) {
+      const absl::StatusOr<ClassDfa>& shared = cache.Determinized(pattern, flags, limits);
+      const absl::StatusOr<ClassDfa> fresh = DeterminizeRegexToClasses(pattern, flags, limits);
+      ASSERT_EQ(shared.ok(), fresh.ok()) << pattern << " flags " << flags;
+      if (!fresh.ok()) {
+        EXPECT_EQ(shared.status(), fresh.status());
+        continue;
+      }
+      EXPECT_EQ(shared->class_of, fresh->class_of) << pattern << " flags " << flags;
+      EXPECT_EQ(shared->next, fresh->next) << pattern << " flags " << flags;
+      EXPECT_EQ(shared->accepting, fresh->accepting) << pattern << " flags " << flags;
+    }
+    cache = RegexDfaCache();  // again with nothing cached, in the other order
+    std::reverse(patterns.begin(), patterns.end());
+  }
 }
 
 }  // namespace

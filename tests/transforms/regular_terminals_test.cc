@@ -225,6 +225,27 @@ TEST(RegularTerminals, CountedRegexesStayTerminalsOfTheirOwn) {
   }
 }
 
+// A sequence whose children are all regular is tried whole first; when it
+// fails to compile, the run of all its children is the same automaton and is
+// not determinized again: its children are tried one by one.
+TEST(RegularTerminals, AFailedSequenceIsNotTriedAgainAsTheRunOfItsChildren) {
+  absl::StatusOr<grammar::Grammar> g = grammar::ReadGbnf(
+      "root ::= x y\nx ::= \"aaaaaaaaaa\"\ny ::= \"bbbbbbbbbb\"\n", "run.gbnf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  RegularTerminalOptions options;
+  options.max_dfa_states = 16;  // x y needs 22 (with the dead state), x and y 12 each
+  RegularTerminalStats stats;
+  absl::StatusOr<grammar::Grammar> out = MergeRegularTerminals(*g, &stats, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(stats.compiles, 3u);   // x y, x, y (not the run "x y" again)
+  EXPECT_EQ(stats.too_large, 2u);  // x y, and its run, skipped
+  const grammar::Expr& root = out->exprs[out->rules[out->root].body];
+  ASSERT_EQ(root.kind, grammar::ExprKind::kSequence) << grammar::Dump(*out);
+  for (grammar::ExprId c : root.children) {
+    EXPECT_EQ(out->exprs[c].kind, grammar::ExprKind::kRegex) << grammar::Dump(*out);
+  }
+}
+
 TEST(RegularTerminals, LexedGrammarsAreUnchanged) {
   absl::StatusOr<grammar::Grammar> g =
       internal::ReadGrammarSpec("grammars/lark/syncode/sql.lark", testing::DataPath(""));
