@@ -251,11 +251,9 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
     }
     History next{source, token, 0, false, false, {}};
     if (ok && recognizer_.PushTokenEnd(histories_[source].set, token)) {
-      recognizer_.CollectLanes(&lanes_);
-      next.set = lanes_[0].source;
+      next.set = recognizer_.NumSets() - 1;  // the closure's one set
       next.alive = true;
-      next.accepting = lanes_[0].accepting;
-      next.tokens = lanes_[0].tokens;
+      next.accepting = recognizer_.NewestSetTokens(&next.tokens);
       pushed_chain_.push_back(it->second);
     }
     histories_.push_back(std::move(next));

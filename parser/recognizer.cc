@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <utility>
 
@@ -782,6 +783,28 @@ bool Recognizer::PushTokenEnd(uint32_t source, uint32_t token) {
   if (new_scan_.empty() && !new_accepting_) return false;
   FinishSet(chart, position, /*lane=*/0);
   return true;
+}
+
+bool Recognizer::NewestSetTokens(std::vector<uint32_t>* tokens) const {
+  const EarleySet& set = chart_.sets.back();
+  // A bit per token (the lexer's rows' width), read back in order: sorted
+  // and distinct without sorting the items.
+  thread_local std::vector<uint64_t> bits;
+  bits.assign(grammar_->lexer->words_per_state, 0);
+  uint32_t distinct = 0;
+  for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+    const uint32_t token = Payload(grammar_->rhs[chart_.scan[i].dot]);
+    uint64_t& word = bits[token / 64];
+    const uint64_t bit = uint64_t{1} << (token % 64);
+    distinct += (word & bit) == 0;
+    word |= bit;
+  }
+  tokens->clear();
+  tokens->reserve(distinct);
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) tokens->push_back(static_cast<uint32_t>(64 * w + std::countr_zero(b)));
+  }
+  return set.accepting != 0;
 }
 
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class,

@@ -208,6 +208,11 @@ class Recognizer {
   // Pop() undoes it. False, nothing pushed, when the set would be empty or a
   // budget ran out (status() says so).
   bool PushTokenEnd(uint32_t source, uint32_t token);
+  // The newest set (after PushTokenEnd: the closure) as CollectLanes would
+  // give it, without the lane: the tokens its items wait for (sorted,
+  // distinct) into `tokens`, and whether it is accepting.
+  bool NewestSetTokens(std::vector<uint32_t>* tokens) const;
+  uint32_t NumSets() const { return static_cast<uint32_t>(chart_.sets.size()); }
   // A canonical form of the live state: the live chart, renumbered densely,
   // without positions, lanes spelled out. Two recognizers of one grammar with
   // equal canonical states accept exactly the same continuations (the key of
