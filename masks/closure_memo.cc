@@ -4,6 +4,7 @@
 namespace zapgram::masks {
 
 uint32_t ClosureMemo::Intern(absl::Span<const uint32_t> spelling) {
+  spelled_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(spelling);
   if (it != ids_.end()) return it->second;

@@ -282,7 +282,9 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
 
 uint32_t Matcher::SpelledHistory(uint32_t h) {
   // Spelled once, and only while its set is in the chart: a set of the
-  // newest position, or one of the pushed chain.
+  // newest position, or one of the pushed chain; never while the memo does
+  // not pay for this grammar (ClosureMemo::Pays, asked once per walk).
+  if (!use_closure_memo_) return ClosureMemo::kNone;
   History& history = histories_[h];
   if (history.spelled != kNotSpelled) return history.spelled;
   const uint32_t set = history.set;
@@ -365,6 +367,7 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
   histories_.clear();
   history_after_.clear();
   walk_sets_ = recognizer_.NumSets();
+  use_closure_memo_ = grammar_->closure_memo().Pays();
   recognizer_.CollectLanes(&view_stack_[0]);
   for (parser::Recognizer::LaneView& view : view_stack_[0]) {
     histories_.push_back({kNoHistory, 0, view.source, true, view.accepting, view.tokens, kNotSpelled});

@@ -400,6 +400,7 @@ class Matcher {
   std::vector<uint32_t> pushed_chain_;  // histories whose closures the chart holds, oldest first
   std::vector<uint32_t> spelling_;  // Recognizer::SpellClosureSet scratch
   uint32_t walk_sets_ = 0;          // chart sets when the walk began (pushed sets follow)
+  bool use_closure_memo_ = false;   // ClosureMemo::Pays when the walk began
   // History h's id in the grammar's ClosureMemo, spelled now if its set is
   // in the chart; kNone when it cannot be (or the memo is full).
   uint32_t SpelledHistory(uint32_t h);
