@@ -25,7 +25,10 @@
 // `foo(`, `bar(` and `x(` share one closure after NAME and one after "(".
 // Before, every root pushed its bytes through the recognizer (each byte
 // inside a name closed the boundary lane again): ~2,500 roots per miss at
-// ~1 us each on java/go/sql. The roots are walked in trie order without
+// ~1 us each on java/go/sql. Closures that read nothing older than their
+// source set are kept across masks too (masks/closure_memo.h: per spelling
+// of the source set and token, what the walk reads of the new set), so a
+// later mask pushes only the closures no earlier mask kept. The roots are walked in trie order without
 // sorting the whole list per mask: the token sets give each lane's roots as
 // an ascending run (merged, SortRuns), nested roots go through a min-heap.
 //
@@ -43,7 +46,8 @@
 //
 // Tests: tests/masks/matcher_test.cc (MatcherTrace.* and
 // MatcherRandomWalk.LexedGrammarsMatchBruteForce: masks against a
-// per-token brute force on java/go/sql; LexedViews.*: stepped views equal
+// per-token brute force on java/go/sql; MatcherLexed.* likewise with the
+// cache off, ClosureMemoMatchesBruteForce with kept closures; LexedViews.*: stepped views equal
 // the recognizer's lanes after a real push, byte by byte).
 #include <algorithm>
 #include <functional>
@@ -227,36 +231,95 @@ const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state
   return it->second;
 }
 
+void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
+  // The chart holds the closures of pushed_chain_ (one position each),
+  // shared with the previous history's where they agree: pop to the common
+  // part, push the rest of the source's chain, then the token.
+  chain_.clear();
+  for (uint32_t h = source; histories_[h].parent != kNoHistory; h = histories_[h].parent) chain_.push_back(h);
+  std::reverse(chain_.begin(), chain_.end());
+  size_t common = 0;
+  while (common < pushed_chain_.size() && common < chain_.size() && pushed_chain_[common] == chain_[common]) {
+    ++common;
+  }
+  PopBytes(pushed_chain_.size() - common);
+  pushed_chain_.resize(common);
+  bool ok = true;
+  for (size_t i = common; i < chain_.size() && ok; ++i) {
+    History& h = histories_[chain_[i]];
+    ok = recognizer_.PushTokenEnd(histories_[h.parent].set, h.token);  // false only on a budget
+    if (ok) {
+      h.set = recognizer_.NumSets() - 1;
+      pushed_chain_.push_back(chain_[i]);
+    }
+  }
+  if (!ok) return;
+  // The closure's own bound on what it consulted, then the walk's again.
+  const uint32_t source_set = histories_[source].set;
+  const uint32_t outer = recognizer_.LowestConsultedGroup();
+  recognizer_.ResetConsulted();
+  const bool pushed = recognizer_.PushTokenEnd(source_set, token);
+  const uint32_t consulted = recognizer_.LowestConsultedGroup();
+  recognizer_.NoteConsulted(outer);
+  if (!recognizer_.status().ok()) return;  // a budget: nothing to keep
+  if (pushed) {
+    next->set = recognizer_.NumSets() - 1;  // the closure's one set
+    next->alive = true;
+    next->accepting = recognizer_.NewestSetTokens(&next->tokens);
+    // Spelled when a closure is asked from it (most closures are leaves).
+    next->spelled = kNotSpelled;
+  }
+  const uint32_t from = SpelledHistory(source);  // its set is in the chart now
+  if (from < kNotSpelled && (consulted == parser::kNoParent || consulted >= recognizer_.SetGroupBegin(source_set))) {
+    if (pushed) {
+      spelling_.clear();
+      recognizer_.SpellClosureSet(next->set, &spelling_);
+      next->spelled = grammar_->closure_memo().Intern(spelling_);
+    }
+    grammar_->closure_memo().Record(from, token, {next->spelled, next->alive, next->accepting, next->tokens});
+  }
+}
+
+uint32_t Matcher::SpelledHistory(uint32_t h) {
+  // Spelled once, and only while its set is in the chart: a set of the
+  // newest position, or one of the pushed chain; never while the memo does
+  // not pay for this grammar (ClosureMemo::Pays, asked once per walk).
+  if (!use_closure_memo_) return ClosureMemo::kNone;
+  History& history = histories_[h];
+  if (history.spelled != kNotSpelled) return history.spelled;
+  const uint32_t set = history.set;
+  const bool in_chart = history.parent == kNoHistory ||
+                        (set >= walk_sets_ && set - walk_sets_ < pushed_chain_.size() &&
+                         pushed_chain_[set - walk_sets_] == h);
+  if (!in_chart) return ClosureMemo::kNone;  // not spelled now; may be later
+  spelling_.clear();
+  recognizer_.SpellClosureSet(set, &spelling_);
+  history.spelled = grammar_->closure_memo().Intern(spelling_);
+  return history.spelled;
+}
+
 bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary) {
   const uint64_t key = (uint64_t{source} << 32) | token;
   auto [it, fresh] = history_after_.try_emplace(key, static_cast<uint32_t>(histories_.size()));
   if (fresh) {
-    // The chart holds the closures of pushed_chain_ (one position each),
-    // shared with the previous history's where they agree: pop to the
-    // common part, push the rest of the source's chain, then the token.
-    chain_.clear();
-    for (uint32_t h = source; histories_[h].parent != kNoHistory; h = histories_[h].parent) chain_.push_back(h);
-    std::reverse(chain_.begin(), chain_.end());
-    size_t common = 0;
-    while (common < pushed_chain_.size() && common < chain_.size() && pushed_chain_[common] == chain_[common]) {
-      ++common;
-    }
-    PopBytes(pushed_chain_.size() - common);
-    pushed_chain_.resize(common);
-    bool ok = true;
-    for (size_t i = common; i < chain_.size() && ok; ++i) {
-      const History& h = histories_[chain_[i]];
-      ok = recognizer_.PushTokenEnd(histories_[h.parent].set, h.token);  // false only on a budget
-      if (ok) pushed_chain_.push_back(chain_[i]);
-    }
     History next{source, token, 0, false, false, {}};
-    if (ok && recognizer_.PushTokenEnd(histories_[source].set, token)) {
-      recognizer_.CollectLanes(&lanes_);
-      next.set = lanes_[0].source;
-      next.alive = true;
-      next.accepting = lanes_[0].accepting;
-      next.tokens = lanes_[0].tokens;
-      pushed_chain_.push_back(it->second);
+    ClosureMemo& memo = grammar_->closure_memo();
+    const uint32_t from = SpelledHistory(source);
+    ClosureMemo::Step step;
+    if (from < kNotSpelled && memo.Find(from, token, &step)) {
+      // Closed by an earlier mask from a set spelled alike, reading nothing
+      // older (closure_memo.h): nothing is pushed here; the chain is pushed
+      // when a closure below it is not kept.
+      next.alive = step.alive;
+      next.accepting = step.accepting;
+      next.tokens = std::move(step.tokens);
+      next.spelled = step.next;
+      if (histories_[source].parent == kNoHistory) {
+        recognizer_.NoteConsulted(recognizer_.SetGroupBegin(histories_[source].set));
+      }
+    } else {
+      PushHistory(source, token, &next);
+      if (next.alive) pushed_chain_.push_back(it->second);
     }
     histories_.push_back(std::move(next));
   }
@@ -336,9 +399,11 @@ void Matcher::BeginLexedViews() {
   if (view_stack_.size() < trie.max_depth() + 1u) view_stack_.resize(trie.max_depth() + 1u);
   histories_.clear();
   history_after_.clear();
+  walk_sets_ = recognizer_.NumSets();
+  use_closure_memo_ = grammar_->closure_memo().Pays();
   recognizer_.CollectLanes(&view_stack_[0]);
   for (parser::Recognizer::LaneView& view : view_stack_[0]) {
-    histories_.push_back({kNoHistory, 0, view.source, true, view.accepting, view.tokens});
+    histories_.push_back({kNoHistory, 0, view.source, true, view.accepting, view.tokens, kNotSpelled});
     view.source = static_cast<uint32_t>(histories_.size() - 1);
   }
   view_path_.assign(1, TokenTrie::kRoot);

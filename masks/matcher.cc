@@ -192,7 +192,7 @@ CompiledGrammar::Memory CompiledGrammar::memory() const {
   }
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
   m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
-  m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed);
+  m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed) + closure_memo_.bytes();
   m.mask_cache = account_->stats().bytes;
   return m;
 }

@@ -99,6 +99,7 @@
 #include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "masks/closure_memo.h"
 #include "masks/mask_cache.h"
 #include "masks/token_classes.h"
 #include "masks/token_sets.h"
@@ -191,13 +192,15 @@ class CompiledGrammar {
     size_t grammar = 0;           // lowered grammar, tables, classes, class masks, slots
     size_t token_sets_built = 0;  // terminal-state sets it built (also offered to the store)
     size_t token_sets_found = 0;  // sets found built by an earlier grammar (shared, not its own)
-    size_t lexed_sets = 0;        // lexed and lazy-state sets, guard failures, subtree sets
+    size_t lexed_sets = 0;        // lexed and lazy-state sets, guard failures, subtree sets, closure memo
     size_t mask_cache = 0;        // its entries in the vocabulary's mask cache
     // What this grammar adds to the process (found sets excluded).
     size_t own() const { return grammar + token_sets_built + lexed_sets + mask_cache; }
   };
   Memory memory() const;
   MaskCache& mask_cache() const { return *cache_; }
+  // Lexed grammars: closures of the mask walk kept across masks (32 MiB).
+  ClosureMemo& closure_memo() const { return closure_memo_; }
 
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
@@ -226,15 +229,7 @@ class CompiledGrammar {
   const StateTokenSets& OnDemandSets(uint64_t key, absl::FunctionRef<StateTokenSets()> build) const;
   mutable std::mutex on_demand_mu_;
   mutable absl::node_hash_map<uint64_t, StateTokenSets> on_demand_sets_;
-  // Looked up by span (no key is built to find one).
-  struct SpanHash {
-    using is_transparent = void;
-    size_t operator()(absl::Span<const uint32_t> s) const { return absl::HashOf(s); }
-  };
-  struct SpanEq {
-    using is_transparent = void;
-    bool operator()(absl::Span<const uint32_t> a, absl::Span<const uint32_t> b) const { return a == b; }
-  };
+  // Looked up by span (SpanHash, SpanEq: masks/closure_memo.h).
   mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
       subtree_sets_;
   mutable size_t subtree_bytes_ = 0;
@@ -265,6 +260,8 @@ class CompiledGrammar {
   mutable std::shared_ptr<const ClassMasks> class_masks_;
   // class_masks_ once built (memory() may run while another thread builds it).
   mutable std::atomic<const ClassMasks*> class_masks_built_{nullptr};
+  // Lexed grammars: the mask walk's closures kept across masks.
+  mutable ClosureMemo closure_memo_{size_t{32} << 20};
 };
 
 struct MatcherOptions {
@@ -399,12 +396,25 @@ class Matcher {
     bool alive;       // the closure left a set
     bool accepting;
     std::vector<uint32_t> tokens;
+    // The set's id in the grammar's ClosureMemo; kNotSpelled: not asked yet.
+    uint32_t spelled = ClosureMemo::kNone;
   };
+  static constexpr uint32_t kNotSpelled = ClosureMemo::kNone - 1;
   static constexpr uint32_t kNoHistory = 0xFFFFFFFFu;
   std::vector<History> histories_;
   absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
   std::vector<uint32_t> chain_;         // AdvanceHistory scratch
   std::vector<uint32_t> pushed_chain_;  // histories whose closures the chart holds, oldest first
+  std::vector<uint32_t> spelling_;  // Recognizer::SpellClosureSet scratch
+  uint32_t walk_sets_ = 0;          // chart sets when the walk began (pushed sets follow)
+  bool use_closure_memo_ = false;   // ClosureMemo::Pays when the walk began
+  // History h's id in the grammar's ClosureMemo, spelled now if its set is
+  // in the chart; kNone when it cannot be (or the memo is full).
+  uint32_t SpelledHistory(uint32_t h);
+  // Closes `token` after history `source` in the chart (its chain pushed
+  // first) into *next, and keeps the step in the grammar's ClosureMemo
+  // when it consulted nothing older than its source set.
+  void PushHistory(uint32_t source, uint32_t token, History* next);
   // Fills `boundary` with the view after `token` ends in history `source`.
   bool AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer::LaneView* boundary);
   void WalkLexedRoots(uint32_t* words);

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <utility>
 
@@ -782,6 +783,85 @@ bool Recognizer::PushTokenEnd(uint32_t source, uint32_t token) {
   if (new_scan_.empty() && !new_accepting_) return false;
   FinishSet(chart, position, /*lane=*/0);
   return true;
+}
+
+bool Recognizer::NewestSetTokens(std::vector<uint32_t>* tokens) const {
+  const EarleySet& set = chart_.sets.back();
+  // A bit per token (the lexer's rows' width), read back in order: sorted
+  // and distinct without sorting the items.
+  thread_local std::vector<uint64_t> bits;
+  bits.assign(grammar_->lexer->words_per_state, 0);
+  uint32_t distinct = 0;
+  for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+    const uint32_t token = Payload(grammar_->rhs[chart_.scan[i].dot]);
+    uint64_t& word = bits[token / 64];
+    const uint64_t bit = uint64_t{1} << (token % 64);
+    distinct += (word & bit) == 0;
+    word |= bit;
+  }
+  tokens->clear();
+  tokens->reserve(distinct);
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) tokens->push_back(static_cast<uint32_t>(64 * w + std::countr_zero(b)));
+  }
+  return set.accepting != 0;
+}
+
+void Recognizer::SpellClosureSet(uint32_t set, std::vector<uint32_t>* out) const {
+  const Chart& chart = chart_;
+  const EarleySet& s = chart.sets[set];
+  // Five words per record: kind (0 waiting item, 1 item on a token, 2 Leo
+  // entry), dot (Leo: the group's nonterminal), 0 (Leo: its dot), then the
+  // parent as (0, own group's nonterminal), (1, 0) for none, or (2, outer
+  // group number), the outer groups numbered by first appearance in the
+  // sorted records. Sorted as 128-bit keys: kind, dot, Leo dot, parent kind,
+  // own nonterminal (outer groups: 0, they do not order records, ties keep
+  // the chart's order), place.
+  thread_local std::vector<unsigned __int128> keys;
+  thread_local std::vector<uint32_t> outer_of;  // per place: the outer group, if any
+  keys.clear();
+  outer_of.clear();
+  const auto add = [&](uint32_t kind, uint32_t a, uint32_t b, uint32_t parent) {
+    uint64_t cls = 1, value = 0;
+    if (parent != kNoParent && parent >= s.group_begin && parent < s.group_end) {
+      cls = 0;
+      value = chart.groups[parent].nt;
+    } else if (parent != kNoParent) {
+      cls = 2;
+    }
+    const uint64_t place = outer_of.size();
+    outer_of.push_back(parent);
+    const uint64_t hi = (uint64_t{kind} << 62) | (uint64_t{a} << 31) | b;
+    const uint64_t lo = (cls << 62) | (value << 30) | place;
+    keys.push_back((static_cast<unsigned __int128>(hi) << 64) | lo);
+  };
+  // Dots, nonterminals and places fit their fields (rule tables and sets
+  // are far below 2^31 / 2^30 entries).
+  for (uint32_t g = s.group_begin; g < s.group_end; ++g) {
+    const WaitingGroup& group = chart.groups[g];
+    for (uint32_t k = 0; k < group.count; ++k) {
+      const WaitingItem& w = chart.waiting[group.first + k];
+      add(0, w.dot, 0, w.parent);
+    }
+    if (group.leo_dot != kNoLeo) add(2, group.nt, group.leo_dot, group.leo_parent);
+  }
+  for (uint32_t i = s.scan_begin; i < s.scan_end; ++i) add(1, chart.scan[i].dot, 0, chart.scan[i].parent);
+  std::sort(keys.begin(), keys.end());
+  thread_local std::vector<uint32_t> outer;  // outer group of each number
+  outer.clear();
+  for (const unsigned __int128 key : keys) {
+    const uint64_t hi = static_cast<uint64_t>(key >> 64), lo = static_cast<uint64_t>(key);
+    const uint32_t cls = static_cast<uint32_t>(lo >> 62);
+    uint32_t value = static_cast<uint32_t>((lo >> 30) & 0xFFFFFFFFu);
+    if (cls == 2) {
+      const uint32_t group = outer_of[lo & ((uint64_t{1} << 30) - 1)];
+      const auto it = std::find(outer.begin(), outer.end(), group);
+      value = static_cast<uint32_t>(it - outer.begin());
+      if (it == outer.end()) outer.push_back(group);
+    }
+    out->insert(out->end(), {static_cast<uint32_t>(hi >> 62), static_cast<uint32_t>((hi >> 31) & 0x7FFFFFFFu),
+                             static_cast<uint32_t>(hi & 0x7FFFFFFFu), cls, value});
+  }
 }
 
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class,

@@ -46,6 +46,7 @@
 #ifndef ZAPGRAM_PARSER_RECOGNIZER_H_
 #define ZAPGRAM_PARSER_RECOGNIZER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -208,6 +209,22 @@ class Recognizer {
   // Pop() undoes it. False, nothing pushed, when the set would be empty or a
   // budget ran out (status() says so).
   bool PushTokenEnd(uint32_t source, uint32_t token);
+  // The newest set (after PushTokenEnd: the closure) as CollectLanes would
+  // give it, without the lane: the tokens its items wait for (sorted,
+  // distinct) into `tokens`, and whether it is accepting.
+  bool NewestSetTokens(std::vector<uint32_t>* tokens) const;
+  uint32_t NumSets() const { return static_cast<uint32_t>(chart_.sets.size()); }
+  // The first group of set `set`: a step that consulted no group below it
+  // (LowestConsultedGroup) read nothing older than the set.
+  uint32_t SetGroupBegin(uint32_t set) const { return chart_.sets[set].group_begin; }
+  // Appends to `out` a spelling of set `set` for masks/closure_memo.h: its
+  // waiting items, items on tokens and Leo entries, with each parent spelled
+  // as the nonterminal of the set's own group, as none, or as an outer group
+  // numbered by first appearance (records sorted first). Two sets spelled
+  // alike hold the same items and Leo entries up to a renaming of the
+  // groups outside them, so a step that consults none of those groups
+  // (LowestConsultedGroup >= SetGroupBegin) does the same from either.
+  void SpellClosureSet(uint32_t set, std::vector<uint32_t>* out) const;
   // A canonical form of the live state: the live chart, renumbered densely,
   // without positions, lanes spelled out. Two recognizers of one grammar with
   // equal canonical states accept exactly the same continuations (the key of
@@ -228,6 +245,8 @@ class Recognizer {
   // on below the newest sets.
   uint32_t LowestConsultedGroup() const { return lowest_consulted_; }
   void ResetConsulted() { lowest_consulted_ = kNoParent; }
+  // As if a step had consulted `group` (restores an outer step's bound).
+  void NoteConsulted(uint32_t group) { lowest_consulted_ = std::min(lowest_consulted_, group); }
 
   // Speculative steps on top of the current state (no compaction, no snapshot).
   bool Push(uint8_t byte);

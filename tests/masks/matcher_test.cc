@@ -127,6 +127,28 @@ std::vector<TraceRecord> ReadTrace(const std::string& tokenizer, const std::stri
 // the trace's token is allowed exactly while the document is still valid.
 // ZAPGRAM_BRUTE_FORCE_DOCS / ZAPGRAM_BRUTE_FORCE_STEPS widen the sample for
 // long offline runs (every step of many documents).
+// The first `steps` masks along `rec` on `g` against the brute force; each
+// real token must be allowed exactly when the matcher accepts it.
+void CheckRecord(const std::shared_ptr<const CompiledGrammar>& g, const TraceRecord& rec, size_t steps,
+                 const MatcherOptions& options, const std::string& label, int* checked, int* mismatches) {
+  Matcher m(g, options);
+  std::vector<uint32_t> words(g->mask_words());
+  std::string text;
+  for (size_t k = 0; k < rec.tokens.size() && k < steps; ++k) {
+    m.ComputeMask(words.data());
+    *mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), label + " step " + std::to_string(k));
+    ++*checked;
+    const TokenId t = rec.tokens[k];
+    const bool allowed = Allowed(words, t);
+    EXPECT_EQ(allowed, m.AcceptToken(t)) << label << " step " << k;
+    if (!allowed) {
+      EXPECT_FALSE(rec.valid) << rec.id << ": token " << k << " of a valid document rejected";
+      break;
+    }
+    text += g->vocabulary().token_bytes(t);
+  }
+}
+
 void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps,
                 const MatcherOptions& options = {}) {
   if (const char* d = std::getenv("ZAPGRAM_BRUTE_FORCE_DOCS")) docs = std::strtoull(d, nullptr, 10);
@@ -137,22 +159,7 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
   for (const TraceRecord& rec : ReadTrace(tokenizer, set, docs)) {
     auto& g = grammars[rec.grammar];
     if (g == nullptr) g = CompileFor(rec.grammar, vocab);
-    Matcher m(g, options);
-    std::vector<uint32_t> words(g->mask_words());
-    std::string text;
-    for (size_t k = 0; k < rec.tokens.size() && k < steps; ++k) {
-      m.ComputeMask(words.data());
-      mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), rec.id + " step " + std::to_string(k));
-      ++checked;
-      const TokenId t = rec.tokens[k];
-      const bool allowed = Allowed(words, t);
-      EXPECT_EQ(allowed, m.AcceptToken(t)) << rec.id << " step " << k;
-      if (!allowed) {
-        EXPECT_FALSE(rec.valid) << rec.id << ": token " << k << " of a valid document rejected";
-        break;
-      }
-      text += g->vocabulary().token_bytes(t);
-    }
+    CheckRecord(g, rec, steps, options, rec.id, &checked, &mismatches);
   }
   std::printf("%s/%s: %d masks checked against the brute force, %d mismatches\n", tokenizer.c_str(),
               set.c_str(), checked, mismatches);
@@ -329,6 +336,38 @@ TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
   CheckTrace("llama3", "java", docs, steps, uncached);
   CheckTrace("llama3", "go", docs, steps, uncached);
   CheckTrace("llama3", "sql", 4 * docs, steps, uncached);  // short documents
+}
+
+// The closure memo (masks/closure_memo.h): uncached masks along the first
+// java, go and sql documents on Llama 3, each document walked twice over one
+// compiled grammar, so that the second pass is served by the closures the
+// first kept (and a later document by the earlier ones'), against the
+// brute force.
+TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t docs = 1, steps = 4;
+#else
+  const size_t docs = 2, steps = 12;
+#endif
+  auto vocab = LoadVocabulary("llama3");
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  for (const char* set : {"java", "go", "sql"}) {
+    std::shared_ptr<const CompiledGrammar> g;
+    int checked = 0, mismatches = 0;
+    const std::vector<TraceRecord> recs = ReadTrace("llama3", set, std::string(set) == "sql" ? 4 * docs : docs);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const TraceRecord& rec : recs) {
+        if (g == nullptr) g = CompileFor(rec.grammar, vocab);
+        CheckRecord(g, rec, steps, uncached, rec.id + " pass " + std::to_string(pass), &checked, &mismatches);
+      }
+    }
+    std::printf("%s: %d masks checked, %d mismatches, %llu closures found kept\n", set, checked, mismatches,
+                static_cast<unsigned long long>(g->closure_memo().found()));
+    EXPECT_GT(checked, 0);
+    EXPECT_EQ(mismatches, 0);
+    EXPECT_GT(g->closure_memo().found(), 0u) << set << ": the second pass should find kept closures";
+  }
 }
 
 // Inside comments (an ignored token whose lexer state loops on almost every
