@@ -69,10 +69,12 @@ void MaskCache::Decode(const Entry& entry, uint32_t* words) const {
       for (size_t w = (mask_ids_ + 31) / 32; w < mask_words_; ++w) words[w] = 0;
       for (uint32_t id : entry.payload) words[id / 32] &= ~(1u << (id % 32));
       return;
+    case Form::kDeeper:
+      return;
   }
 }
 
-int64_t MaskCache::Lookup(GrammarAccount& account, absl::Span<const uint32_t> key, uint32_t* words) {
+MaskCache::Found MaskCache::Lookup(GrammarAccount& account, absl::Span<const uint32_t> key, uint32_t* words) {
   const KeyView view{account.id(), key};
   const size_t hash = KeyHash()(view);
   Shard& shard = ShardOf(hash);
@@ -81,22 +83,36 @@ int64_t MaskCache::Lookup(GrammarAccount& account, absl::Span<const uint32_t> ke
   if (it == shard.map.end()) {
     ++shard.misses;
     account.misses_.fetch_add(1, std::memory_order_relaxed);
-    return -1;
+    return {};
   }
+  shard.lru.splice(shard.lru.begin(), shard.lru, it->second.lru);
+  if (it->second.form == Form::kDeeper) return {.allowed = -1, .deeper_sets = it->second.allowed};
   ++shard.hits;
   account.hits_.fetch_add(1, std::memory_order_relaxed);
-  shard.lru.splice(shard.lru.begin(), shard.lru, it->second.lru);
   Decode(it->second, words);
-  return it->second.allowed;
+  return {.allowed = it->second.allowed, .deeper_sets = 0};
 }
 
 void MaskCache::Store(const std::shared_ptr<GrammarAccount>& account, absl::Span<const uint32_t> key,
                       const uint32_t* words, size_t allowed) {
+  Entry entry;
+  Encode(words, allowed, &entry);
+  Insert(account, key, std::move(entry));
+}
+
+void MaskCache::StoreDeeper(const std::shared_ptr<GrammarAccount>& account, absl::Span<const uint32_t> key,
+                            uint32_t deeper_sets) {
+  Entry entry;
+  entry.form = Form::kDeeper;
+  entry.allowed = deeper_sets;
+  Insert(account, key, std::move(entry));
+}
+
+void MaskCache::Insert(const std::shared_ptr<GrammarAccount>& account, absl::Span<const uint32_t> key,
+                       Entry entry) {
   const size_t shard_budget = budget_bytes() / kShards;
   const KeyView view{account->id(), key};
   const size_t hash = KeyHash()(view);
-  Entry entry;
-  Encode(words, allowed, &entry);
   entry.bytes = 4 * (entry.payload.size() + key.size()) + kEntryOverhead;
   if (entry.bytes > shard_budget) return;
   entry.account = account;

@@ -17,6 +17,10 @@
 // copy. JSON masks are often a handful of tokens (after a key, inside a
 // number) or all but a handful (inside a string).
 //
+// Besides masks, an entry may hold a pointer to a longer key: a cut key
+// (masks/matcher.h) whose state's mask walk read below the cut says how many
+// sets the key that holds the mask spells, so a lookup goes there next.
+//
 // Concurrency: kShards independent shards, each with its own mutex, map
 // and LRU list, chosen by the key's hash; the budget is split evenly.
 // Accounting per grammar (hits, misses, entries, bytes) lives in a
@@ -67,12 +71,22 @@ class MaskCache {
   // last word is zero).
   MaskCache(size_t mask_words, uint32_t mask_ids, size_t budget_bytes);
 
-  // Copies the mask stored under (account, key) into `words` and returns
-  // its allowed count, or -1 on a miss.
-  int64_t Lookup(GrammarAccount& account, absl::Span<const uint32_t> key, uint32_t* words);
+  // What a lookup found: a mask (allowed >= 0, copied into the caller's
+  // words), a pointer to a longer key (deeper_sets > 0: look under the key
+  // that spells that many sets), or nothing (a miss).
+  struct Found {
+    int64_t allowed = -1;
+    uint32_t deeper_sets = 0;
+  };
+  // Hits and misses are counted per mask: a pointer is neither.
+  Found Lookup(GrammarAccount& account, absl::Span<const uint32_t> key, uint32_t* words);
   // Stores a mask (of `allowed` set bits); an entry already there stays.
   void Store(const std::shared_ptr<GrammarAccount>& account, absl::Span<const uint32_t> key,
              const uint32_t* words, size_t allowed);
+  // Stores a pointer to the key spelling `deeper_sets` sets (> 0); an entry
+  // already there stays.
+  void StoreDeeper(const std::shared_ptr<GrammarAccount>& account, absl::Span<const uint32_t> key,
+                   uint32_t deeper_sets);
 
   // Totals over every grammar.
   MaskCacheStats stats() const;
@@ -81,7 +95,7 @@ class MaskCache {
   void set_budget_bytes(size_t bytes) { budget_bytes_.store(bytes, std::memory_order_relaxed); }
 
  private:
-  enum class Form : uint8_t { kBits, kAllowedIds, kRejectedIds };
+  enum class Form : uint8_t { kBits, kAllowedIds, kRejectedIds, kDeeper };
   struct Key {
     uint64_t grammar;
     std::vector<uint32_t> state;
@@ -106,12 +120,12 @@ class MaskCache {
     }
   };
   struct Entry {
-    Form form;
-    uint32_t allowed;
+    Form form = Form::kBits;
+    uint32_t allowed = 0;  // kDeeper: the sets the longer key spells
     std::vector<uint32_t> payload;
     std::shared_ptr<GrammarAccount> account;
     std::list<const Key*>::iterator lru;
-    size_t bytes;
+    size_t bytes = 0;
   };
   struct Shard {
     mutable std::mutex mu;
@@ -124,6 +138,7 @@ class MaskCache {
 
   Shard& ShardOf(size_t hash) { return shards_[(hash >> 7) % kShards]; }
   void Encode(const uint32_t* words, size_t allowed, Entry* entry) const;
+  void Insert(const std::shared_ptr<GrammarAccount>& account, absl::Span<const uint32_t> key, Entry entry);
   void Decode(const Entry& entry, uint32_t* words) const;
 
   const size_t mask_words_;

@@ -381,27 +381,35 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     return 0;
   }
   // The key spells the newest options_.key_sets kept sets (deep nesting
-  // costs no more); the mask is stored under it when the walk consulted
-  // nothing below its cut, else under the whole state's key (full_key_).
-  uint32_t cut = 0;
+  // costs no more). Its entry may point to a longer key, where a state whose
+  // walk read below the cut stored its mask; the walk's own mask goes under
+  // the last key looked up, or under a longer one if its walk read deeper.
   const auto counted_class = [&g](uint32_t s) { return g.MaskClass(s); };
   const parser::StateClasses classes{g.mask_classes(), counted_class};  // refers to counted_class
-  const bool cached =
-      options_.use_cache && recognizer_.CanonicalState(&key_, classes, options_.key_sets, &cut);
-  if (cached) {
-    int64_t allowed = g.CacheLookup(key_, words);
-    if (allowed < 0 && cut > 0) {
-      recognizer_.CanonicalState(&full_key_, classes);
-      allowed = g.CacheLookup(full_key_, words);
-    }
-    if (allowed >= 0) return static_cast<size_t>(allowed);
+  parser::KeyCut spelled;
+  const bool cached = options_.use_cache &&
+                      recognizer_.CanonicalState(&key_, classes, {.max_sets = options_.key_sets}, &spelled);
+  while (cached) {
+    const MaskCache::Found found = g.CacheLookup(key_, words);
+    if (found.allowed >= 0) return static_cast<size_t>(found.allowed);
+    // A pointer always leads to a longer key; the test guards against a
+    // cycle all the same.
+    if (found.deeper_sets <= spelled.older_sets || spelled.cut == 0) break;
+    recognizer_.CanonicalState(&key_, classes, {.max_sets = found.deeper_sets}, &spelled);
   }
   recognizer_.ResetConsulted();
   const size_t allowed = ComputeUncached(words);
   // A mask cut short by a budget is not cached.
   if (cached && recognizer_.status().ok()) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
-    g.CacheStore(cut == 0 || lowest == parser::kNoParent || lowest >= cut ? key_ : full_key_, words, allowed);
+    if (spelled.cut == 0 || lowest == parser::kNoParent || lowest >= spelled.cut) {
+      g.CacheStore(key_, words, allowed);
+    } else {
+      parser::KeyCut deeper;
+      recognizer_.CanonicalState(&deeper_key_, classes, {.down_to_group = lowest}, &deeper);
+      g.CacheStoreDeeper(key_, deeper.older_sets);
+      g.CacheStore(deeper_key_, words, allowed);
+    }
   }
   return allowed;
 }

@@ -50,9 +50,12 @@
 //    (masks/mask_cache.h: one byte budget and LRU eviction across every
 //    grammar), with hit/miss counters per grammar.
 //    The key is cut below MatcherOptions::key_sets kept sets, so deep
-//    nesting neither slows keys nor multiplies entries; a mask whose walk
-//    reached below the cut is stored under the whole state's key
-//    (MatcherCutKeys tests).
+//    nesting neither slows keys nor multiplies entries. A mask whose walk
+//    read below the cut (a token such as `}]}` closes three levels) is
+//    stored under a longer key, spelled down to the deepest group the walk
+//    read, and the cut key points there; a lookup follows the pointer. So a
+//    mask is shared by every state alike as far down as its walk read,
+//    whatever lies below (MatcherCutKeys tests).
 //
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
@@ -163,13 +166,15 @@ class CompiledGrammar {
                                                          const std::vector<uint32_t>& tokens) const;
 
   // The mask cache (shared with every grammar of this vocabulary, see
-  // masks/mask_cache.h). Lookup copies the mask into `words` and returns
-  // its allowed count, or -1 on a miss.
-  int64_t CacheLookup(absl::Span<const uint32_t> key, uint32_t* words) const {
+  // masks/mask_cache.h). Lookup copies a mask found into `words`.
+  MaskCache::Found CacheLookup(absl::Span<const uint32_t> key, uint32_t* words) const {
     return cache_->Lookup(*account_, key, words);
   }
   void CacheStore(absl::Span<const uint32_t> key, const uint32_t* words, size_t allowed) const {
     cache_->Store(account_, key, words, allowed);
+  }
+  void CacheStoreDeeper(absl::Span<const uint32_t> key, uint32_t deeper_sets) const {
+    cache_->StoreDeeper(account_, key, deeper_sets);
   }
   // This grammar's share of the cache.
   MaskCacheStats cache_stats() const { return account_->stats(); }
@@ -269,8 +274,9 @@ struct MatcherOptions {
   bool use_token_sets = true;     // context-independent token sets (ablation: off)
   // The cache key spells the live chart down to this many kept sets below
   // the newest position (cost ~ key_sets, not nesting depth); a mask whose
-  // walk consulted groups below that is cached under the whole state's key.
-  uint32_t key_sets = 64;
+  // walk consulted groups below that is cached under a key spelled as far
+  // down as the walk read, which the cut key's entry points to.
+  uint32_t key_sets = 4;
   // Masks computed over token classes (masks/class_masks.h): a cache miss
   // walks the representatives' trie and expands the mask to ids. Same
   // masks; misses faster on lexed grammars, but the classes cost up to
@@ -369,7 +375,7 @@ class Matcher {
   std::shared_ptr<const CompiledGrammar> class_grammar_;
   std::vector<uint32_t> class_words_;
   std::vector<uint32_t> key_;
-  std::vector<uint32_t> full_key_;  // when key_ was cut
+  std::vector<uint32_t> deeper_key_;  // spelled as far down as a walk read
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
   std::string pushed_;

@@ -865,18 +865,18 @@ void Recognizer::SpellClosureSet(uint32_t set, std::vector<uint32_t>* out) const
 }
 
 bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class,
-                                uint32_t max_sets, uint32_t* cut) const {
+                                KeyReach reach, KeyCut* cut) const {
   out->clear();
   if (compactor_ == nullptr) return false;
-  const uint32_t lowest = compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {
+  const KeyCut spelled = compactor_->CanonicalKey(chart_, [&](const EarleySet& set) {
     out->push_back(set.accepting);
     if (grammar_->lexed()) {
       const std::vector<uint32_t>& lane = lanes_[set.lane];
       out->push_back(static_cast<uint32_t>(lane.size()));
       out->insert(out->end(), lane.begin(), lane.end());
     }
-  }, state_class, max_sets, out);
-  if (cut != nullptr) *cut = lowest;
+  }, state_class, reach, out);
+  if (cut != nullptr) *cut = spelled;
   return true;
 }
 

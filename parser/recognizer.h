@@ -77,6 +77,21 @@ struct StateClasses {
   uint32_t operator()(uint32_t s) const { return s < table.size() ? table[s] : beyond(s); }
 };
 
+// How far down a canonical key spells the live chart: at most `max_sets`
+// kept sets older than the newest position, and none past the set holding
+// group `down_to_group` (kNoParent: no such stop).
+struct KeyReach {
+  uint32_t max_sets = UINT32_MAX;
+  uint32_t down_to_group = kNoParent;
+};
+// Where a canonical key stopped: the lowest group index it spelled (0: the
+// whole chart, nothing cut) and how many kept sets older than the newest
+// position it spelled (a KeyReach{older_sets} spells the same key again).
+struct KeyCut {
+  uint32_t cut = 0;
+  uint32_t older_sets = 0;
+};
+
 class ChartCompactor {
  public:
   virtual ~ChartCompactor() = default;
@@ -99,14 +114,14 @@ class ChartCompactor {
   // mean equal live charts up to renumbering.
   // A terminal state s is spelled state_class(s) (states the caller knows
   // to be interchangeable share a spelling).
-  // At most `max_sets` kept sets older than the newest position are spelled;
-  // references to live groups below them are spelled by rank only. Returns
-  // the cut: the chart's groups from that index on are all spelled (0 when
-  // nothing was cut). Equal cut spellings mean live charts equal up to
-  // renumbering from their cuts on, whatever lies below.
-  virtual uint32_t CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
-                                const StateClasses& state_class, uint32_t max_sets,
-                                std::vector<uint32_t>* out) = 0;
+  // The spelling goes down as far as `reach` says (KeyReach); references
+  // to live groups below the kept sets it spells are spelled by rank only.
+  // Returns the cut (KeyCut): the chart's groups from that index on are all
+  // spelled (0 when nothing was cut). Equal cut spellings mean live charts
+  // equal up to renumbering from their cuts on, whatever lies below.
+  virtual KeyCut CanonicalKey(const Chart& in, absl::FunctionRef<void(const EarleySet&)> set_header,
+                              const StateClasses& state_class, KeyReach reach,
+                              std::vector<uint32_t>* out) = 0;
   virtual size_t LiveItems() const = 0;
   virtual size_t LiveSets() const = 0;
 };
@@ -232,13 +247,13 @@ class Recognizer {
   // `state_class` (optional) maps terminal states to a representative of
   // states with the same future as far as the caller looks (masks/: as far
   // as the longest token reaches), so such states share keys.
-  // With `max_sets` (and `cut` non-null) the spelling stops after that many
-  // kept sets older than the newest position (ChartCompactor::CanonicalKey)
-  // and *cut receives the lowest group index spelled (0: the whole state).
-  // A cut key stands for the state only as far as the steps taken on it
-  // consult no group below the cut (LowestConsultedGroup).
+  // `reach` may stop the spelling above the oldest kept sets
+  // (ChartCompactor::CanonicalKey); `cut` (optional) receives where it
+  // stopped (KeyCut::cut 0: the whole state). A cut key stands for the
+  // state only as far as the steps taken on it consult no group below the
+  // cut (LowestConsultedGroup).
   bool CanonicalState(std::vector<uint32_t>* out, const StateClasses& state_class = {},
-                      uint32_t max_sets = UINT32_MAX, uint32_t* cut = nullptr) const;
+                      KeyReach reach = {}, KeyCut* cut = nullptr) const;
   // The lowest index of a group of the chart that a step (Push or Feed)
   // consulted since ResetConsulted (completion through it, or its Leo
   // entry), or kNoParent when none did: what the steps' outcome may depend

@@ -330,15 +330,16 @@ void ZapFormatCompactor::CopyLive(const parser::FlatGrammar&, const Chart& in, C
   }
 }
 
-uint32_t ZapFormatCompactor::CanonicalKey(const Chart& in,
-                                          absl::FunctionRef<void(const parser::EarleySet&)> set_header,
-                                          const parser::StateClasses& state_class, uint32_t max_sets,
-                                          std::vector<uint32_t>* out) {
+parser::KeyCut ZapFormatCompactor::CanonicalKey(const Chart& in,
+                                                absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                                                const parser::StateClasses& state_class,
+                                                parser::KeyReach reach, std::vector<uint32_t>* out) {
   // The naive mark of CopyLive, touching only what it marks, newest groups
   // first: a max-heap of marked groups. Parents lie in older sets or in the
   // same set, so when the heap's top is below a set, every live group of
   // that set and above has been marked and expanded: the sets can be cut
-  // there, after `max_sets` sets older than the newest position.
+  // there, after reach.max_sets sets older than the newest position or once
+  // reach.down_to_group is at or above the floor.
   const uint32_t num_sets = static_cast<uint32_t>(in.sets.size());
   const uint32_t first = in.NewestFirst();
   if (key_stamp_.size() < in.groups.size()) {
@@ -370,7 +371,7 @@ uint32_t ZapFormatCompactor::CanonicalKey(const Chart& in,
   while (!stack_.empty()) {
     const uint32_t g = stack_.front();
     if (g < floor) {  // the top is in an older set: its set is kept next
-      if (older_sets == max_sets) {
+      if (older_sets == reach.max_sets || (reach.down_to_group != kNoParent && reach.down_to_group >= floor)) {
         cut = true;
         break;
       }
@@ -436,7 +437,7 @@ uint32_t ZapFormatCompactor::CanonicalKey(const Chart& in,
     std::sort(key_items_.begin(), key_items_.end());
     for (const auto& item : key_items_) out->insert(out->end(), item.begin(), item.end());
   }
-  return floor;
+  return {floor, older_sets};
 }
 
 parser::Recognizer MakeRecognizer(const parser::FlatGrammar* grammar,

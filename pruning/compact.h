@@ -39,10 +39,10 @@
 //
 // CanonicalKey spells the live chart for the mask cache, newest set first:
 // the same mark, driven by a max-heap of group indices so that sets come out
-// newest first and the spelling can stop after `max_sets` older sets (a cut
-// key; references below the cut are spelled by rank). Its cost is then
-// bounded by max_sets, not by nesting depth, and the states of one shape at
-// any depth share a key. A cut key stands for the state only as far as the
+// newest first and the spelling can stop after a number of older sets, or
+// once a given group is spelled (a cut key; references below the cut are
+// spelled by rank). Its cost is then bounded by the sets spelled, not by
+// nesting depth, and the states of one shape at any depth share a key. A cut key stands for the state only as far as the
 // mask walk consults nothing below the cut (Recognizer::LowestConsultedGroup;
 // masks/matcher.cc stores other masks under the whole key).
 //
@@ -73,10 +73,10 @@ class ZapFormatCompactor final : public parser::ChartCompactor {
   void Undo() override;
   void CopyLive(const parser::FlatGrammar& grammar, const parser::Chart& in,
                 parser::Chart* out) override;
-  uint32_t CanonicalKey(const parser::Chart& in,
-                        absl::FunctionRef<void(const parser::EarleySet&)> set_header,
-                        const parser::StateClasses& state_class, uint32_t max_sets,
-                        std::vector<uint32_t>* out) override;
+  parser::KeyCut CanonicalKey(const parser::Chart& in,
+                              absl::FunctionRef<void(const parser::EarleySet&)> set_header,
+                              const parser::StateClasses& state_class, parser::KeyReach reach,
+                              std::vector<uint32_t>* out) override;
   size_t LiveItems() const override { return live_group_items_ + newest_scan_items_; }
   size_t LiveSets() const override { return live_sets_; }
 

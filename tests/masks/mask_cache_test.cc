@@ -39,7 +39,7 @@ TEST(MaskCache, EveryFormReadsBackExactly) {
     const std::vector<uint32_t> key = {k, 7};
     cache.Store(account, key, mask.data(), counts[k]);
     std::vector<uint32_t> out(kWords, 0xDEADBEEFu);
-    ASSERT_EQ(cache.Lookup(*account, key, out.data()), counts[k]) << counts[k];
+    ASSERT_EQ(cache.Lookup(*account, key, out.data()).allowed, counts[k]) << counts[k];
     EXPECT_EQ(out, mask) << counts[k] << " allowed";
   }
   // Sparse and nearly full masks are stored smaller than the bitset.
@@ -58,8 +58,8 @@ TEST(MaskCache, GrammarsHaveTheirOwnKeys) {
   const std::vector<uint32_t> mask = MaskWith(10, 1);
   cache.Store(a, key, mask.data(), 10);
   std::vector<uint32_t> out(kWords);
-  EXPECT_EQ(cache.Lookup(*b, key, out.data()), -1);
-  EXPECT_EQ(cache.Lookup(*a, key, out.data()), 10);
+  EXPECT_EQ(cache.Lookup(*b, key, out.data()).allowed, -1);
+  EXPECT_EQ(cache.Lookup(*a, key, out.data()).allowed, 10);
   EXPECT_EQ(b->stats().misses, 1u);
   EXPECT_EQ(a->stats().hits, 1u);
 }
@@ -78,7 +78,7 @@ TEST(MaskCache, BudgetHoldsAcrossGrammarsAndEvictsLeastRecentlyUsed) {
     cache.Store(grammars[k % 20], std::vector<uint32_t>{k, 1}, mask.data(), 500);
     // One entry kept hot by lookups survives the churn.
     if (k == 0) cache.Store(grammars[0], hot, mask.data(), 500);
-    ASSERT_EQ(cache.Lookup(*grammars[0], hot, out.data()), 500) << k;
+    ASSERT_EQ(cache.Lookup(*grammars[0], hot, out.data()).allowed, 500) << k;
     ASSERT_LE(cache.stats().bytes, budget);
   }
   const MaskCacheStats total = cache.stats();
@@ -91,8 +91,8 @@ TEST(MaskCache, BudgetHoldsAcrossGrammarsAndEvictsLeastRecentlyUsed) {
   EXPECT_EQ(entries, total.entries);
   EXPECT_EQ(bytes, total.bytes);
   // The oldest entries are gone, the newest are there.
-  EXPECT_EQ(cache.Lookup(*grammars[1], std::vector<uint32_t>{1, 1}, out.data()), -1);
-  EXPECT_EQ(cache.Lookup(*grammars[1999 % 20], std::vector<uint32_t>{1999, 1}, out.data()), 500);
+  EXPECT_EQ(cache.Lookup(*grammars[1], std::vector<uint32_t>{1, 1}, out.data()).allowed, -1);
+  EXPECT_EQ(cache.Lookup(*grammars[1999 % 20], std::vector<uint32_t>{1999, 1}, out.data()).allowed, 500);
   // A smaller budget applies at the next stores.
   cache.set_budget_bytes(budget / 4);
   for (uint32_t k = 0; k < 200; ++k) cache.Store(grammars[0], std::vector<uint32_t>{k, 9}, mask.data(), 500);
@@ -110,7 +110,37 @@ TEST(MaskCache, EntriesOutliveTheirGrammarWithinTheBudget) {
   // A new grammar never sees the old one's entries.
   auto fresh = std::make_shared<GrammarAccount>();
   std::vector<uint32_t> out(kWords);
-  EXPECT_EQ(cache.Lookup(*fresh, std::vector<uint32_t>{4}, out.data()), -1);
+  EXPECT_EQ(cache.Lookup(*fresh, std::vector<uint32_t>{4}, out.data()).allowed, -1);
+}
+
+// A pointer to a longer key reads back as such, is neither a hit nor a
+// miss, costs budget like any entry, and never replaces a mask (nor a mask
+// it).
+TEST(MaskCache, PointersToLongerKeys) {
+  MaskCache cache(kWords, kIds, size_t{1} << 20);
+  auto account = std::make_shared<GrammarAccount>();
+  const std::vector<uint32_t> cut_key = {1, 5}, long_key = {1, 5, 6, 7};
+  const std::vector<uint32_t> mask = MaskWith(20, 4);
+  cache.StoreDeeper(account, cut_key, 9);
+  cache.Store(account, long_key, mask.data(), 20);
+  std::vector<uint32_t> out(kWords, 0);
+  const MaskCache::Found pointer = cache.Lookup(*account, cut_key, out.data());
+  EXPECT_EQ(pointer.allowed, -1);
+  EXPECT_EQ(pointer.deeper_sets, 9u);
+  EXPECT_EQ(out, std::vector<uint32_t>(kWords, 0));  // nothing copied
+  const MaskCache::Found mask_found = cache.Lookup(*account, long_key, out.data());
+  EXPECT_EQ(mask_found.allowed, 20);
+  EXPECT_EQ(mask_found.deeper_sets, 0u);
+  EXPECT_EQ(out, mask);
+  cache.Store(account, cut_key, mask.data(), 20);  // the pointer stays
+  EXPECT_EQ(cache.Lookup(*account, cut_key, out.data()).deeper_sets, 9u);
+  cache.StoreDeeper(account, long_key, 12);  // the mask stays
+  EXPECT_EQ(cache.Lookup(*account, long_key, out.data()).allowed, 20);
+  const MaskCacheStats stats = account->stats();
+  EXPECT_EQ(stats.entries, 2u);
+  EXPECT_EQ(stats.hits, 2u);
+  EXPECT_EQ(stats.misses, 0u);
+  EXPECT_GE(stats.bytes, 2 * 128u);
 }
 
 TEST(MaskCache, ConcurrentStoresAndLookups) {
@@ -123,7 +153,7 @@ TEST(MaskCache, ConcurrentStoresAndLookups) {
       for (uint32_t k = 0; k < 2000; ++k) {
         const uint32_t slot = k % 300 + 300 * (t % 2), allowed = slot % 7;
         const std::vector<uint32_t> key = {slot};
-        const int64_t found = cache.Lookup(*account, key, out.data());
+        const int64_t found = cache.Lookup(*account, key, out.data()).allowed;
         if (found >= 0) {
           EXPECT_EQ(static_cast<uint32_t>(found), allowed);
           EXPECT_EQ(out, MaskWith(allowed, slot));

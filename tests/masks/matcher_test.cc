@@ -618,6 +618,34 @@ TEST(MatcherCutKeys, DeepStatesShareMasksExactly) {
   }
 }
 
+// A mask that reads below the cut (after a value, tokens such as `]]]` close
+// several levels) is stored under a key spelled as far down as its walk
+// read, and the cut key points there: states that differ only below that
+// share the entry, so each new depth past the walk's reach is a hit. Masks
+// equal brute force at every depth.
+TEST(MatcherCutKeys, MasksReadingBelowTheCutAreSharedAcrossDepths) {
+  auto vocab = LoadVocabulary("llama3");
+  auto g = CompileFor("builtin:json", vocab);
+  std::vector<uint32_t> words(g->mask_words());
+  int mismatches = 0;
+  uint64_t hits_before = 0, entries_before = 0;
+  for (int depth = 12; depth <= 40; ++depth) {
+    const std::string prefix = std::string(depth, '[') + "1";
+    Matcher m(g);
+    ASSERT_TRUE(m.AcceptBytes(prefix));
+    m.ComputeMask(words.data());
+    mismatches += CompareMasks(*g, words, ReferenceMask(*g, prefix), "depth " + std::to_string(depth));
+    const MaskCacheStats stats = g->cache_stats();
+    if (depth > 20) {  // past the reach of the longest closing token
+      EXPECT_EQ(stats.hits, hits_before + 1) << depth;
+      EXPECT_EQ(stats.entries, entries_before) << depth;
+    }
+    hits_before = stats.hits;
+    entries_before = stats.entries;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 // Deep nesting costs the cache no more than shallow nesting: 2,000 levels of
 // JSON arrays and objects, a mask before each byte; with cut keys the states
 // of one shape at different depths share entries (the whole-state keys grew

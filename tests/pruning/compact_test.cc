@@ -175,7 +175,7 @@ void CheckCanonicalKeys(const parser::FlatGrammar& flat, const std::vector<std::
   auto key_of = [&](const parser::Chart& chart) {
     std::vector<uint32_t> key;
     keyer.CanonicalKey(chart, [&](const parser::EarleySet& s) { key.insert(key.end(), {s.accepting, s.lane}); },
-                       {}, UINT32_MAX, &key);
+                       {}, {}, &key);
     return key;
   };
   RecognizerOptions options;
@@ -279,7 +279,7 @@ TEST(CompactTest, CutKeysSpellTheTopOnly) {
     EXPECT_EQ(r.FeedBytes(text), text.size());
     std::vector<uint32_t> key;
     *cut = keyer.CanonicalKey(r.chart_for_testing(), [&](const parser::EarleySet& s) { key.push_back(s.accepting); },
-                              {}, max_sets, &key);
+                              {}, {.max_sets = max_sets}, &key).cut;
     return key;
   };
   uint32_t cut = 0;
