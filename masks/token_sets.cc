@@ -132,7 +132,14 @@ class LoopCache {
 // A walk may also stop where the DFA leaves a set of states (`Exits`, the
 // core of a split build, see token_sets.h): the node is recorded with the
 // state it left from and the walk jumps past its subtree, which a later
-// Walk over [node, subtree end) from that state finishes.
+// Walk over [node, subtree end) from that state finishes. Such a walk has a
+// second shortcut: a subtree whose bytes all keep every core state alive
+// (Exits::stay) and which is shallower than the fewest such bytes that can
+// lead out of the core from its parent state (Exits::EscapeDepth) never
+// leaves the core and never dies, so it is accepted whole. It settles the
+// subtrees that move between core states rather than loop on one: the
+// counter of a key pattern such as [0-9a-f]{32} (hex letters fill English
+// words), a key that must contain some letter.
 struct NoExits {
   static constexpr bool kActive = false;
   bool Leaves(uint32_t) const { return false; }
@@ -166,6 +173,15 @@ class TerminalWalk {
         if (use_subtrees_ && node.subtree_end > i + 1 &&
             trie_.SubtreeHeight(i) <= table_.UnitsLeftAtUnitStart(parent) &&
             IsSubset(trie_.SubtreeBytes(i), table_.one_byte_units)) {
+          accepted_->Add(trie_.SubtreeTokens(i));
+          i = node.subtree_end;
+          continue;
+        }
+      }
+      if constexpr (Exits::kActive) {
+        // A subtree the core cannot be left in (Exits::EscapeDepth).
+        if (use_subtrees_ && trie_.SubtreeHeight(i) < exits_.EscapeDepth(parent) &&
+            IsSubset(trie_.SubtreeBytes(i), exits_.stay)) {
           accepted_->Add(trie_.SubtreeTokens(i));
           i = node.subtree_end;
           continue;
@@ -229,17 +245,81 @@ void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t 
 }
 
 // The exits of a core walk: the DFA leaves the core (states numbered by
-// `label`), recorded as (node, label of the state left | ended flag).
+// `label`, a byte per eager state, kNotInCore outside: a counting state
+// steps at almost every byte, so this is asked at almost every node),
+// recorded as (node, label of the state left | ended flag).
+constexpr uint8_t kNotInCore = 0xFF;
+constexpr uint8_t kNeverEscapes = 0xFF;
 struct CoreExits {
   static constexpr bool kActive = true;
-  const absl::flat_hash_map<uint32_t, uint32_t>* label;
+  const uint8_t* label;
   std::vector<uint32_t>* out;
-  bool Leaves(uint32_t next) const { return !label->contains(next); }
+  // Bytes on which no core state dies and some core state stays in the core.
+  TrieByteSet stay;
+  // Per core label: the fewest bytes of `stay` after which the DFA may be
+  // outside the core (kNeverEscapes: never).
+  const uint8_t* escape;
+  bool Leaves(uint32_t next) const { return label[next] == kNotInCore; }
+  uint32_t EscapeDepth(uint32_t core_state) const {
+    const uint8_t depth = escape[label[core_state]];
+    return depth == kNeverEscapes ? UINT32_MAX : depth;
+  }
   void Record(uint32_t node, uint32_t from, bool ended) {
     out->push_back(node);
-    out->push_back(label->at(from) | (ended ? kCoreExitEnded : 0u));
+    out->push_back(label[from] | (ended ? kCoreExitEnded : 0u));
   }
 };
+
+// CoreExits::stay and ::escape of a core whose states carry `label`. The
+// shortcut is meant for the core's wide states (a string body and its
+// variants: more than 64 live bytes), W. `stay` holds the bytes that take
+// every state of W into W or out of the core alive, and some state of W
+// into W; a byte into a narrow core state (the middle of a UTF-8
+// character, an escape) is left out. Then from p in W, fewer `stay` bytes
+// than escape[p] keep the DFA in W: escape[p] is 1 where a `stay` byte
+// leaves the core from p, else 1 + the least escape of p's `stay`
+// successors (relaxed to a fixed point). Narrow states get 0 (no shortcut).
+void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const uint8_t* label, TrieByteSet* stay,
+                 std::vector<uint8_t>* escape) {
+  constexpr size_t kWideLiveBytes = 64;
+  const EagerTable table(t);
+  const size_t n = core.states.size();
+  std::vector<uint8_t> wide(n);
+  for (size_t k = 0; k < n; ++k) wide[k] = t.eager_live_bytes[core.states[k]].count() > kWideLiveBytes;
+  *stay = {};
+  for (uint32_t b = 0; b < 256; ++b) {
+    bool closed = true, some_stays = false;
+    for (size_t k = 0; k < n && closed; ++k) {
+      if (!wide[k]) continue;
+      const uint32_t next = table.Step(core.states[k], static_cast<uint8_t>(b));
+      const uint8_t to = next == 0 ? kNotInCore : label[next];
+      closed = next != 0 && (to == kNotInCore || wide[to]);
+      some_stays |= to != kNotInCore;
+    }
+    if (closed && some_stays) (*stay)[b / 64] |= uint64_t{1} << (b % 64);
+  }
+  escape->assign(n, kNeverEscapes);
+  for (size_t k = 0; k < n; ++k) {
+    if (!wide[k]) (*escape)[k] = 0;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < n; ++k) {
+      if (!wide[k]) continue;
+      uint32_t best = (*escape)[k];
+      for (uint32_t b = 0; b < 256 && best > 1; ++b) {
+        if (((*stay)[b / 64] >> (b % 64) & 1) == 0) continue;
+        const uint8_t to = label[table.Step(core.states[k], static_cast<uint8_t>(b))];
+        const uint32_t via = to == kNotInCore ? 1u : (*escape)[to] == kNeverEscapes ? kNeverEscapes : (*escape)[to] + 1u;
+        best = std::min(best, via);
+      }
+      if (best < (*escape)[k]) {
+        (*escape)[k] = static_cast<uint8_t>(std::min<uint32_t>(best, kNeverEscapes - 1));
+        changed = true;
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -374,6 +454,7 @@ Components StronglyConnected(const std::vector<std::vector<uint32_t>>& successor
 
 TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
   constexpr uint32_t kCoreDepth = 4;
+  max_states = std::min<uint32_t>(max_states, 254);  // BuildCoreTokenSets labels them in a byte
   TerminalCore core;
   if (state == 0 || state >= t.eager_states()) return core;
   // The states within kCoreDepth bytes of `state`. A core is any set of
@@ -441,14 +522,17 @@ TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, u
 }
 
 StateTokenSets BuildCoreTokenSets(const TokenTrie& trie, const parser::TerminalTable& t, const TerminalCore& core,
-                                  size_t mask_words) {
+                                  size_t mask_words, bool use_subtrees) {
   StateTokenSets out;
   AcceptedTokens accepted(mask_words);
-  absl::flat_hash_map<uint32_t, uint32_t> label;
-  for (uint32_t k = 0; k < core.states.size(); ++k) label.try_emplace(core.states[k], k);
+  std::vector<uint8_t> label(t.eager_states(), kNotInCore);
+  for (uint32_t k = 0; k < core.states.size(); ++k) label[core.states[k]] = static_cast<uint8_t>(k);
+  TrieByteSet stay;
+  std::vector<uint8_t> escape;
+  CoreEscapes(t, core, label.data(), &stay, &escape);
   const EagerTable table(t);
-  TerminalWalk<EagerTable, CoreExits>(trie, table, /*use_subtrees=*/true, &accepted, &out.uncertain_roots,
-                                      CoreExits{&label, &out.core_exits})
+  TerminalWalk<EagerTable, CoreExits>(trie, table, use_subtrees, &accepted, &out.uncertain_roots,
+                                      CoreExits{label.data(), &out.core_exits, stay, escape.data()})
       .WalkAll(core.states[0]);
   std::move(accepted).Store(&out);
   return out;

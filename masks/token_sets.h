@@ -178,8 +178,9 @@ TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, u
 
 // The core's sets: the tokens decided inside the core, and where the walk
 // leaves it (StateTokenSets::core_exits). Depends only on the spelling.
+// `use_subtrees` false steps every node (the tests' reference).
 StateTokenSets BuildCoreTokenSets(const TokenTrie& trie, const parser::TerminalTable& t, const TerminalCore& core,
-                                  size_t mask_words);
+                                  size_t mask_words, bool use_subtrees = true);
 
 // A split state's sets over `core_sets`: the walks past the core's exits
 // from this table's own states, with `core` pointing at the shared part.
