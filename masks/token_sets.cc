@@ -181,7 +181,7 @@ class TerminalWalk {
       if constexpr (Exits::kActive) {
         // A subtree the core cannot be left in (Exits::EscapeDepth).
         if (use_subtrees_ && trie_.SubtreeHeight(i) < exits_.EscapeDepth(parent) &&
-            IsSubset(trie_.SubtreeBytes(i), exits_.stay)) {
+            exits_.Settles(trie_, i)) {
           accepted_->Add(trie_.SubtreeTokens(i));
           i = node.subtree_end;
           continue;
@@ -254,12 +254,17 @@ struct CoreExits {
   static constexpr bool kActive = true;
   const uint8_t* label;
   std::vector<uint32_t>* out;
-  // Bytes on which no core state dies and some core state stays in the core.
+  // See CoreEscapes.
   TrieByteSet stay;
-  // Per core label: the fewest bytes of `stay` after which the DFA may be
-  // outside the core (kNeverEscapes: never).
+  TrieByteSet stay_with_utf8;  // when `utf8`: stay and the bytes of multi-byte characters
+  bool utf8 = false;
   const uint8_t* escape;
   bool Leaves(uint32_t next) const { return label[next] == kNotInCore; }
+  // Whether node i's subtree reads only bytes the wide states are closed on.
+  bool Settles(const TokenTrie& trie, uint32_t i) const {
+    const TrieByteSet& bytes = trie.SubtreeBytes(i);
+    return IsSubset(bytes, stay) || (utf8 && IsSubset(bytes, stay_with_utf8) && trie.Utf8CleanSubtree(i));
+  }
   uint32_t EscapeDepth(uint32_t core_state) const {
     const uint8_t depth = escape[label[core_state]];
     return depth == kNeverEscapes ? UINT32_MAX : depth;
@@ -270,23 +275,29 @@ struct CoreExits {
   }
 };
 
-// CoreExits::stay and ::escape of a core whose states carry `label`. The
-// shortcut is meant for the core's wide states (a string body and its
-// variants: more than 64 live bytes), W. `stay` holds the bytes that take
-// every state of W into W or out of the core alive, and some state of W
-// into W; a byte into a narrow core state (the middle of a UTF-8
-// character, an escape) is left out. Then from p in W, fewer `stay` bytes
-// than escape[p] keep the DFA in W: escape[p] is 1 where a `stay` byte
-// leaves the core from p, else 1 + the least escape of p's `stay`
-// successors (relaxed to a fixed point). Narrow states get 0 (no shortcut).
-void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const uint8_t* label, TrieByteSet* stay,
+// CoreExits::stay, ::stay_with_utf8, ::utf8 and ::escape of a core whose
+// states carry `label`. The shortcut is meant for the core's wide states (a
+// string body and its variants: more than 64 live bytes), W. `stay` holds
+// the bytes that take every state of W into W or out of the core alive,
+// and some state of W into W; a byte into a narrow core state (the middle
+// of a UTF-8 character, an escape) is left out. When every well-formed
+// multi-byte character read from a state of W passes through live core
+// states only and ends in W (a string body: `utf8`), a subtree may also
+// hold such characters, if each of its paths is well-formed UTF-8 so far
+// (TokenTrie::Utf8CleanSubtree). Then from p in W, fewer characters than
+// escape[p] keep the DFA in W: escape[p] is 1 where a `stay` byte leaves
+// the core from p, else 1 + the least escape of p's successors by a `stay`
+// byte or a character (relaxed to a fixed point); a subtree shallower than
+// escape[p] bytes has fewer characters than that. Narrow states get 0.
+void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const uint8_t* label, CoreExits* exits,
                  std::vector<uint8_t>* escape) {
   constexpr size_t kWideLiveBytes = 64;
   const EagerTable table(t);
   const size_t n = core.states.size();
   std::vector<uint8_t> wide(n);
   for (size_t k = 0; k < n; ++k) wide[k] = t.eager_live_bytes[core.states[k]].count() > kWideLiveBytes;
-  *stay = {};
+  TrieByteSet& stay = exits->stay;
+  stay = {};
   for (uint32_t b = 0; b < 256; ++b) {
     bool closed = true, some_stays = false;
     for (size_t k = 0; k < n && closed; ++k) {
@@ -296,22 +307,66 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
       closed = next != 0 && (to == kNotInCore || wide[to]);
       some_stays |= to != kNotInCore;
     }
-    if (closed && some_stays) (*stay)[b / 64] |= uint64_t{1} << (b % 64);
+    if (closed && some_stays) stay[b / 64] |= uint64_t{1} << (b % 64);
+  }
+  // Multi-byte characters from each wide state: the wide states they end
+  // in, over (UTF-8 phase, core state) pairs.
+  std::vector<std::vector<uint8_t>> after_char(n);
+  exits->utf8 = true;
+  for (size_t k = 0; k < n && exits->utf8; ++k) {
+    if (!wide[k]) continue;
+    std::vector<std::pair<uint8_t, uint32_t>> todo, seen;
+    for (uint32_t b = 0x80; b < 256; ++b) {
+      const uint8_t phase = Utf8Step(0, static_cast<uint8_t>(b));
+      if (phase != kUtf8Invalid) todo.push_back({phase, table.Step(core.states[k], static_cast<uint8_t>(b))});
+    }
+    while (!todo.empty() && exits->utf8) {
+      const auto [phase, state] = todo.back();
+      todo.pop_back();
+      const uint8_t at = state == 0 ? kNotInCore : label[state];
+      if (phase == 0) {  // a whole character read: it must end in W
+        exits->utf8 = at != kNotInCore && wide[at];
+        if (exits->utf8) after_char[k].push_back(at);
+        continue;
+      }
+      if (at == kNotInCore) {  // dead or out of the core inside a character
+        exits->utf8 = false;
+        continue;
+      }
+      if (std::find(seen.begin(), seen.end(), std::make_pair(phase, state)) != seen.end()) continue;
+      seen.push_back({phase, state});
+      for (uint32_t b = 0x80; b < 0xC0; ++b) {
+        const uint8_t next_phase = Utf8Step(phase, static_cast<uint8_t>(b));
+        if (next_phase != kUtf8Invalid) todo.push_back({next_phase, table.Step(state, static_cast<uint8_t>(b))});
+      }
+    }
+  }
+  exits->stay_with_utf8 = stay;
+  if (exits->utf8) {
+    for (uint32_t b = 0x80; b < 256; ++b) {
+      if (Utf8Step(0, static_cast<uint8_t>(b)) != kUtf8Invalid || (b >= 0x80 && b < 0xC0)) {
+        exits->stay_with_utf8[b / 64] |= uint64_t{1} << (b % 64);
+      }
+    }
   }
   escape->assign(n, kNeverEscapes);
   for (size_t k = 0; k < n; ++k) {
     if (!wide[k]) (*escape)[k] = 0;
   }
+  auto via = [&](uint8_t to) -> uint32_t {
+    return to == kNotInCore ? 1u : (*escape)[to] == kNeverEscapes ? kNeverEscapes : (*escape)[to] + 1u;
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = 0; k < n; ++k) {
       if (!wide[k]) continue;
       uint32_t best = (*escape)[k];
       for (uint32_t b = 0; b < 256 && best > 1; ++b) {
-        if (((*stay)[b / 64] >> (b % 64) & 1) == 0) continue;
-        const uint8_t to = label[table.Step(core.states[k], static_cast<uint8_t>(b))];
-        const uint32_t via = to == kNotInCore ? 1u : (*escape)[to] == kNeverEscapes ? kNeverEscapes : (*escape)[to] + 1u;
-        best = std::min(best, via);
+        if (((stay[b / 64] >> (b % 64)) & 1) == 0) continue;
+        best = std::min(best, via(label[table.Step(core.states[k], static_cast<uint8_t>(b))]));
+      }
+      if (exits->utf8) {
+        for (uint8_t to : after_char[k]) best = std::min(best, via(to));
       }
       if (best < (*escape)[k]) {
         (*escape)[k] = static_cast<uint8_t>(std::min<uint32_t>(best, kNeverEscapes - 1));
@@ -527,12 +582,12 @@ StateTokenSets BuildCoreTokenSets(const TokenTrie& trie, const parser::TerminalT
   AcceptedTokens accepted(mask_words);
   std::vector<uint8_t> label(t.eager_states(), kNotInCore);
   for (uint32_t k = 0; k < core.states.size(); ++k) label[core.states[k]] = static_cast<uint8_t>(k);
-  TrieByteSet stay;
+  CoreExits exits{.label = label.data(), .out = &out.core_exits};
   std::vector<uint8_t> escape;
-  CoreEscapes(t, core, label.data(), &stay, &escape);
+  CoreEscapes(t, core, label.data(), &exits, &escape);
+  exits.escape = escape.data();
   const EagerTable table(t);
-  TerminalWalk<EagerTable, CoreExits>(trie, table, use_subtrees, &accepted, &out.uncertain_roots,
-                                      CoreExits{label.data(), &out.core_exits, stay, escape.data()})
+  TerminalWalk<EagerTable, CoreExits>(trie, table, use_subtrees, &accepted, &out.uncertain_roots, exits)
       .WalkAll(core.states[0]);
   std::move(accepted).Store(&out);
   return out;

@@ -107,6 +107,28 @@ absl::StatusOr<TokenTrie> TokenTrie::Build(const Vocabulary& vocabulary) {
   return trie;
 }
 
+uint8_t Utf8Step(uint8_t phase, uint8_t byte) {
+  switch (phase) {
+    case 0:
+      if (byte < 0x80) return 0;
+      if (byte >= 0xC2 && byte <= 0xDF) return 1;
+      if (byte == 0xE0) return 4;
+      if (byte == 0xED) return 5;
+      if (byte >= 0xE1 && byte <= 0xEF) return 2;
+      if (byte == 0xF0) return 6;
+      if (byte >= 0xF1 && byte <= 0xF3) return 3;
+      if (byte == 0xF4) return 7;
+      return kUtf8Invalid;
+    case 1: case 2: case 3:
+      return byte >= 0x80 && byte <= 0xBF ? phase - 1 : kUtf8Invalid;
+    case 4: return byte >= 0xA0 && byte <= 0xBF ? 1 : kUtf8Invalid;
+    case 5: return byte >= 0x80 && byte <= 0x9F ? 1 : kUtf8Invalid;
+    case 6: return byte >= 0x90 && byte <= 0xBF ? 2 : kUtf8Invalid;
+    case 7: return byte >= 0x80 && byte <= 0x8F ? 2 : kUtf8Invalid;
+    default: return kUtf8Invalid;
+  }
+}
+
 void TokenTrie::BuildSummaries() {
   // Parents from the pre-order: the nearest earlier node one level up.
   const uint32_t n = static_cast<uint32_t>(nodes_.size());
@@ -118,14 +140,27 @@ void TokenTrie::BuildSummaries() {
   }
   // Subtree byte sets bottom up: in reverse pre-order every child comes
   // before its parent, so one backward pass folds each set into its parent's.
+  // The same pass finds, per node and phase of the UTF-8 reader, whether
+  // every path down the subtree from that phase is well formed so far:
+  // `clean` (a bit per phase) from the node's byte and `children_accept`,
+  // the phases every child is clean from.
   std::vector<TrieByteSet> sets(n, TrieByteSet{});
   subtree_height_.assign(n, 1);
+  std::vector<uint8_t> children_accept(n, 0xFF);
+  utf8_clean_.assign((n + 63) / 64, 0);
   for (uint32_t i = n; i-- > kRoot + 1;) {
     sets[i][nodes_[i].byte / 64] |= uint64_t{1} << (nodes_[i].byte % 64);
     TrieByteSet& up = sets[parents_[i]];
     for (size_t w = 0; w < up.size(); ++w) up[w] |= sets[i][w];
     uint16_t& height = subtree_height_[parents_[i]];
     height = std::max<uint16_t>(height, static_cast<uint16_t>(subtree_height_[i] + 1));
+    uint8_t clean = 0;
+    for (uint8_t phase = 0; phase < 8; ++phase) {
+      const uint8_t next = Utf8Step(phase, nodes_[i].byte);
+      if (next != kUtf8Invalid && ((children_accept[i] >> next) & 1)) clean |= uint8_t(1u << phase);
+    }
+    children_accept[parents_[i]] &= clean;
+    if (clean & 1) utf8_clean_[i / 64] |= uint64_t{1} << (i % 64);
   }
   absl::flat_hash_map<TrieByteSet, uint32_t> ids;
   subtree_byte_set_.resize(n);
@@ -178,6 +213,7 @@ size_t TokenTrie::memory_bytes() const {
   return nodes_.capacity() * sizeof(TokenTrieNode) + token_ids_.capacity() * sizeof(TokenId) +
          (parents_.capacity() + subtree_byte_set_.capacity()) * sizeof(uint32_t) +
          subtree_height_.capacity() * sizeof(uint16_t) + node_of_token_.capacity() * sizeof(uint32_t) +
+         utf8_clean_.capacity() * sizeof(uint64_t) +
          byte_sets_.capacity() * sizeof(TrieByteSet);
 }
 

@@ -34,7 +34,10 @@
 //   - SubtreeBytes(i): the set of bytes on the edges of i's subtree (i's own
 //     byte and all below). Stored deduplicated: per node a 32-bit index into
 //     a table of distinct 256-bit sets (Llama 3: ~275k nodes, ~43k sets).
-//   - parent(i): the node one level up (the root's parent is itself).
+//   - parent(i): the node one level up (the root's parent is itself);
+//   - Utf8CleanSubtree(i): every path down i's subtree, read from a
+//     character boundary, is well-formed UTF-8 so far (a bit per node), so
+//     a walk whose DFA treats whole characters alike may settle it at once.
 //
 // Building sorts the normal ids by their bytes and emits nodes while scanning
 // the sorted list, keeping an explicit stack of open nodes (no recursion).
@@ -76,6 +79,13 @@ struct TokenTrieNode {
 static_assert(sizeof(TokenTrieNode) == 12);
 static_assert(std::is_trivially_copyable_v<TokenTrieNode>);
 
+// Well-formed UTF-8 (RFC 3629) as a small automaton over where a reader is
+// within a character: phase 0 at a boundary; 1, 2, 3 continuation bytes
+// (80-BF) still due; 4..7 the second byte of E0, ED, F0, F4 sequences,
+// whose range is narrower. kUtf8Invalid: `byte` cannot come next.
+inline constexpr uint8_t kUtf8Invalid = 0xFF;
+uint8_t Utf8Step(uint8_t phase, uint8_t byte);
+
 class TokenTrie {
  public:
   static constexpr uint32_t kRoot = 0;
@@ -103,6 +113,9 @@ class TokenTrie {
   uint32_t SubtreeHeight(uint32_t node) const { return subtree_height_[node]; }
   uint32_t parent(uint32_t node) const { return parents_[node]; }
   absl::Span<const uint32_t> parents() const { return parents_; }
+  // Whether every path down `node`'s subtree (its own byte first), read
+  // from a character boundary, is a prefix of well-formed UTF-8.
+  bool Utf8CleanSubtree(uint32_t node) const { return (utf8_clean_[node / 64] >> (node % 64)) & 1; }
   // The ids whose bytes are exactly node `node`'s string.
   absl::Span<const TokenId> TokensAt(uint32_t node) const {
     const TokenTrieNode& n = nodes_[node];
@@ -128,8 +141,8 @@ class TokenTrie {
 
  private:
   TokenTrie() = default;
-  // Fills parents_, subtree_byte_set_, byte_sets_, subtree_height_ and
-  // node_of_token_ from nodes_ and token_ids_.
+  // Fills parents_, subtree_byte_set_, byte_sets_, subtree_height_,
+  // utf8_clean_ and node_of_token_ from nodes_ and token_ids_.
   void BuildSummaries();
 
   std::vector<TokenTrieNode> nodes_;
@@ -139,6 +152,7 @@ class TokenTrie {
   std::vector<uint32_t> subtree_byte_set_;  // per node: index into byte_sets_
   std::vector<TrieByteSet> byte_sets_;      // distinct subtree byte sets
   std::vector<uint16_t> subtree_height_;    // per node
+  std::vector<uint64_t> utf8_clean_;        // a bit per node: Utf8CleanSubtree
   std::vector<uint32_t> node_of_token_;     // per id: its node, or kNoNode
 };
 

@@ -242,11 +242,46 @@ TEST_P(TokenTrieRealTest, SubtreeSkippingWalkMatchesPerTokenCheck) {
 // way from the nodes: parent(i) is the deepest earlier node one level up
 // whose subtree holds i; SubtreeTokens(i) lists the ids of every node of the
 // subtree in DFS order; SubtreeBytes(i) is the set of their edge bytes.
+// Whether `s` is a prefix of well-formed UTF-8 (RFC 3629), decoded
+// character by character (the reference for Utf8CleanSubtree).
+bool IsUtf8Prefix(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    for (size_t k = 1; k < length; ++k) {
+      if (i + k >= s.size()) return true;  // cut inside a character: still a prefix
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (d < low || d > high) : (d < 0x80 || d > 0xBF)) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
 TEST_P(TokenTrieRealTest, SubtreeSummariesMatchTheirDefinitions) {
   const TokenTrie& trie = *Fixture(GetParam()).trie;
   const absl::Span<const TokenTrieNode> nodes = trie.nodes();
   uint32_t deepest = 0;
-  size_t distinct_sets = 0;
+  size_t distinct_sets = 0, clean_nodes = 0;
   std::map<TrieByteSet, int> sets_seen;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     deepest = std::max<uint32_t>(deepest, nodes[i].depth);
@@ -263,9 +298,20 @@ TEST_P(TokenTrieRealTest, SubtreeSummariesMatchTheirDefinitions) {
     if (i % 7 != 0 && nodes[i].depth > 1) continue;
     std::vector<TokenId> tokens;
     TrieByteSet bytes{};
+    // The path below i's parent, by depth: whether each is a UTF-8 prefix.
+    std::string path(trie.max_depth() + 1u, '\0');
+    bool utf8_clean = true;
     for (uint32_t k = i; k < nodes[i].subtree_end; ++k) {
       for (TokenId id : trie.TokensAt(k)) tokens.push_back(id);
-      if (k != TokenTrie::kRoot) bytes[nodes[k].byte / 64] |= uint64_t{1} << (nodes[k].byte % 64);
+      if (k == TokenTrie::kRoot) continue;
+      bytes[nodes[k].byte / 64] |= uint64_t{1} << (nodes[k].byte % 64);
+      path[nodes[k].depth] = static_cast<char>(nodes[k].byte);
+      utf8_clean = utf8_clean && IsUtf8Prefix(std::string_view(path).substr(
+                                     nodes[i].depth, nodes[k].depth - nodes[i].depth + 1u));
+    }
+    if (i != TokenTrie::kRoot) {
+      ASSERT_EQ(trie.Utf8CleanSubtree(i), utf8_clean) << i;
+      clean_nodes += utf8_clean;
     }
     const absl::Span<const TokenId> got = trie.SubtreeTokens(i);
     ASSERT_EQ(std::vector<TokenId>(got.begin(), got.end()), tokens) << i;
@@ -274,8 +320,9 @@ TEST_P(TokenTrieRealTest, SubtreeSummariesMatchTheirDefinitions) {
   }
   EXPECT_EQ(trie.max_depth(), deepest);
   EXPECT_EQ(trie.SubtreeTokens(TokenTrie::kRoot).size(), trie.token_ids().size());
-  std::printf("[ trie     ] %s: %zu distinct subtree byte sets among the checked nodes\n",
-              GetParam().c_str(), distinct_sets);
+  std::printf("[ trie     ] %s: %zu distinct subtree byte sets, %zu UTF-8-clean subtrees among the checked nodes\n",
+              GetParam().c_str(), distinct_sets, clean_nodes);
+  EXPECT_GT(clean_nodes, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(TokenTrieOnRealTokenizers, TokenTrieRealTest,
