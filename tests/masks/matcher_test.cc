@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "api/grammar_data.h"
@@ -178,11 +179,34 @@ TEST(MatcherTrace, SqlQwen) { CheckTrace("qwen2_5", "sql", 3, 12); }
 // JSON Schema grammars (schema:PATH): the first maskbench records.
 TEST(MatcherTrace, MaskbenchLlama3) { CheckTrace("llama3", "maskbench", 4, 16); }
 
-// Fresh JSON Schema grammars as `zapgram bench --lenient` compiles them
-// (Grammar::Load, every transform): every 64th MaskBench record (182
-// records, 180 schemas), masks at `per_doc` steps spread over each document
-// (the first, then evenly to its end: keys, strings with maxLength, extra
-// keys, numbers), each against the brute force.
+// Every `stride`-th MaskBench record's schema compiled as `zapgram bench
+// --lenient` compiles it (Grammar::Load, every transform) on `vocab`, and
+// handed with the record's id and tokens to `visit`. The one remote $ref is
+// skipped (the MaskBench test counts it).
+void ForEachFreshSchema(const zapgram::Vocabulary& vocab, size_t stride,
+                        absl::FunctionRef<void(const std::string& id, const std::shared_ptr<const CompiledGrammar>& g,
+                                               const std::vector<TokenId>& tokens)>
+                            visit) {
+  std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  LoadOptions options;
+  options.schema.lenient = true;
+  std::string line;
+  for (size_t n = 0; std::getline(in, line); ++n) {
+    if (n % stride != 0) continue;
+    nlohmann::json j = nlohmann::json::parse(line);
+    absl::StatusOr<Grammar> grammar = Grammar::Load(j.at("grammar").get<std::string>(),
+                                                    testing::DataPath(""), options);
+    if (!grammar.ok()) continue;
+    absl::StatusOr<zapgram::CompiledGrammar> compiled = zapgram::CompiledGrammar::Compile(*grammar, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    visit(j.at("id").get<std::string>(), compiled->impl(), j.at("tokens").get<std::vector<TokenId>>());
+  }
+}
+
+// Fresh JSON Schema grammars: every 64th MaskBench record (182 records, 180
+// schemas), masks at `per_doc` steps spread over each document (the first,
+// then evenly to its end: keys, strings with maxLength, extra keys,
+// numbers), each against the brute force.
 TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
 #ifdef ZAPGRAM_SANITIZED
   const size_t stride = 512, per_doc = 4;
@@ -192,21 +216,9 @@ TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
   absl::StatusOr<zapgram::Vocabulary> vocab =
       zapgram::Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
   ASSERT_TRUE(vocab.ok()) << vocab.status();
-  std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
-  LoadOptions options;
-  options.schema.lenient = true;
-  std::string line;
   int records = 0, checked = 0, mismatches = 0;
-  for (size_t n = 0; std::getline(in, line); ++n) {
-    if (n % stride != 0) continue;
-    nlohmann::json j = nlohmann::json::parse(line);
-    absl::StatusOr<Grammar> grammar = Grammar::Load(j.at("grammar").get<std::string>(),
-                                                    testing::DataPath(""), options);
-    if (!grammar.ok()) continue;  // the one remote $ref (MaskBench test counts it)
-    absl::StatusOr<zapgram::CompiledGrammar> compiled = zapgram::CompiledGrammar::Compile(*grammar, *vocab);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
-    const std::shared_ptr<const CompiledGrammar>& g = compiled->impl();
-    const std::vector<TokenId> tokens = j.at("tokens").get<std::vector<TokenId>>();
+  ForEachFreshSchema(*vocab, stride, [&](const std::string& id, const std::shared_ptr<const CompiledGrammar>& g,
+                                         const std::vector<TokenId>& tokens) {
     ++records;
     Matcher m(g);
     std::vector<uint32_t> words(g->mask_words());
@@ -215,18 +227,70 @@ TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
     for (size_t k = 0; k < tokens.size(); ++k) {
       m.ComputeMask(words.data());
       if (k % gap == 0) {
-        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
-                                   j.at("id").get<std::string>() + " step " + std::to_string(k));
+        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), id + " step " + std::to_string(k));
         ++checked;
       }
       if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
       text += g->vocabulary().token_bytes(tokens[k]);
     }
-  }
+  });
   std::printf("maskbench sample: %d records, %d masks checked against the brute force, %d mismatches\n",
               records, checked, mismatches);
   EXPECT_GE(records, 20);
   EXPECT_EQ(mismatches, 0);
+}
+
+// A server's life in small: a fresh schema per request, each grammar dropped
+// after its document. With small budgets on what the vocabulary shares (the
+// mask cache and the token-set store), both stay within them after every
+// document while evicting, and masks computed after evictions still equal
+// the brute force.
+TEST(MatcherTrace, FreshSchemasStayWithinTheVocabularysBudgets) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t stride = 128;
+#else
+  const size_t stride = 16;  // ~725 schemas
+#endif
+  constexpr size_t kMaskBudget = size_t{1} << 20, kSetBudget = size_t{2} << 20, kSteps = 40;
+  zapgram::VocabularyOptions vocab_options;
+  vocab_options.mask_cache_bytes = kMaskBudget;
+  vocab_options.token_set_cache_bytes = kSetBudget;
+  absl::StatusOr<zapgram::Vocabulary> vocab =
+      zapgram::Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"), vocab_options);
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  const Vocabulary& shared = *vocab->impl();
+  int records = 0, masks = 0, checked = 0, mismatches = 0;
+  ForEachFreshSchema(*vocab, stride, [&](const std::string& id, const std::shared_ptr<const CompiledGrammar>& g,
+                                         const std::vector<TokenId>& tokens) {
+    ++records;
+    Matcher m(g);
+    std::vector<uint32_t> words(g->mask_words());
+    std::string text;
+    for (size_t k = 0; k < tokens.size() && k < kSteps; ++k) {
+      m.ComputeMask(words.data());
+      ++masks;
+      if (k == kSteps / 2) {
+        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), id);
+        ++checked;
+      }
+      if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
+      text += g->vocabulary().token_bytes(tokens[k]);
+    }
+    EXPECT_LE(shared.SharedMaskCache()->stats().bytes, kMaskBudget) << id;
+    EXPECT_LE(shared.SharedTokenSets()->stats().bytes, kSetBudget) << id;
+  });
+  const MaskCacheStats mask_stats = shared.SharedMaskCache()->stats();
+  const TokenSetStoreStats set_stats = shared.SharedTokenSets()->stats();
+  std::printf("fresh schemas: %d records, %d masks (%d against the brute force, %d mismatches); mask cache "
+              "%llu bytes, %llu evictions; token-set store %llu bytes, %llu evictions\n",
+              records, masks, checked, mismatches, static_cast<unsigned long long>(mask_stats.bytes),
+              static_cast<unsigned long long>(mask_stats.evictions),
+              static_cast<unsigned long long>(set_stats.bytes),
+              static_cast<unsigned long long>(set_stats.evictions));
+  EXPECT_GE(records, 20);
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(mask_stats.evictions, 0u);
+  EXPECT_GT(set_stats.evictions, 0u);
 }
 
 // Whole valid documents are accepted token by token, and end accepting.
