@@ -111,11 +111,31 @@ std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
   auto sets = std::make_shared<const StateTokenSets>(
       BuildLexedSubtreeSets(root, lexer_state, guards, tokens));
   std::lock_guard<std::mutex> lock(on_demand_mu_);
+  auto it = subtree_sets_.find(absl::Span<const uint32_t>(key));
+  if (it != subtree_sets_.end()) return it->second;  // built by another thread meanwhile
   const size_t bytes = sets->bytes() + 4 * key.size() + 96;
-  if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
+  if (bytes > subtree_budget_bytes_) return sets;  // larger than the budget: not kept
+  if (subtree_bytes_ + bytes > subtree_budget_bytes_) {
+    // Full: a new generation (the sets handed out stay alive in their
+    // callers' shared_ptrs).
+    subtree_sets_.clear();
+    on_demand_bytes_.fetch_sub(subtree_bytes_, std::memory_order_relaxed);
+    subtree_bytes_ = 0;
+    ++subtree_evictions_;
+  }
   subtree_bytes_ += bytes;
   on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return subtree_sets_.try_emplace(key, std::move(sets)).first->second;
+}
+
+void CompiledGrammar::set_subtree_budget_bytes(size_t bytes) const {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  subtree_budget_bytes_ = bytes;
+}
+
+uint64_t CompiledGrammar::subtree_evictions() const {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  return subtree_evictions_;
 }
 
 StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
@@ -269,7 +289,7 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
     // Spelled when a closure is asked from it (most closures are leaves).
     next->spelled = kNotSpelled;
   }
-  const uint32_t from = SpelledHistory(source);  // its set is in the chart now
+  const ClosureMemo::Id from = SpelledHistory(source);  // its set is in the chart now
   if (from < kNotSpelled && (consulted == parser::kNoParent || consulted >= recognizer_.SetGroupBegin(source_set))) {
     if (pushed) {
       spelling_.clear();
@@ -280,7 +300,7 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
   }
 }
 
-uint32_t Matcher::SpelledHistory(uint32_t h) {
+ClosureMemo::Id Matcher::SpelledHistory(uint32_t h) {
   // Spelled once, and only while its set is in the chart: a set of the
   // newest position, or one of the pushed chain; never while the memo does
   // not pay for this grammar (ClosureMemo::Pays, asked once per walk).
@@ -304,7 +324,7 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
   if (fresh) {
     History next{source, token, 0, false, false, {}};
     ClosureMemo& memo = grammar_->closure_memo();
-    const uint32_t from = SpelledHistory(source);
+    const ClosureMemo::Id from = SpelledHistory(source);
     ClosureMemo::Step step;
     if (from < kNotSpelled && memo.Find(from, token, &step)) {
       // Closed by an earlier mask from a set spelled alike, reading nothing
