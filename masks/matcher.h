@@ -388,7 +388,6 @@ class Matcher {
   // mask rather than looked up (WalkLexedSubtree vs LexedSubtreeSets).
   static constexpr uint32_t kWalkedSubtreeNodes = 32;
   std::vector<uint32_t> view_path_;
-  std::vector<size_t> root_runs_;
   std::vector<uint32_t> nested_;  // min-heap of nested roots
   std::vector<uint32_t> ancestors_;
   std::vector<std::vector<parser::Recognizer::LaneView>> view_stack_;
