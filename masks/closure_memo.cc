@@ -3,22 +3,35 @@
 
 namespace zapgram::masks {
 
-uint32_t ClosureMemo::Intern(absl::Span<const uint32_t> spelling) {
+bool ClosureMemo::Reserve(size_t bytes) {
+  const size_t budget = budget_bytes_.load(std::memory_order_relaxed);
+  if (bytes > budget) return false;
+  if (bytes_.load(std::memory_order_relaxed) + bytes > budget) {
+    // A new generation: ids stay unique (next_id_ goes on), so ids held by
+    // walks under way find nothing rather than another set's steps.
+    ids_.clear();
+    steps_.clear();
+    bytes_.store(0, std::memory_order_relaxed);
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+  bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+
+ClosureMemo::Id ClosureMemo::Intern(absl::Span<const uint32_t> spelling) {
   spelled_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(spelling);
   if (it != ids_.end()) return it->second;
-  const size_t bytes = 4 * spelling.size() + 64;
-  if (bytes_.load(std::memory_order_relaxed) + bytes > budget_bytes_) return kNone;
-  bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  const uint32_t id = static_cast<uint32_t>(ids_.size());
+  if (!Reserve(4 * spelling.size() + 64)) return kNone;
+  const Id id = next_id_++;
   ids_.try_emplace(std::vector<uint32_t>(spelling.begin(), spelling.end()), id);
   return id;
 }
 
-bool ClosureMemo::Find(uint32_t id, uint32_t token, Step* out) const {
+bool ClosureMemo::Find(Id id, uint32_t token, Step* out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = steps_.find((uint64_t{id} << 32) | token);
+  auto it = steps_.find(std::make_pair(id, token));
   if (it == steps_.end()) return false;
   out->next = it->second.next;
   out->alive = it->second.alive;
@@ -28,11 +41,11 @@ bool ClosureMemo::Find(uint32_t id, uint32_t token, Step* out) const {
   return true;
 }
 
-void ClosureMemo::Record(uint32_t id, uint32_t token, const Step& step) {
+void ClosureMemo::Record(Id id, uint32_t token, const Step& step) {
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t bytes = 4 * step.tokens.size() + 64;
-  if (bytes_.load(std::memory_order_relaxed) + bytes > budget_bytes_) return;
-  if (steps_.try_emplace((uint64_t{id} << 32) | token, step).second) bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (steps_.contains(std::make_pair(id, token))) return;
+  if (!Reserve(4 * step.tokens.size() + 64)) return;
+  steps_.try_emplace(std::make_pair(id, token), step);
 }
 
 }  // namespace zapgram::masks

@@ -31,12 +31,19 @@
 // only while it finds at least one kept step per set it spelled, judged
 // after kWarmupSpellings (go: ~10 found per spelled; sql: ~0.5).
 //
-// Budget: spellings and steps count their bytes; past the budget nothing is
-// added (found steps still serve). Thread-safe (one mutex).
+// Budget: spellings and steps count their bytes. An addition that would
+// pass the budget first forgets everything (a new generation starts empty):
+// no per-entry bookkeeping on the hot path, and what recurs is kept again
+// within a few masks. Ids are never reused (64-bit, counted across
+// generations), so an id that a walk holds from before a clear finds
+// nothing instead of another set's steps; a step it records after the
+// clear is still right (an id names one spelling forever). Thread-safe
+// (one mutex).
 //
 // Tests: tests/masks/matcher_test.cc (MatcherLexed.ClosureMemoMatchesBruteForce:
 // masks along java/go/sql documents, a second pass served by found steps,
-// against the per-token brute force).
+// against the per-token brute force; TinyLexedBudgetsEvictAndStayExact:
+// the same at a 4 KiB budget, cleared several times).
 #ifndef ZAPGRAM_MASKS_CLOSURE_MEMO_H_
 #define ZAPGRAM_MASKS_CLOSURE_MEMO_H_
 
@@ -44,6 +51,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -65,25 +73,34 @@ struct SpanEq {
 
 class ClosureMemo {
  public:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  // A spelling's id: never reused, also across generations.
+  using Id = uint64_t;
+  static constexpr Id kNone = ~Id{0};
   explicit ClosureMemo(size_t budget_bytes) : budget_bytes_(budget_bytes) {}
 
   // What the walk reads of the set a closure leaves.
   struct Step {
-    uint32_t next = kNone;  // its spelling id (kNone: not kept)
+    Id next = kNone;        // its spelling id (kNone: not kept)
     bool alive = false;     // the closure left a set
     bool accepting = false;
     std::vector<uint32_t> tokens;  // sorted, distinct
   };
 
-  // The id of `spelling`, added when new; kNone when new and over budget.
-  uint32_t Intern(absl::Span<const uint32_t> spelling);
+  // The id of `spelling`, added when new (after a clear when the memo is
+  // full); kNone only when it alone is larger than the budget.
+  Id Intern(absl::Span<const uint32_t> spelling);
   // The step after `token` ends in set `id`: copied into *out when kept.
-  bool Find(uint32_t id, uint32_t token, Step* out) const;
-  // Keeps a step (dropped over budget; an existing one is kept).
-  void Record(uint32_t id, uint32_t token, const Step& step);
+  bool Find(Id id, uint32_t token, Step* out) const;
+  // Keeps a step (after a clear when the memo is full; an existing one is
+  // kept).
+  void Record(Id id, uint32_t token, const Step& step);
 
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  size_t budget_bytes() const { return budget_bytes_.load(std::memory_order_relaxed); }
+  // Takes effect at the next addition (tests use a tiny budget).
+  void set_budget_bytes(size_t bytes) { budget_bytes_.store(bytes, std::memory_order_relaxed); }
+  // How many times the memo was cleared to stay within its budget.
+  uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
   uint64_t found() const { return found_.load(std::memory_order_relaxed); }
   // Whether the walk should spell and look up (see above): before
   // kWarmupSpellings spellings, or while found() >= spellings.
@@ -94,11 +111,16 @@ class ClosureMemo {
   }
 
  private:
-  const size_t budget_bytes_;
+  // Makes room for `bytes` more: clears the memo when they would pass the
+  // budget; false when they alone do. Called with mu_ held.
+  bool Reserve(size_t bytes);
+  std::atomic<size_t> budget_bytes_;
   mutable std::mutex mu_;
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t, SpanHash, SpanEq> ids_;
-  absl::flat_hash_map<uint64_t, Step> steps_;
+  absl::flat_hash_map<std::vector<uint32_t>, Id, SpanHash, SpanEq> ids_;
+  absl::flat_hash_map<std::pair<Id, uint32_t>, Step> steps_;  // (id, token)
+  Id next_id_ = 0;
   std::atomic<size_t> bytes_{0};
+  std::atomic<uint64_t> evictions_{0};
   mutable std::atomic<uint64_t> found_{0};
   std::atomic<uint64_t> spelled_{0};  // Intern calls
 };

@@ -29,8 +29,8 @@
 // source set are kept across masks too (masks/closure_memo.h: per spelling
 // of the source set and token, what the walk reads of the new set), so a
 // later mask pushes only the closures no earlier mask kept. The roots are walked in trie order without
-// sorting the whole list per mask: the token sets give each lane's roots as
-// an ascending run (merged, SortRuns), nested roots go through a min-heap.
+// a comparison sort: the token sets' roots are sorted and deduplicated by
+// a bit per trie node (SortRoots), nested roots go through a min-heap.
 //
 // Below a root, the subtree is classified like the token sets, from the
 // root's lanes (LexedSubtreeSets, cached per (node, lane)); the nested
@@ -50,6 +50,7 @@
 // cache off, ClosureMemoMatchesBruteForce with kept closures; LexedViews.*: stepped views equal
 // the recognizer's lanes after a real push, byte by byte).
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <utility>
 
@@ -111,11 +112,31 @@ std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
   auto sets = std::make_shared<const StateTokenSets>(
       BuildLexedSubtreeSets(root, lexer_state, guards, tokens));
   std::lock_guard<std::mutex> lock(on_demand_mu_);
+  auto it = subtree_sets_.find(absl::Span<const uint32_t>(key));
+  if (it != subtree_sets_.end()) return it->second;  // built by another thread meanwhile
   const size_t bytes = sets->bytes() + 4 * key.size() + 96;
-  if (subtree_bytes_ + bytes > subtree_budget_bytes_) return sets;  // full: not kept
+  if (bytes > subtree_budget_bytes_) return sets;  // larger than the budget: not kept
+  if (subtree_bytes_ + bytes > subtree_budget_bytes_) {
+    // Full: a new generation (the sets handed out stay alive in their
+    // callers' shared_ptrs).
+    subtree_sets_.clear();
+    on_demand_bytes_.fetch_sub(subtree_bytes_, std::memory_order_relaxed);
+    subtree_bytes_ = 0;
+    ++subtree_evictions_;
+  }
   subtree_bytes_ += bytes;
   on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return subtree_sets_.try_emplace(key, std::move(sets)).first->second;
+}
+
+void CompiledGrammar::set_subtree_budget_bytes(size_t bytes) const {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  subtree_budget_bytes_ = bytes;
+}
+
+uint64_t CompiledGrammar::subtree_evictions() const {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  return subtree_evictions_;
 }
 
 StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
@@ -269,7 +290,7 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
     // Spelled when a closure is asked from it (most closures are leaves).
     next->spelled = kNotSpelled;
   }
-  const uint32_t from = SpelledHistory(source);  // its set is in the chart now
+  const ClosureMemo::Id from = SpelledHistory(source);  // its set is in the chart now
   if (from < kNotSpelled && (consulted == parser::kNoParent || consulted >= recognizer_.SetGroupBegin(source_set))) {
     if (pushed) {
       spelling_.clear();
@@ -280,7 +301,7 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
   }
 }
 
-uint32_t Matcher::SpelledHistory(uint32_t h) {
+ClosureMemo::Id Matcher::SpelledHistory(uint32_t h) {
   // Spelled once, and only while its set is in the chart: a set of the
   // newest position, or one of the pushed chain; never while the memo does
   // not pay for this grammar (ClosureMemo::Pays, asked once per walk).
@@ -304,7 +325,7 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
   if (fresh) {
     History next{source, token, 0, false, false, {}};
     ClosureMemo& memo = grammar_->closure_memo();
-    const uint32_t from = SpelledHistory(source);
+    const ClosureMemo::Id from = SpelledHistory(source);
     ClosureMemo::Step step;
     if (from < kNotSpelled && memo.Find(from, token, &step)) {
       // Closed by an earlier mask from a set spelled alike, reading nothing
@@ -333,33 +354,36 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
 
 namespace {
 
-// Sorts `v`, made of ascending runs (each lane's roots come in trie order),
-// by merging neighbouring runs, and drops repeats.
-void SortRuns(std::vector<uint32_t>* v, std::vector<size_t>* bounds) {
-  bounds->assign(1, 0);
-  for (size_t i = 1; i < v->size(); ++i) {
-    if ((*v)[i] < (*v)[i - 1]) bounds->push_back(i);
+// Sorts `v`, trie node indices below `nodes`, and drops repeats: a bit per
+// node set and read back in order (the roots of a miss come from many
+// lanes and tokens, with repeats; merging their runs cost more than this
+// scan of the words between the smallest and largest root).
+void SortRoots(std::vector<uint32_t>* v, size_t nodes) {
+  if (v->size() <= 32) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+    return;
   }
-  bounds->push_back(v->size());
-  while (bounds->size() > 2) {
-    size_t out = 1;
-    for (size_t k = 0; k + 2 < bounds->size(); k += 2) {
-      std::inplace_merge(v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k]),
-                         v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k + 1]),
-                         v->begin() + static_cast<std::ptrdiff_t>((*bounds)[k + 2]));
-      (*bounds)[out++] = (*bounds)[k + 2];
-    }
-    if (bounds->size() % 2 == 0) (*bounds)[out++] = bounds->back();
-    bounds->resize(out);
+  thread_local std::vector<uint64_t> bits;  // all zero between calls
+  if (bits.size() < (nodes + 63) / 64) bits.resize((nodes + 63) / 64, 0);
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+  for (uint32_t x : *v) {
+    bits[x / 64] |= uint64_t{1} << (x % 64);
+    lo = std::min(lo, x / 64);
+    hi = std::max(hi, x / 64);
   }
-  v->erase(std::unique(v->begin(), v->end()), v->end());
+  v->clear();
+  for (uint32_t w = lo; w <= hi; ++w) {
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) v->push_back(64 * w + static_cast<uint32_t>(std::countr_zero(b)));
+    bits[w] = 0;
+  }
 }
 
 }  // namespace
 
 void Matcher::WalkLexedRoots(uint32_t* words) {
   const TokenTrie& trie = grammar_->trie();
-  SortRuns(&roots_, &root_runs_);
+  SortRoots(&roots_, trie.nodes().size());
   BeginLexedViews();
   // Roots in trie order (so that paths share their views): the sorted
   // roots of the token sets, merged with a min-heap of the nested roots

@@ -160,7 +160,10 @@ class CompiledGrammar {
   // Lexed grammars: the sets of trie subtree `root` for a lane (lexer state,
   // guards, tokens its items wait for) that the parser holds after root's
   // bytes; uncertain roots are the nested nodes where a token may end.
-  // Cached up to subtree_budget_bytes (then built per call).
+  // Cached within a byte budget (64 MiB): an addition that would pass it
+  // first drops every kept set (a new generation; callers hold theirs by
+  // shared_ptr), so the sets that recur are kept again and no per-entry
+  // bookkeeping runs on a hit.
   std::shared_ptr<const StateTokenSets> LexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                                          const std::vector<uint32_t>& guards,
                                                          const std::vector<uint32_t>& tokens) const;
@@ -206,6 +209,10 @@ class CompiledGrammar {
   MaskCache& mask_cache() const { return *cache_; }
   // Lexed grammars: closures of the mask walk kept across masks (32 MiB).
   ClosureMemo& closure_memo() const { return closure_memo_; }
+  // The subtree sets' budget (takes effect at the next addition; tests use
+  // a tiny one), and how many times they were dropped to stay within it.
+  void set_subtree_budget_bytes(size_t bytes) const;
+  uint64_t subtree_evictions() const;
 
  private:
   CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> grammar,
@@ -237,9 +244,10 @@ class CompiledGrammar {
   // Looked up by span (SpanHash, SpanEq: masks/closure_memo.h).
   mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
       subtree_sets_;
-  mutable size_t subtree_bytes_ = 0;
+  mutable size_t subtree_bytes_ = 0;  // the three under on_demand_mu_
+  mutable size_t subtree_budget_bytes_ = size_t{64} << 20;
+  mutable uint64_t subtree_evictions_ = 0;
   std::vector<TrieByteSet> lexer_loops_;  // lexed grammars: per lexer state, the bytes looping on it
-  size_t subtree_budget_bytes_ = size_t{64} << 20;
   mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
 
   std::shared_ptr<const parser::FlatGrammar> grammar_;
@@ -386,7 +394,6 @@ class Matcher {
   // mask rather than looked up (WalkLexedSubtree vs LexedSubtreeSets).
   static constexpr uint32_t kWalkedSubtreeNodes = 32;
   std::vector<uint32_t> view_path_;
-  std::vector<size_t> root_runs_;
   std::vector<uint32_t> nested_;  // min-heap of nested roots
   std::vector<uint32_t> ancestors_;
   std::vector<std::vector<parser::Recognizer::LaneView>> view_stack_;
@@ -403,9 +410,9 @@ class Matcher {
     bool accepting;
     std::vector<uint32_t> tokens;
     // The set's id in the grammar's ClosureMemo; kNotSpelled: not asked yet.
-    uint32_t spelled = ClosureMemo::kNone;
+    ClosureMemo::Id spelled = ClosureMemo::kNone;
   };
-  static constexpr uint32_t kNotSpelled = ClosureMemo::kNone - 1;
+  static constexpr ClosureMemo::Id kNotSpelled = ClosureMemo::kNone - 1;
   static constexpr uint32_t kNoHistory = 0xFFFFFFFFu;
   std::vector<History> histories_;
   absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
@@ -416,7 +423,7 @@ class Matcher {
   bool use_closure_memo_ = false;   // ClosureMemo::Pays when the walk began
   // History h's id in the grammar's ClosureMemo, spelled now if its set is
   // in the chart; kNone when it cannot be (or the memo is full).
-  uint32_t SpelledHistory(uint32_t h);
+  ClosureMemo::Id SpelledHistory(uint32_t h);
   // Closes `token` after history `source` in the chart (its chain pushed
   // first) into *next, and keeps the step in the grammar's ClosureMemo
   // when it consulted nothing older than its source set.

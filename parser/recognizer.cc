@@ -733,8 +733,20 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
       open.lexer_state = state;
       open.source = lane.source;
       open.accepting = lane.accepting && ignored_open;
-      for (uint32_t token : lane.tokens) {
-        if (ignored_open || lexer.CanContinue(state, token)) open.tokens.push_back(token);
+      if (ignored_open || (state == lane.lexer_state && state != 1)) {
+        // Nothing to filter: a lane whose token is open (lexer state past
+        // the start) holds only tokens that can still end from its state,
+        // here as in the chart (BuildNextLexedSets filters alike), so a
+        // byte that loops on the state (inside a name, a number, a run of
+        // spaces) keeps them all.
+        open.tokens = lane.tokens;
+      } else {
+        // LexerTable::CanContinue with the state's row read once (most
+        // tokens of a boundary lane fail here: this loop is hot).
+        const uint64_t* row = &lexer.continue_bits[static_cast<size_t>(state) * lexer.words_per_state];
+        for (const uint32_t token : lane.tokens) {
+          if ((row[token / 64] >> (token % 64)) & 1) open.tokens.push_back(token);
+        }
       }
       if (open.tokens.empty() && !open.accepting) --n;
     }

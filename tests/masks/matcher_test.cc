@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -405,35 +406,78 @@ TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
   CheckTrace("llama3", "sql", 4 * docs, steps, uncached);  // short documents
 }
 
-// The closure memo (masks/closure_memo.h): uncached masks along the first
-// java, go and sql documents on Llama 3, each document walked twice over one
-// compiled grammar, so that the second pass is served by the closures the
-// first kept (and a later document by the earlier ones'), against the
-// brute force.
+// Uncached masks along the first `docs` documents of `set` on Llama 3, each
+// walked twice over one compiled grammar (set up by `configure` once
+// compiled), against the brute force; returns the grammar.
+std::shared_ptr<const CompiledGrammar> CheckTwoPasses(
+    const char* set, size_t docs, size_t steps, const std::function<void(const CompiledGrammar&)>& configure,
+    int* checked, int* mismatches) {
+  auto vocab = LoadVocabulary("llama3");
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  std::shared_ptr<const CompiledGrammar> g;
+  const std::vector<TraceRecord> recs = ReadTrace("llama3", set, docs);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const TraceRecord& rec : recs) {
+      if (g == nullptr) {
+        g = CompileFor(rec.grammar, vocab);
+        configure(*g);
+      }
+      CheckRecord(g, rec, steps, uncached, rec.id + " pass " + std::to_string(pass), checked, mismatches);
+    }
+  }
+  EXPECT_GT(*checked, 0);
+  EXPECT_EQ(*mismatches, 0);
+  return g;
+}
+
+// The closure memo (masks/closure_memo.h): the second pass is served by the
+// closures the first kept (and a later document by the earlier ones').
 TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
 #ifdef ZAPGRAM_SANITIZED
   const size_t docs = 1, steps = 4;
 #else
   const size_t docs = 2, steps = 12;
 #endif
-  auto vocab = LoadVocabulary("llama3");
-  MatcherOptions uncached;
-  uncached.use_cache = false;
   for (const char* set : {"java", "go", "sql"}) {
-    std::shared_ptr<const CompiledGrammar> g;
     int checked = 0, mismatches = 0;
-    const std::vector<TraceRecord> recs = ReadTrace("llama3", set, std::string(set) == "sql" ? 4 * docs : docs);
-    for (int pass = 0; pass < 2; ++pass) {
-      for (const TraceRecord& rec : recs) {
-        if (g == nullptr) g = CompileFor(rec.grammar, vocab);
-        CheckRecord(g, rec, steps, uncached, rec.id + " pass " + std::to_string(pass), &checked, &mismatches);
-      }
-    }
+    auto g = CheckTwoPasses(set, std::string(set) == "sql" ? 4 * docs : docs, steps, [](const CompiledGrammar&) {},
+                            &checked, &mismatches);
     std::printf("%s: %d masks checked, %d mismatches, %llu closures found kept\n", set, checked, mismatches,
                 static_cast<unsigned long long>(g->closure_memo().found()));
-    EXPECT_GT(checked, 0);
-    EXPECT_EQ(mismatches, 0);
     EXPECT_GT(g->closure_memo().found(), 0u) << set << ": the second pass should find kept closures";
+  }
+}
+
+// The lexed caches' budgets (closure memo, subtree sets) with eviction: at
+// tiny budgets both are cleared several times along go and java documents
+// walked twice, ids held from before a clear must find nothing rather than
+// another set's steps (reusing ids after a clear fails here: 4 go
+// mismatches), and masks stay equal to the brute force.
+TEST(MatcherLexed, TinyLexedBudgetsEvictAndStayExact) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t docs = 1, steps = 4;
+#else
+  const size_t docs = 2, steps = 12;
+#endif
+  const size_t memo_budget = size_t{4} << 10, subtree_budget = size_t{256} << 10;
+  for (const char* set : {"java", "go"}) {
+    int checked = 0, mismatches = 0;
+    auto g = CheckTwoPasses(
+        set, docs, steps,
+        [&](const CompiledGrammar& compiled) {
+          compiled.closure_memo().set_budget_bytes(memo_budget);
+          compiled.set_subtree_budget_bytes(subtree_budget);
+        },
+        &checked, &mismatches);
+    std::printf("%s: %d masks checked, %d mismatches; memo: %llu found, %llu evictions; subtree sets: %llu evictions\n",
+                set, checked, mismatches, static_cast<unsigned long long>(g->closure_memo().found()),
+                static_cast<unsigned long long>(g->closure_memo().evictions()),
+                static_cast<unsigned long long>(g->subtree_evictions()));
+    EXPECT_LE(g->closure_memo().bytes(), memo_budget);
+    EXPECT_GT(g->closure_memo().evictions(), 0u) << set;
+    EXPECT_GT(g->closure_memo().found(), 0u) << set << ": steps should still be found between clears";
+    EXPECT_GT(g->subtree_evictions(), 0u) << set;
   }
 }
 
