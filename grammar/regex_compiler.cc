@@ -46,6 +46,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -1437,6 +1438,28 @@ absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t f
   absl::StatusOr<ByteDfa> dfa = *std::move(it->second.minimal);
   entries_.erase(it);
   return dfa;
+}
+
+std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t flags) {
+  if (pattern.find('#') != std::string_view::npos) return std::nullopt;
+  const RegexLimits limits;
+  Parser parser(pattern, flags, limits);
+  absl::StatusOr<uint32_t> root = parser.Parse();
+  if (!root.ok()) return std::nullopt;
+  const std::vector<Node>& nodes = parser.nodes();
+  RegexAnchorUse use;
+  std::vector<uint32_t> stack = {*root};
+  while (!stack.empty()) {
+    const Node& n = nodes[stack.back()];
+    stack.pop_back();
+    use.has_start = use.has_start || n.kind == NodeKind::kStart;
+    use.has_end = use.has_end || n.kind == NodeKind::kEnd;
+    stack.insert(stack.end(), n.children.begin(), n.children.end());
+  }
+  use.refused = (use.has_start || use.has_end) && !parser.CheckAnchors(*root).ok();
+  const NodeKind top = nodes[*root].kind;
+  use.never_blank = top != NodeKind::kEmpty && top != NodeKind::kStart && top != NodeKind::kEnd;
+  return use;
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {

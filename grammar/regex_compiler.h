@@ -185,6 +185,26 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
 // skip parsing the pattern again for SplitCountedRegex in the usual case.
 bool MayHaveCountedBound(std::string_view pattern);
 
+// What the anchors of a pattern say about the patterns written around it
+// (the regular-terminal merge writes (?flags:PATTERN) into larger ones).
+// The anchor check (Parser::CheckAnchors) only ever narrows where an anchor
+// may stand as the text around it grows, so each field is a refusal that
+// carries over to every enclosing pattern.
+struct RegexAnchorUse {
+  bool refused = false;    // an anchor is misplaced already in the pattern alone
+  bool has_start = false;  // holds ^ or \A: refused once anything can precede it
+  bool has_end = false;    // holds $ \Z \z: refused once anything can follow it
+  // Its tree's root is neither empty nor an anchor, so it is never "blank"
+  // for an anchor next to it: a ^ after it (or a $ before it) is refused.
+  bool never_blank = false;
+};
+
+// The anchor use of `pattern` under `flags` (RegexFlags), or nullopt when
+// no claim can be made: the pattern does not parse alone, or it holds a '#'
+// (under the x flag a comment would run past the end of the group that
+// encloses it, so it would not read the same there).
+std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t flags);
+
 // "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
 // the pattern is written \/, which means / in the dialect). The GBNF reader
 // reads it back (grammar/gbnf_reader.h).
