@@ -1440,6 +1440,22 @@ absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t f
   return dfa;
 }
 
+absl::StatusOr<ClassDfa> RegexDfaCache::TakeClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits) {
+  Entry& entry = Find(pattern, flags, limits);
+  absl::StatusOr<ClassDfa> dfa = absl::UnknownError("unset");
+  if (entry.minimal.has_value()) {  // Compile widened it already
+    dfa = entry.minimal->ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(**entry.minimal))
+                              : absl::StatusOr<ClassDfa>(entry.minimal->status());
+  } else if (entry.determinized.ok()) {
+    dfa = MinimizeDfaToClasses(*entry.determinized);
+  } else {
+    dfa = entry.determinized.status();
+  }
+  entries_.erase(KeyOf(pattern, flags, limits));
+  return dfa;
+}
+
 std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t flags) {
   if (pattern.find('#') != std::string_view::npos) return std::nullopt;
   const RegexLimits limits;

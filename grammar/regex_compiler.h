@@ -152,6 +152,10 @@ class RegexDfaCache {
   // exist), which spares a caller grouping 256 columns state by state.
   absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits,
                                std::array<uint8_t, 256>* class_of = nullptr);
+  // Take's DFA in the byte classes it was determinized in (Take's result is
+  // its Widen()), never widened to 256 columns.
+  absl::StatusOr<ClassDfa> TakeClasses(std::string_view pattern, uint32_t flags,
+                                       const RegexLimits& limits);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
