@@ -22,7 +22,10 @@
 // each other signature among the class's re-examined states becomes a new
 // class. Signatures are read off sparse rows (the live transitions only:
 // the dead state is a class of its own for good), so a literal chain's state
-// costs one pair, not one entry per byte class of the whole table. The
+// costs one pair, not one entry per byte class of the whole table; and rows
+// are grouped by target ("fans"), so a JSON string body's state, re-examined
+// round after round, hashes and compares a few fans rather than every
+// column that loops back to it. The
 // result is exactly Moore's after k rounds (tested against the textbook
 // rounds on random tables and schema grammars), at a cost proportional to
 // the splits.
