@@ -314,7 +314,8 @@ std::vector<uint32_t> Refinement::Run(const std::vector<uint32_t>& initial, uint
     for (const auto& [s, id] : moves) {
       for (uint32_t k = pred_begin_[s]; k < pred_begin_[s + 1]; ++k) {
         const uint32_t p = preds_[k];
-        if (!is_affected[p]) {
+        // A class of one state cannot split: its state is left alone.
+        if (!is_affected[p] && size_[cls_[p]] > 1) {
           is_affected[p] = 1;
           affected.push_back(p);
         }

@@ -16,7 +16,8 @@
 // rounds; merged JSON members are long literal chains that keep splitting
 // for as many rounds as their length, so that was a third of a schema's
 // compile. Here a round looks only at the states that can split: the
-// predecessors of states whose class changed in the round before. A state
+// predecessors of states whose class changed in the round before (but not
+// a state alone in its class: such a class cannot split). A state
 // none of whose successors changed class keeps its signature, so all such
 // states of one class stay together, and the class keeps its id for them;
 // each other signature among the class's re-examined states becomes a new
