@@ -373,26 +373,35 @@ absl::StatusOr<ByteDfa> Determinize(const ByteNfa& nfa, uint32_t max_states) {
 }
 
 absl::StatusOr<ByteDfa> WithoutEmptyString(const ByteDfa& dfa, uint32_t max_states) {
+  absl::StatusOr<ClassDfa> out = WithoutEmptyString(ClassDfa::Narrow(dfa), max_states);
+  if (!out.ok()) return out.status();
+  return out->Widen();
+}
+
+absl::StatusOr<ClassDfa> WithoutEmptyString(const ClassDfa& dfa, uint32_t max_states) {
   // The subset construction of "a new start with the old start's ranges,
   // then the DFA" meets only singletons (the NFA is deterministic) and
   // numbers them by first discovery, subsets in order and byte classes in
   // byte order (the classes of an NFA made of DFA rows are intervals, each
-  // mapped to one target by every row): the walk below. In a trimmed DFA
-  // every reached state can still accept, so nothing is trimmed; a start
-  // with no live byte leaves the empty language.
-  ByteDfa out;
-  out.next.emplace_back();
-  out.next[0].fill(0);
+  // mapped to one target by every row): the walk below, one step per class
+  // of `dfa` (its classes in order of their smallest bytes, so targets are
+  // met first in the same order as by bytes). In a trimmed DFA every
+  // reached state can still accept, so nothing is trimmed; a start with no
+  // live byte leaves the empty language.
+  const uint32_t k = dfa.num_classes;
+  ClassDfa out;
+  out.class_of = dfa.class_of;
+  out.num_classes = k;
+  out.next.assign(k, 0);
   out.accepting.push_back(0);
-  if (dfa.empty() || std::all_of(dfa.next[1].begin(), dfa.next[1].end(), [](uint32_t to) { return to == 0; })) {
-    return out;
-  }
+  if (dfa.empty()) return out;
+  const uint32_t* start_row = &dfa.next[size_t{k}];
+  if (std::all_of(start_row, start_row + k, [](uint32_t to) { return to == 0; })) return out;
   std::vector<uint32_t> id(dfa.num_states(), 0);  // old state -> new number (0: not reached)
   std::vector<uint32_t> old_of = {0, 1};          // new number -> old state (1: the new start's row)
   for (uint32_t i = 1; i < old_of.size(); ++i) {
-    const std::array<uint32_t, 256>& row = dfa.next[old_of[i]];
-    for (uint32_t b = 0; b < 256; ++b) {
-      const uint32_t to = row[b];
+    for (uint32_t c = 0; c < k; ++c) {
+      const uint32_t to = dfa.step(old_of[i], c);
       if (to == 0 || id[to] != 0) continue;
       if (old_of.size() + 1 > max_states) {
         return absl::ResourceExhaustedError(absl::StrCat(
@@ -402,11 +411,10 @@ absl::StatusOr<ByteDfa> WithoutEmptyString(const ByteDfa& dfa, uint32_t max_stat
       old_of.push_back(to);
     }
   }
-  out.next.resize(old_of.size());
+  out.next.resize(old_of.size() * size_t{k});
   out.accepting.resize(old_of.size(), 0);
   for (uint32_t i = 1; i < old_of.size(); ++i) {
-    const std::array<uint32_t, 256>& row = dfa.next[old_of[i]];
-    for (uint32_t b = 0; b < 256; ++b) out.next[i][b] = id[row[b]];
+    for (uint32_t c = 0; c < k; ++c) out.next[size_t{i} * k + c] = id[dfa.step(old_of[i], c)];
     out.accepting[i] = i == 1 ? 0 : dfa.accepting[old_of[i]];
   }
   return out;

@@ -137,6 +137,10 @@ void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vect
 // for state, as the subset construction of that NFA (tested), without
 // building it. Error past max_states, as Determinize.
 absl::StatusOr<ByteDfa> WithoutEmptyString(const ByteDfa& dfa, uint32_t max_states);
+// The same in `dfa`'s classes: classes are numbered in order of their
+// smallest byte and every byte of a class has the class's target, so
+// visiting classes in order discovers states in the same order as bytes.
+absl::StatusOr<ClassDfa> WithoutEmptyString(const ClassDfa& dfa, uint32_t max_states);
 
 // Convenience builders.
 absl::StatusOr<ByteDfa> LiteralDfa(std::string_view bytes);

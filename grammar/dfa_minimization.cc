@@ -81,8 +81,13 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work) {
 }
 
 ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work) {
+  if (dfa.num_states() <= 2) return dfa.Widen();
+  return MinimizeDfaToClasses(dfa, max_work).Widen();
+}
+
+ClassDfa MinimizeDfaToClasses(const ClassDfa& dfa, uint64_t max_work) {
   const uint32_t n = dfa.num_states();
-  if (n <= 2) return dfa.Widen();
+  if (n <= 2) return dfa;
   const uint32_t k = dfa.num_classes;
 
   // The live transitions (neither end the dead state), numbered by label
@@ -145,7 +150,7 @@ ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work) {
       }
       cords.Split();
     }
-    if (steps > max_work) return dfa.Widen();  // not converged within budget: the unminimized DFA
+    if (steps > max_work) return dfa;  // not converged within budget: the unminimized DFA
   }
 
   // Renumber: the dead state's block is 0, the start's 1, the rest in state order.
@@ -159,15 +164,16 @@ ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work) {
       representative.push_back(s);
     }
   }
-  ByteDfa out;
-  out.next.resize(representative.size());
+  ClassDfa out;
+  out.class_of = dfa.class_of;
+  out.num_classes = k;
+  out.next.resize(representative.size() * size_t{k});
   out.accepting.resize(representative.size());
-  std::vector<uint32_t> row(k);
   for (uint32_t b = 0; b < representative.size(); ++b) {
     const uint32_t s = representative[b];
     out.accepting[b] = dfa.accepting[s];
+    uint32_t* row = &out.next[size_t{b} * k];
     for (uint32_t c = 0; c < k; ++c) row[c] = id[blocks.set_of(dfa.step(s, c))];
-    for (uint32_t byte = 0; byte < 256; ++byte) out.next[b][byte] = row[dfa.class_of[byte]];
   }
   return out;
 }

@@ -46,6 +46,10 @@ ByteDfa MinimizeDfa(const ByteDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 // The same from the class form (what determinization gives): the minimal
 // DFA is widened to 256 columns only at the end, never the unminimized one.
 ByteDfa MinimizeDfa(const ClassDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
+// The same minimal DFA kept in `dfa`'s byte classes (MinimizeDfa(dfa) is its
+// Widen()), for callers that read it by class (the grammar lowering): no
+// 256-column rows at all.
+ClassDfa MinimizeDfaToClasses(const ClassDfa& dfa, uint64_t max_work = uint64_t{1} << 28);
 
 }  // namespace zapgram::grammar
 

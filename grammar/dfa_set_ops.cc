@@ -13,19 +13,58 @@
 namespace zapgram::grammar {
 namespace {
 
-// The right operand of a product, as a deterministic automaton over uint64
-// states in which 0 is dead and stays dead.
+// A product reads its operands one column at a time: a column stands for
+// the bytes of one class (columns in order of their smallest bytes, which is
+// what it reads them by), so pairs are discovered in the same order as by
+// bytes. Plain DFAs are read by byte (256 columns); two class DFAs by their
+// joint classes.
+struct Columns {
+  std::array<uint8_t, 256> class_of{};
+  std::vector<uint8_t> first_byte;  // per column
+
+  static Columns AllBytes() {
+    Columns c;
+    for (uint32_t b = 0; b < 256; ++b) {
+      c.class_of[b] = static_cast<uint8_t>(b);
+      c.first_byte.push_back(static_cast<uint8_t>(b));
+    }
+    return c;
+  }
+  // Bytes in one class of both `x` and `y`.
+  static Columns Joint(const std::array<uint8_t, 256>& x, const std::array<uint8_t, 256>& y) {
+    Columns c;
+    absl::flat_hash_map<uint32_t, uint8_t> column_of;  // (x class, y class) -> column
+    for (uint32_t b = 0; b < 256; ++b) {
+      const auto [it, fresh] = column_of.try_emplace(
+          (uint32_t{x[b]} << 8) | y[b], static_cast<uint8_t>(c.first_byte.size()));
+      if (fresh) c.first_byte.push_back(static_cast<uint8_t>(b));
+      c.class_of[b] = it->second;
+    }
+    return c;
+  }
+};
+
+// A deterministic automaton read by byte over uint64 states in which 0 is
+// dead and stays dead: a DFA in either form, or a counted one below.
 class PlainOperand {
  public:
-  explicit PlainOperand(const ByteDfa& dfa) : dfa_(dfa) {}
-  uint64_t Start() const { return dfa_.empty() ? 0 : 1; }
+  explicit PlainOperand(const ByteDfa& dfa) : wide_(&dfa) {}
+  explicit PlainOperand(const ClassDfa& dfa) : classes_(&dfa) {}
+  bool Empty() const { return wide_ != nullptr ? wide_->empty() : classes_->empty(); }
+  uint64_t Start() const { return Empty() ? 0 : 1; }
   uint64_t Next(uint64_t s, uint8_t byte) const {
-    return s == 0 ? 0 : dfa_.next[static_cast<size_t>(s)][byte];
+    if (s == 0) return 0;
+    return wide_ != nullptr ? wide_->next[static_cast<size_t>(s)][byte]
+                            : classes_->step(static_cast<uint32_t>(s), classes_->class_of[byte]);
   }
-  bool Accepting(uint64_t s) const { return s != 0 && dfa_.accepting[static_cast<size_t>(s)]; }
+  bool Accepting(uint64_t s) const {
+    if (s == 0) return false;
+    return (wide_ != nullptr ? wide_->accepting : classes_->accepting)[static_cast<size_t>(s)];
+  }
 
  private:
-  const ByteDfa& dfa_;
+  const ByteDfa* wide_ = nullptr;
+  const ClassDfa* classes_ = nullptr;
 };
 
 // (code points read so far, state inside the current code point's spelling),
@@ -61,15 +100,15 @@ enum class Combine { kIntersect, kSubtract };
 
 // Keeps the states that reach acceptance, renumbered in order (0 dead, 1
 // start); an empty language leaves only the dead state.
-ByteDfa Trim(ByteDfa dfa) {
-  const uint32_t n = dfa.num_states();
+ClassDfa Trim(const ClassDfa& dfa) {
+  const uint32_t n = dfa.num_states(), k = dfa.num_classes;
   // Predecessors (one per distinct edge source and target), compressed.
   std::vector<uint32_t> begin(n + 1, 0), preds;
   auto each_edge = [&](auto visit) {
     for (uint32_t s = 1; s < n; ++s) {
       uint32_t last = 0;
-      for (uint32_t b = 0; b < 256; ++b) {
-        const uint32_t t = dfa.next[s][b];
+      for (uint32_t c = 0; c < k; ++c) {
+        const uint32_t t = dfa.step(s, c);
         if (t != 0 && t != last) visit(s, t);
         last = t;
       }
@@ -81,32 +120,40 @@ ByteDfa Trim(ByteDfa dfa) {
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   each_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
   const std::vector<uint8_t> useful = StatesReachingAcceptance(dfa.accepting, begin, preds);
-  ByteDfa out;
-  out.next.push_back({});
+  ClassDfa out;
+  out.class_of = dfa.class_of;
+  out.num_classes = k;
   out.accepting.push_back(0);
-  if (n < 2 || !useful[1]) return out;
+  if (n < 2 || !useful[1]) {
+    out.next.assign(k, 0);
+    return out;
+  }
   std::vector<uint32_t> renumber(n, 0);
   for (uint32_t s = 1; s < n; ++s) {
     if (!useful[s]) continue;
     renumber[s] = out.num_states();
-    out.next.push_back({});
     out.accepting.push_back(dfa.accepting[s]);
   }
+  out.next.assign(size_t{out.num_states()} * k, 0);
   for (uint32_t s = 1; s < n; ++s) {
     if (!useful[s]) continue;
-    std::array<uint32_t, 256>& row = out.next[renumber[s]];
-    for (uint32_t b = 0; b < 256; ++b) row[b] = renumber[dfa.next[s][b]];
+    uint32_t* row = &out.next[size_t{renumber[s]} * k];
+    for (uint32_t c = 0; c < k; ++c) row[c] = renumber[dfa.step(s, c)];
   }
   return out;
 }
 
+// The product of `a` and `b` over `columns`, trimmed, widened to bytes.
 template <typename Operand>
-absl::StatusOr<ByteDfa> Product(const ByteDfa& a, const Operand& b, Combine combine,
-                                uint32_t max_states) {
-  ByteDfa out;
-  out.next.push_back({});
+absl::StatusOr<ByteDfa> Product(const PlainOperand& a, const Operand& b, const Columns& columns,
+                                Combine combine, uint32_t max_states) {
+  const uint32_t k = static_cast<uint32_t>(columns.first_byte.size());
+  ClassDfa out;
+  out.class_of = columns.class_of;
+  out.num_classes = k;
+  out.next.assign(k, 0);
   out.accepting.push_back(0);
-  if (a.empty()) return out;
+  if (a.Empty()) return out.Widen();
   using Pair = std::pair<uint32_t, uint64_t>;
   absl::flat_hash_map<Pair, uint32_t> ids;
   std::vector<Pair> pairs;
@@ -119,46 +166,56 @@ absl::StatusOr<ByteDfa> Product(const ByteDfa& a, const Operand& b, Combine comb
             "automaton product exceeds the state limit (max_dfa_states = ", max_states, ")"));
       }
       pairs.push_back(p);
-      out.next.push_back({});
+      out.next.resize(out.next.size() + k, 0);
       const bool b_accepts = b.Accepting(p.second);
-      out.accepting.push_back(a.accepting[p.first] &&
+      out.accepting.push_back(a.Accepting(p.first) &&
                               (combine == Combine::kIntersect ? b_accepts : !b_accepts));
     }
     return it->second;
   };
   absl::StatusOr<uint32_t> start = intern({1, b.Start()});
   if (!start.ok()) return start.status();
-  if (*start == 0) return out;
+  if (*start == 0) return out.Widen();
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Pair at = pairs[i];
-    const uint32_t id = static_cast<uint32_t>(i + 1);
+    const size_t row = (i + 1) * k;
     Pair last = {0, 0};
     uint32_t last_id = 0;
-    for (uint32_t byte = 0; byte < 256; ++byte) {
-      const uint32_t a_next = a.next[at.first][byte];
+    for (uint32_t c = 0; c < k; ++c) {
+      const uint8_t byte = columns.first_byte[c];
+      const uint32_t a_next = static_cast<uint32_t>(a.Next(at.first, byte));
       if (a_next == 0) continue;
-      const Pair to = {a_next, b.Next(at.second, static_cast<uint8_t>(byte))};
+      const Pair to = {a_next, b.Next(at.second, byte)};
       if (to != last || last_id == 0) {
         absl::StatusOr<uint32_t> to_id = intern(to);
         if (!to_id.ok()) return to_id.status();
         last = to;
         last_id = *to_id;
       }
-      out.next[id][byte] = last_id;
+      out.next[row + c] = last_id;
     }
   }
-  return Trim(std::move(out));
+  return Trim(out).Widen();
 }
 
 }  // namespace
 
 absl::StatusOr<ByteDfa> IntersectDfas(const ByteDfa& a, const ByteDfa& b, uint32_t max_states) {
-  return Product(a, PlainOperand(b), Combine::kIntersect, max_states);
+  return Product(PlainOperand(a), PlainOperand(b), Columns::AllBytes(), Combine::kIntersect,
+                 max_states);
 }
 
 absl::StatusOr<ByteDfa> SubtractDfa(const ByteDfa& universe, const ByteDfa& removed,
                                     uint32_t max_states) {
-  return Product(universe, PlainOperand(removed), Combine::kSubtract, max_states);
+  return Product(PlainOperand(universe), PlainOperand(removed), Columns::AllBytes(),
+                 Combine::kSubtract, max_states);
+}
+
+absl::StatusOr<ByteDfa> SubtractDfa(const ClassDfa& universe, const ClassDfa& removed,
+                                    uint32_t max_states) {
+  return Product(PlainOperand(universe), PlainOperand(removed),
+                 Columns::Joint(universe.class_of, removed.class_of), Combine::kSubtract,
+                 max_states);
 }
 
 absl::StatusOr<ByteDfa> IntersectCounted(const ByteDfa& a, const ByteDfa& one_codepoint,
@@ -173,7 +230,8 @@ absl::StatusOr<ByteDfa> IntersectCounted(const ByteDfa& a, const ByteDfa& one_co
     }
   }
   if (max != kUnbounded && min > max) return ByteDfa{{{}}, {0}};
-  return Product(a, CountedOperand(one_codepoint, min, max), Combine::kIntersect, max_states);
+  return Product(PlainOperand(a), CountedOperand(one_codepoint, min, max), Columns::AllBytes(),
+                 Combine::kIntersect, max_states);
 }
 
 uint32_t StampDfa(ByteNfa& nfa, uint32_t from, const ByteDfa& dfa) {

@@ -10,7 +10,9 @@
 // kResourceExhausted error naming the limit, never a truncated automaton).
 // Results are trimmed (state 0 dead, 1 start, every other state can still
 // reach acceptance), as every ByteDfa is; callers minimize when they keep
-// them.
+// them. A product reads its operands by byte, or by their joint byte classes
+// when both come in class form (the regex compiler's key complements: a few
+// dozen columns instead of 256, the same automaton state for state).
 //
 // The counted product never builds the automaton of "n code points": it
 // pairs each state of the operand with (count so far, state inside the
@@ -39,6 +41,11 @@ absl::StatusOr<ByteDfa> IntersectDfas(const ByteDfa& a, const ByteDfa& b, uint32
 
 // Strings `universe` accepts and `removed` does not.
 absl::StatusOr<ByteDfa> SubtractDfa(const ByteDfa& universe, const ByteDfa& removed,
+                                    uint32_t max_states);
+// The same read by the operands' joint byte classes rather than by byte
+// (the same automaton, state for state: classes are read in order of their
+// smallest bytes).
+absl::StatusOr<ByteDfa> SubtractDfa(const ClassDfa& universe, const ClassDfa& removed,
                                     uint32_t max_states);
 
 // Strings `a` accepts that are sequences of min..max code points (max may

@@ -46,6 +46,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,10 @@ struct RegexPieces {
   // The minimal DFA of each set operation that was built without error.
   // Key: the limits and the flags it was opened under, then its text.
   absl::node_hash_map<std::string, ByteDfa> set_ops;
+  // What set operations complement within and counted operands start from
+  // (all text spelled as the flags say), by the flags and the limits: one
+  // automaton for every set operation of a compilation.
+  absl::node_hash_map<std::string, absl::StatusOr<ClassDfa>> universes;  // minimal
 };
 
 namespace {
@@ -1151,16 +1156,25 @@ absl::StatusOr<uint32_t> EmitInto(const Parser& parser, uint32_t root, ByteNfa& 
   return ret;
 }
 
-// The minimal DFA of the sub-pattern at `node`, matched whole.
-absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const RegexLimits& limits,
-                                   EmitContext& ctx) {
+// The minimal DFA of the sub-pattern at `node`, matched whole, in the
+// classes it was determinized in.
+absl::StatusOr<ClassDfa> OperandClassDfa(const Parser& parser, uint32_t node,
+                                         const RegexLimits& limits, EmitContext& ctx) {
   ByteNfa nfa;
   absl::StatusOr<uint32_t> end = EmitInto(parser, node, nfa, 0, limits, ctx);
   if (!end.ok()) return end.status();
   nfa.SetAccepting(*end);
   absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
   if (!dfa.ok()) return dfa.status();
-  return MinimizeDfa(*dfa);
+  return MinimizeDfaToClasses(*dfa);
+}
+
+// The same widened to bytes.
+absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const RegexLimits& limits,
+                                   EmitContext& ctx) {
+  absl::StatusOr<ClassDfa> dfa = OperandClassDfa(parser, node, limits, ctx);
+  if (!dfa.ok()) return dfa.status();
+  return dfa->Widen();
 }
 
 // Exactly one code point of `ranges`, spelled raw or as in a JSON string.
@@ -1198,14 +1212,23 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     };
     // All text in the node's spelling: what (?~:) complements within, and
     // what counted operands start from when no plain operand comes first.
-    auto universe = [&]() {
-      return CompileRegex("[\\s\\S]*", FlagsOf(n.spelling), limits);
+    auto universe = [&]() -> const absl::StatusOr<ClassDfa>& {
+      const uint32_t flags = FlagsOf(n.spelling);
+      auto [it, fresh] = ctx.pieces->universes.try_emplace(
+          absl::StrFormat("%d/%d/%d/%d/%d", flags, limits.max_nesting, limits.max_repeat,
+                          limits.max_nfa_states, limits.max_dfa_states),
+          absl::UnknownError("unset"));
+      if (fresh) {
+        it->second = DeterminizeRegexToClasses("[\\s\\S]*", flags, limits);
+        if (it->second.ok()) it->second = MinimizeDfaToClasses(*it->second);
+      }
+      return it->second;
     };
     absl::StatusOr<ByteDfa> result;
     if (n.kind == NodeKind::kNot) {
-      absl::StatusOr<ByteDfa> removed = OperandDfa(parser, n.children[0], limits, ctx);
+      absl::StatusOr<ClassDfa> removed = OperandClassDfa(parser, n.children[0], limits, ctx);
       if (!removed.ok()) return fail(removed.status());
-      absl::StatusOr<ByteDfa> all = universe();
+      const absl::StatusOr<ClassDfa>& all = universe();
       if (!all.ok()) return fail(all.status());
       result = SubtractDfa(*all, *removed, limits.max_dfa_states);
     } else {
@@ -1219,7 +1242,11 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
         if (nodes[c].counted) order.push_back(c);
       }
       // The first plain operand replaces this placeholder.
-      result = nodes[order[0]].counted ? universe() : absl::StatusOr<ByteDfa>(ByteDfa{});
+      result = ByteDfa{};
+      if (nodes[order[0]].counted) {
+        const absl::StatusOr<ClassDfa>& all = universe();
+        result = all.ok() ? absl::StatusOr<ByteDfa>(all->Widen()) : all.status();
+      }
       for (size_t k = 0; k < order.size() && result.ok(); ++k) {
         const Node& operand = nodes[order[k]];
         if (operand.counted) {
@@ -1437,6 +1464,44 @@ absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t f
   absl::StatusOr<ByteDfa> dfa = *std::move(it->second.minimal);
   entries_.erase(it);
   return dfa;
+}
+
+absl::StatusOr<ClassDfa> RegexDfaCache::TakeClasses(std::string_view pattern, uint32_t flags,
+                                                   const RegexLimits& limits) {
+  Entry& entry = Find(pattern, flags, limits);
+  absl::StatusOr<ClassDfa> dfa = absl::UnknownError("unset");
+  if (entry.minimal.has_value()) {  // Compile widened it already
+    dfa = entry.minimal->ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(**entry.minimal))
+                              : absl::StatusOr<ClassDfa>(entry.minimal->status());
+  } else if (entry.determinized.ok()) {
+    dfa = MinimizeDfaToClasses(*entry.determinized);
+  } else {
+    dfa = entry.determinized.status();
+  }
+  entries_.erase(KeyOf(pattern, flags, limits));
+  return dfa;
+}
+
+std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t flags) {
+  if (pattern.find('#') != std::string_view::npos) return std::nullopt;
+  const RegexLimits limits;
+  Parser parser(pattern, flags, limits);
+  absl::StatusOr<uint32_t> root = parser.Parse();
+  if (!root.ok()) return std::nullopt;
+  const std::vector<Node>& nodes = parser.nodes();
+  RegexAnchorUse use;
+  std::vector<uint32_t> stack = {*root};
+  while (!stack.empty()) {
+    const Node& n = nodes[stack.back()];
+    stack.pop_back();
+    use.has_start = use.has_start || n.kind == NodeKind::kStart;
+    use.has_end = use.has_end || n.kind == NodeKind::kEnd;
+    stack.insert(stack.end(), n.children.begin(), n.children.end());
+  }
+  use.refused = (use.has_start || use.has_end) && !parser.CheckAnchors(*root).ok();
+  const NodeKind top = nodes[*root].kind;
+  use.never_blank = top != NodeKind::kEmpty && top != NodeKind::kStart && top != NodeKind::kEnd;
+  return use;
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {

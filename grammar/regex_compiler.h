@@ -96,7 +96,8 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
 // spelling (every literal character of a pattern is such a class), and the
 // minimal DFA of each set operation, by its text, the flags it opens under
 // and the limits (the JSON Schema converter writes the same key complement
-// into every candidate the regular-terminal merge tries for an object).
+// into every candidate the regular-terminal merge tries for an object), and
+// the universe a complement is taken within, by flags and limits.
 // Defined in regex_compiler.cc; a RegexDfaCache owns one. Pieces are
 // stamped exactly as freshly built ones, so the automata are the same with
 // or without it.
@@ -152,6 +153,10 @@ class RegexDfaCache {
   // exist), which spares a caller grouping 256 columns state by state.
   absl::StatusOr<ByteDfa> Take(std::string_view pattern, uint32_t flags, const RegexLimits& limits,
                                std::array<uint8_t, 256>* class_of = nullptr);
+  // Take's DFA in the byte classes it was determinized in (Take's result is
+  // its Widen()), never widened to 256 columns.
+  absl::StatusOr<ClassDfa> TakeClasses(std::string_view pattern, uint32_t flags,
+                                       const RegexLimits& limits);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
 
@@ -184,6 +189,26 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
 // ',' reaches it (a bound is always written so). A scan of the text, to
 // skip parsing the pattern again for SplitCountedRegex in the usual case.
 bool MayHaveCountedBound(std::string_view pattern);
+
+// What the anchors of a pattern say about the patterns written around it
+// (the regular-terminal merge writes (?flags:PATTERN) into larger ones).
+// The anchor check (Parser::CheckAnchors) only ever narrows where an anchor
+// may stand as the text around it grows, so each field is a refusal that
+// carries over to every enclosing pattern.
+struct RegexAnchorUse {
+  bool refused = false;    // an anchor is misplaced already in the pattern alone
+  bool has_start = false;  // holds ^ or \A: refused once anything can precede it
+  bool has_end = false;    // holds $ \Z \z: refused once anything can follow it
+  // Its tree's root is neither empty nor an anchor, so it is never "blank"
+  // for an anchor next to it: a ^ after it (or a $ before it) is refused.
+  bool never_blank = false;
+};
+
+// The anchor use of `pattern` under `flags` (RegexFlags), or nullopt when
+// no claim can be made: the pattern does not parse alone, or it holds a '#'
+// (under the x flag a comment would run past the end of the group that
+// encloses it, so it would not read the same there).
+std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t flags);
 
 // "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
 // the pattern is written \/, which means / in the dialect). The GBNF reader

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace zapgram::masks {
 
@@ -25,17 +28,43 @@ class Refinement {
   // (round 0 puts it alone and no live state ever joins it), so listing
   // the (column, target) pairs with a live target, in column order, spells
   // the signature exactly; a literal chain's state has one such pair.
+  //
+  // Rows are also kept grouped by target ("fans": a target and the set of
+  // columns leading to it), since a JSON string body's state sends dozens
+  // of columns to a handful of states and is re-examined round after
+  // round. The hash is a sum over columns of weight(column) x
+  // mix(class of its target), which a fan gives at once as
+  // mix(class) x (sum of its columns' weights), whatever the grouping; and
+  // two states whose fans have the same column sets in the same order
+  // compare fan by fan. Other pairs compare column by column.
+  static uint64_t Mix(uint64_t x) {
+    x = (x + 1) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return x ^ (x >> 29);
+  }
   uint64_t SignatureHash(uint32_t s) const {
-    uint64_t h = (cls_[s] + 1) * 0x9E3779B97F4A7C15ull;
-    for (uint32_t k = row_begin_[s]; k < row_begin_[s + 1]; ++k) {
-      h = (h ^ row_columns_[k]) * 0x100000001B3ull;
-      h = (h ^ cls_[row_targets_[k]]) * 0x100000001B3ull;
-      h ^= h >> 29;
+    uint64_t h = Mix(cls_[s]);
+    for (uint32_t k = fan_begin_[s]; k < fan_begin_[s + 1]; ++k) {
+      h += fan_weights_[k] * (Mix(cls_[fan_targets_[k]]) | 1);
     }
-    return h;
+    return Mix(h);
   }
   bool SameSignature(uint32_t a, uint32_t b) const {
     if (cls_[a] != cls_[b]) return false;
+    const uint32_t fans = fan_begin_[a + 1] - fan_begin_[a];
+    bool same_fans = fans == fan_begin_[b + 1] - fan_begin_[b];
+    for (uint32_t k = 0; same_fans && k < fans; ++k) {
+      same_fans = fan_sets_[fan_begin_[a] + k] == fan_sets_[fan_begin_[b] + k];
+    }
+    if (same_fans) {
+      for (uint32_t k = 0; k < fans; ++k) {
+        if (cls_[fan_targets_[fan_begin_[a] + k]] != cls_[fan_targets_[fan_begin_[b] + k]]) {
+          return false;
+        }
+      }
+      return true;
+    }
     const uint32_t length = row_begin_[a + 1] - row_begin_[a];
     if (length != row_begin_[b + 1] - row_begin_[b]) return false;
     for (uint32_t k = 0; k < length; ++k) {
@@ -50,6 +79,7 @@ class Refinement {
   // `states` reordered into `out` so that each class's states are adjacent.
   void GroupByClass(const std::vector<uint32_t>& states, std::vector<uint32_t>& out);
   void BuildRows();
+  void BuildFans();
   void BuildPredecessors();
   void LinkInto(uint32_t s, uint32_t id);
   void Unlink(uint32_t s);
@@ -60,6 +90,12 @@ class Refinement {
   std::vector<uint32_t> cls_;
   // Live transitions of state s: row_columns_/row_targets_[row_begin_[s] .. row_begin_[s + 1]).
   std::vector<uint32_t> row_begin_, row_columns_, row_targets_;
+  // Fans of state s, by smallest column: fan_targets_/fan_sets_/fan_weights_
+  // [fan_begin_[s] .. fan_begin_[s + 1]); a fan's set is a number shared by
+  // equal column sets of the whole table (a single column: the column; more:
+  // columns_ and up), its weight the sum of its columns' Mix.
+  std::vector<uint32_t> fan_begin_, fan_targets_, fan_sets_;
+  std::vector<uint64_t> fan_weights_;
   // Distinct predecessors of state s: preds_[pred_begin_[s] .. pred_begin_[s + 1]).
   std::vector<uint32_t> pred_begin_, preds_;
   // Members of each class, as a doubly linked list; sizes per class.
@@ -97,6 +133,42 @@ void Refinement::BuildRows() {
       }
     }
     row_begin_[s + 1] = static_cast<uint32_t>(row_columns_.size());
+  }
+}
+
+void Refinement::BuildFans() {
+  fan_begin_.assign(n_ + 1, 0);
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> set_ids;
+  std::vector<uint32_t> fan_of(n_, kNone);  // target -> its fan in the current row
+  std::vector<uint32_t> targets;            // the current row's fans, by smallest column
+  std::vector<std::vector<uint32_t>> columns;
+  for (uint32_t s = 0; s < n_; ++s) {
+    targets.clear();
+    for (uint32_t k = row_begin_[s]; k < row_begin_[s + 1]; ++k) {
+      const uint32_t to = row_targets_[k];
+      if (fan_of[to] == kNone) {
+        fan_of[to] = static_cast<uint32_t>(targets.size());
+        targets.push_back(to);
+        if (columns.size() < targets.size()) columns.emplace_back();
+        columns[fan_of[to]].clear();
+      }
+      columns[fan_of[to]].push_back(row_columns_[k]);
+    }
+    for (uint32_t f = 0; f < targets.size(); ++f) {
+      fan_of[targets[f]] = kNone;
+      uint64_t weight = 0;
+      for (uint32_t c : columns[f]) weight += Mix(c);
+      // A single column (a literal chain's only fan) is its own number.
+      uint32_t set = columns[f][0];
+      if (columns[f].size() > 1) {
+        set = columns_ + set_ids.try_emplace(columns[f], static_cast<uint32_t>(set_ids.size()))
+                             .first->second;
+      }
+      fan_targets_.push_back(targets[f]);
+      fan_sets_.push_back(set);
+      fan_weights_.push_back(weight);
+    }
+    fan_begin_[s + 1] = static_cast<uint32_t>(fan_targets_.size());
   }
 }
 
@@ -161,6 +233,7 @@ std::vector<uint32_t> Refinement::Run(const std::vector<uint32_t>& initial, uint
     next_id = std::max(next_id, initial[s] + 1);
   }
   BuildRows();
+  BuildFans();
   BuildPredecessors();
 
   // Round 1 looks at every state; later rounds at the predecessors of the
@@ -241,7 +314,8 @@ std::vector<uint32_t> Refinement::Run(const std::vector<uint32_t>& initial, uint
     for (const auto& [s, id] : moves) {
       for (uint32_t k = pred_begin_[s]; k < pred_begin_[s + 1]; ++k) {
         const uint32_t p = preds_[k];
-        if (!is_affected[p]) {
+        // A class of one state cannot split: its state is left alone.
+        if (!is_affected[p] && size_[cls_[p]] > 1) {
           is_affected[p] = 1;
           affected.push_back(p);
         }

@@ -16,13 +16,17 @@
 // rounds; merged JSON members are long literal chains that keep splitting
 // for as many rounds as their length, so that was a third of a schema's
 // compile. Here a round looks only at the states that can split: the
-// predecessors of states whose class changed in the round before. A state
+// predecessors of states whose class changed in the round before (but not
+// a state alone in its class: such a class cannot split). A state
 // none of whose successors changed class keeps its signature, so all such
 // states of one class stay together, and the class keeps its id for them;
 // each other signature among the class's re-examined states becomes a new
 // class. Signatures are read off sparse rows (the live transitions only:
 // the dead state is a class of its own for good), so a literal chain's state
-// costs one pair, not one entry per byte class of the whole table. The
+// costs one pair, not one entry per byte class of the whole table; and rows
+// are grouped by target ("fans"), so a JSON string body's state, re-examined
+// round after round, hashes and compares a few fans rather than every
+// column that loops back to it. The
 // result is exactly Moore's after k rounds (tested against the textbook
 // rounds on random tables and schema grammars), at a cost proportional to
 // the splits.

@@ -145,10 +145,9 @@ class Lowering {
   absl::flat_hash_map<ExprId, uint32_t> composite_nt_;
   absl::flat_hash_map<std::string, uint32_t> terminal_ids_;
   absl::flat_hash_map<std::string, Symbol> regex_symbols_;  // key "R<flags>/<pattern>"
-  std::vector<grammar::ByteDfa> dfas_;  // per terminal; empty for lazy ones
-  // Per terminal whose DFA came from a regex's byte classes: those classes
-  // (the DFA's columns are equal within each; see BuildTerminalTable).
-  absl::flat_hash_map<uint32_t, std::array<uint8_t, 256>> dfa_class_hints_;
+  // Per terminal, in byte classes (a regex's: those it was determinized
+  // in; read by class in BuildTerminalTable); empty for lazy ones.
+  std::vector<grammar::ClassDfa> dfas_;
   // Terminals determinized lazily: their NFAs side by side in lazy_nfa_.
   struct LazyTerminal {
     uint32_t terminal;
@@ -211,7 +210,7 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
       const uint32_t id = static_cast<uint32_t>(dfas_.size());
       dfas_.emplace_back();  // no eager automaton: BuildTerminalTable places it
       terminal_names_.push_back(name);
-      dfas_.push_back(automaton->TwinDfa());
+      dfas_.push_back(grammar::ClassDfa::Narrow(automaton->TwinDfa()));
       terminal_names_.push_back(name + "#unbounded");
       counted_terminals_.push_back({id, id + 1, std::move(automaton)});
       const Symbol sym = kTerminalTag | id;
@@ -221,8 +220,7 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
-  std::array<uint8_t, 256> class_of;
-  absl::StatusOr<grammar::ByteDfa> dfa = dfa_cache_.Take(e.literal, e.flags, regex_limits, &class_of);
+  absl::StatusOr<grammar::ClassDfa> dfa = dfa_cache_.TakeClasses(e.literal, e.flags, regex_limits);
   bool nullable = false;
   Symbol sym = kNone;
   if (dfa.ok()) {
@@ -234,8 +232,6 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
       if (!dfa.ok()) return located(dfa.status());
     }
     if (!dfa->empty()) {
-      // (WithoutEmptyString renumbers rows, so the classes still hold.)
-      dfa_class_hints_.emplace(static_cast<uint32_t>(dfas_.size()), class_of);
       sym = kTerminalTag | static_cast<uint32_t>(dfas_.size());
       dfas_.push_back(*std::move(dfa));
       terminal_names_.push_back(name);
@@ -358,7 +354,7 @@ absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
   if (!dfa.ok()) return dfa.status();
   if (dfa->empty()) return NeverNonterminal();
   uint32_t id = static_cast<uint32_t>(dfas_.size());
-  dfas_.push_back(*std::move(dfa));
+  dfas_.push_back(grammar::ClassDfa::Narrow(*dfa));
   Expr copy = e;
   copy.children.clear();
   grammar::Grammar scratch;
@@ -581,50 +577,41 @@ absl::Status Lowering::Define(uint32_t nt, ExprId id) {
 }
 
 // Per byte, a number shared exactly by the bytes whose columns of `d`
-// (states 1..n-1) are equal, given classes within which they are known to
-// be equal: their representatives' columns are grouped by hash, then
-// compared in full. One pass over k columns instead of n rows of 256.
-std::array<uint32_t, 256> ColumnClasses(const grammar::ByteDfa& d,
-                                        const std::array<uint8_t, 256>& hint) {
-  std::array<int16_t, 256> rep;  // per hint class: its smallest byte
-  rep.fill(-1);
-  std::vector<uint8_t> reps;
-  for (uint32_t b = 0; b < 256; ++b) {
-    if (rep[hint[b]] < 0) {
-      rep[hint[b]] = static_cast<int16_t>(b);
-      reps.push_back(static_cast<uint8_t>(b));
-    }
-  }
-  const auto same_column = [&](uint8_t a, uint8_t b) {
+// (states 1..n-1) are equal: the class columns are grouped by hash, then
+// compared in full. One pass over k class columns instead of n rows of 256.
+std::array<uint32_t, 256> ColumnClasses(const grammar::ClassDfa& d) {
+  const uint32_t k = d.num_classes;
+  const auto same_column = [&](uint32_t a, uint32_t b) {
     for (uint32_t s = 1; s < d.num_states(); ++s) {
-      if (d.next[s][a] != d.next[s][b]) return false;
+      if (d.step(s, a) != d.step(s, b)) return false;
     }
     return true;
   };
-  std::vector<std::pair<uint64_t, uint8_t>> keyed;  // (column hash, representative)
-  for (uint8_t r : reps) {
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (uint32_t s = 1; s < d.num_states(); ++s) h = (h ^ d.next[s][r]) * 0x100000001B3ull;
-    keyed.push_back({h, r});
+  std::vector<uint64_t> hash(k, 0x9E3779B97F4A7C15ull);
+  for (uint32_t s = 1; s < d.num_states(); ++s) {
+    const uint32_t* row = &d.next[size_t{s} * k];
+    for (uint32_t c = 0; c < k; ++c) hash[c] = (hash[c] ^ row[c]) * 0x100000001B3ull;
   }
+  std::vector<std::pair<uint64_t, uint32_t>> keyed;  // (column hash, class)
+  for (uint32_t c = 0; c < k; ++c) keyed.push_back({hash[c], c});
   std::sort(keyed.begin(), keyed.end());
-  std::array<uint32_t, 256> group_of_rep{};  // by representative byte
-  std::vector<uint8_t> group_reps;           // first representative of each group
+  std::vector<uint32_t> group_of_class(k, 0);
+  std::vector<uint32_t> group_reps;  // first class of each group
   for (size_t a = 0; a < keyed.size();) {
     size_t b = a;
     while (b < keyed.size() && keyed[b].first == keyed[a].first) ++b;
     const size_t first_group = group_reps.size();
-    for (size_t k = a; k < b; ++k) {
-      const uint8_t r = keyed[k].second;
+    for (size_t i = a; i < b; ++i) {
+      const uint32_t c = keyed[i].second;
       size_t g = first_group;
-      while (g < group_reps.size() && !same_column(group_reps[g], r)) ++g;
-      if (g == group_reps.size()) group_reps.push_back(r);
-      group_of_rep[r] = static_cast<uint32_t>(g);
+      while (g < group_reps.size() && !same_column(group_reps[g], c)) ++g;
+      if (g == group_reps.size()) group_reps.push_back(c);
+      group_of_class[c] = static_cast<uint32_t>(g);
     }
     a = b;
   }
   std::array<uint32_t, 256> row;
-  for (uint32_t b = 0; b < 256; ++b) row[b] = group_of_rep[static_cast<uint8_t>(rep[hint[b]])];
+  for (uint32_t b = 0; b < 256; ++b) row[b] = group_of_class[d.class_of[b]];
   return row;
 }
 
@@ -632,7 +619,7 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   TerminalTable& t = out.terminals;
   t.names = terminal_names_;
   uint32_t total = 1;
-  for (const grammar::ByteDfa& d : dfas_) {
+  for (const grammar::ClassDfa& d : dfas_) {
     t.start.push_back(d.next.empty() ? 0 : total);  // lazy terminals: filled below
     if (d.next.empty()) continue;
     total += d.num_states() - 1;
@@ -661,13 +648,8 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   // never as 256-column rows.
   grammar::ByteClassPartition classes;
   for (size_t i = 0; i < dfas_.size() && !classes.all_distinct(); ++i) {
-    const grammar::ByteDfa& d = dfas_[i];
-    if (auto hint = dfa_class_hints_.find(static_cast<uint32_t>(i)); hint != dfa_class_hints_.end()) {
-      // Refining by the DFA's column classes once is refining by all its rows.
-      classes.Refine(ColumnClasses(d, hint->second));
-      continue;
-    }
-    for (uint32_t s = 1; s < d.num_states() && !classes.all_distinct(); ++s) classes.Refine(d.next[s]);
+    // Refining by a DFA's column classes once is refining by all its rows.
+    if (!dfas_[i].next.empty()) classes.Refine(ColumnClasses(dfas_[i]));
   }
   if (!lazy_terminals_.empty()) classes.RefineByRanges(lazy_nfa_);
   const std::vector<uint8_t> representative = classes.Representatives();
@@ -680,14 +662,16 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   t.eager_has_next.assign(total, 0);
   t.eager_live_bytes.assign(total, ByteSet());
   for (size_t i = 0; i < dfas_.size(); ++i) {
-    const grammar::ByteDfa& d = dfas_[i];
+    const grammar::ClassDfa& d = dfas_[i];
     if (d.next.empty()) continue;
     const uint32_t offset = t.start[i] - 1;
+    std::vector<uint32_t> column(t.num_classes);  // the DFA's class of each global class
+    for (uint32_t c = 0; c < t.num_classes; ++c) column[c] = d.class_of[representative[c]];
     for (uint32_t s = 1; s < d.num_states(); ++s) {
       const size_t row = static_cast<size_t>(offset + s) * t.num_classes;
       ByteSet& live = t.eager_live_bytes[offset + s];
       for (uint32_t c = 0; c < t.num_classes; ++c) {
-        const uint32_t to = d.next[s][representative[c]];
+        const uint32_t to = d.step(s, column[c]);
         if (to == 0) continue;
         t.next[row + c] = offset + to;
         live |= bytes_of_class[c];

@@ -25,6 +25,7 @@
 
 #include "grammar/regex_compiler.h"
 #include "grammar/regex_render.h"
+#include "grammar/rendered_anchors.h"
 
 namespace zapgram::transforms {
 
@@ -96,6 +97,8 @@ class Merger {
   grammar::RegexDfaCache own_dfa_cache_;
   grammar::RegexDfaCache& dfa_cache_ =
       options_.dfa_cache != nullptr ? *options_.dfa_cache : own_dfa_cache_;
+  // Candidates refused for a misplaced anchor, known without parsing them.
+  grammar::RenderedAnchors anchors_{g_, [this](RuleId r) { return g_.rules[r].body; }};
 };
 
 void Merger::FindRegularRules() {
@@ -199,6 +202,9 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
     }
     pattern += *piece;
   }
+  // Rendered first all the same: a text too long is a different verdict
+  // (PlanSequence retries the run of a sequence's children then).
+  if (anchors_.Refused(parts)) return fail(kFailed);
   if (key == kUnbuilt || verdict_[key] == kUntried) {
     grammar::RegexLimits limits;
     limits.max_dfa_states = options_.max_dfa_states;

@@ -67,6 +67,29 @@ TEST(DfaSetOpsTest, IntersectionAndDifferenceAgreeWithTheOperands) {
   }
 }
 
+// Read by the operands' joint byte classes, a difference is the byte-read
+// one state for state (and so is a state limit's verdict).
+TEST(DfaSetOpsTest, DifferenceByClassesIsTheDifferenceByBytes) {
+  const std::vector<std::string> patterns = {"a*b", "(ab|b)*", "[^a]*", "\xc3\xa9?a+", "", "b{2,3}",
+                                             "(?s:.)*a(?s:.)", "(?J)[\\s\\S]*", "(?J)\"[a-z_]+\""};
+  for (const std::string& pa : patterns) {
+    for (const std::string& pb : patterns) {
+      absl::StatusOr<ClassDfa> a = DeterminizeRegexToClasses(pa, 0);
+      absl::StatusOr<ClassDfa> b = DeterminizeRegexToClasses(pb, 0);
+      ASSERT_TRUE(a.ok() && b.ok()) << pa << " " << pb;
+      const ClassDfa ma = MinimizeDfaToClasses(*a), mb = MinimizeDfaToClasses(*b);
+      for (const uint32_t limit : {1000u, 3u}) {
+        absl::StatusOr<ByteDfa> by_bytes = SubtractDfa(ma.Widen(), mb.Widen(), limit);
+        absl::StatusOr<ByteDfa> by_classes = SubtractDfa(ma, mb, limit);
+        ASSERT_EQ(by_bytes.ok(), by_classes.ok()) << pa << " - " << pb;
+        if (!by_bytes.ok()) continue;
+        EXPECT_EQ(by_bytes->next, by_classes->next) << pa << " - " << pb;
+        EXPECT_EQ(by_bytes->accepting, by_classes->accepting) << pa << " - " << pb;
+      }
+    }
+  }
+}
+
 TEST(DfaSetOpsTest, CountedIntersectionCountsCodePoints) {
   const ByteDfa one = Dfa("(?s:.)");
   const std::vector<std::string> strings = AllStrings(kAlphabet, 5);

@@ -1079,6 +1079,27 @@ TEST(RegexDfaCacheTest, ReusesResultsAcrossStateLimitsOnlyWhenTheyDecide) {
   EXPECT_EQ(again->next, taken->next);
 }
 
+// TakeClasses gives Take's minimal DFA in classes, whether the entry was only
+// determinized or Compile widened it already, and drops the entry too.
+TEST(RegexDfaCacheTest, TakeClassesIsTakeBeforeWidening) {
+  for (const std::string pattern : {"abcdefghij", "[a-f0-9]+(?:-[a-f0-9]+)*", "(?J)\\w{2,5}x?", "a|b|c"}) {
+    for (const bool compiled_first : {false, true}) {
+      RegexDfaCache cache;
+      absl::StatusOr<ByteDfa> taken = cache.Take(pattern, 0, {});
+      ASSERT_TRUE(taken.ok()) << pattern;
+      if (compiled_first) ASSERT_TRUE(cache.Compile(pattern, 0, {}).ok());
+      absl::StatusOr<ClassDfa> classes = cache.TakeClasses(pattern, 0, {});
+      ASSERT_TRUE(classes.ok()) << pattern;
+      const ByteDfa widened = classes->Widen();
+      EXPECT_EQ(widened.next, taken->next) << pattern;
+      EXPECT_EQ(widened.accepting, taken->accepting) << pattern;
+      EXPECT_EQ(cache.size(), 0u);
+    }
+  }
+  RegexDfaCache cache;
+  EXPECT_FALSE(cache.TakeClasses("a(", 0, {}).ok());
+}
+
 // A RegexDfaCache shares class fragments, parsed classes and set operations
 // between its patterns (RegexPieces): every pattern still determinizes to
 // the DFA it has alone, state for state, and fails alike. The variants embed

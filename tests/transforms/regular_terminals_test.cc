@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -243,6 +244,34 @@ TEST(RegularTerminals, AFailedSequenceIsNotTriedAgainAsTheRunOfItsChildren) {
   ASSERT_EQ(root.kind, grammar::ExprKind::kSequence) << grammar::Dump(*out);
   for (grammar::ExprId c : root.children) {
     EXPECT_EQ(out->exprs[c].kind, grammar::ExprKind::kRegex) << grammar::Dump(*out);
+  }
+}
+
+// A JSON Schema `pattern` between quotes is refused for its anchors, and so
+// is every candidate around it: they are judged without a compile
+// (grammar/rendered_anchors.h). The unanchored member still merges.
+TEST(RegularTerminals, CandidatesAroundAMisplacedAnchorAreNotCompiled) {
+  grammar::Grammar g;
+  const grammar::ExprId quote = g.AddLiteral("\"");
+  g.rules.push_back({"root", 0, {}});
+  g.rules.push_back(
+      {"name", g.AddSequence({quote, g.AddRegex("^[a-z]+$", grammar::kRegexJsonString), quote}), {}});
+  g.rules.push_back({"id", g.AddSequence({quote, g.AddRegex("[0-9]+", 0), quote}), {}});
+  g.rules[0].body = g.AddSequence({g.AddLiteral("{"), g.AddRuleRef(1), g.AddLiteral(","),
+                                   g.AddRuleRef(2), g.AddLiteral("}")});
+  RegularTerminalStats stats;
+  absl::StatusOr<grammar::Grammar> out = MergeRegularTerminals(g, &stats);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(stats.compiles, 1u);  // "id" alone
+  EXPECT_EQ(out->exprs[out->rules[2].body].kind, grammar::ExprKind::kRegex) << grammar::Dump(*out);
+  EXPECT_EQ(out->exprs[out->rules[1].body].kind, grammar::ExprKind::kSequence)
+      << grammar::Dump(*out);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*out);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  for (const auto& [doc, accepted] : std::vector<std::pair<std::string, bool>>{
+           {"{\"abc\",\"12\"}", true}, {"{\"aBc\",\"12\"}", false}, {"{\"abc\",\"\"}", false}}) {
+    parser::Recognizer r = pruning::MakeRecognizer(&*flat);
+    EXPECT_EQ(r.FeedBytes(doc) == doc.size() && r.IsAccepting(), accepted) << doc;
   }
 }
 
