@@ -284,7 +284,7 @@ struct MatcherOptions {
   // the newest position (cost ~ key_sets, not nesting depth); a mask whose
   // walk consulted groups below that is cached under a key spelled as far
   // down as the walk read, which the cut key's entry points to.
-  uint32_t key_sets = 4;
+  uint32_t key_sets = 2;
   // Masks computed over token classes (masks/class_masks.h): a cache miss
   // walks the representatives' trie and expands the mask to ids. Same
   // masks; misses faster on lexed grammars, but the classes cost up to
