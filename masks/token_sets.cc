@@ -252,13 +252,13 @@ constexpr uint8_t kNotInCore = 0xFF;
 constexpr uint8_t kNeverEscapes = 0xFF;
 struct CoreExits {
   static constexpr bool kActive = true;
-  const uint8_t* label;
-  std::vector<uint32_t>* out;
+  const uint8_t* label = nullptr;
+  std::vector<uint32_t>* out = nullptr;
   // See CoreEscapes.
-  TrieByteSet stay;
-  TrieByteSet stay_with_utf8;  // when `utf8`: stay and the bytes of multi-byte characters
+  TrieByteSet stay{};
+  TrieByteSet stay_with_utf8{};  // when `utf8`: stay and the bytes of multi-byte characters
   bool utf8 = false;
-  const uint8_t* escape;
+  const uint8_t* escape = nullptr;
   bool Leaves(uint32_t next) const { return label[next] == kNotInCore; }
   // Whether node i's subtree reads only bytes the wide states are closed on.
   bool Settles(const TokenTrie& trie, uint32_t i) const {
