@@ -44,6 +44,28 @@ void AppendUtf8(uint32_t cp, std::string* out) {
   out->append(reinterpret_cast<const char*>(bytes), n);
 }
 
+uint8_t Utf8Step(uint8_t phase, uint8_t byte) {
+  switch (phase) {
+    case 0:
+      if (byte < 0x80) return 0;
+      if (byte >= 0xC2 && byte <= 0xDF) return 1;
+      if (byte == 0xE0) return 4;
+      if (byte == 0xED) return 5;
+      if (byte >= 0xE1 && byte <= 0xEF) return 2;
+      if (byte == 0xF0) return 6;
+      if (byte >= 0xF1 && byte <= 0xF3) return 3;
+      if (byte == 0xF4) return 7;
+      return kUtf8Invalid;
+    case 1: case 2: case 3:
+      return byte >= 0x80 && byte <= 0xBF ? phase - 1 : kUtf8Invalid;
+    case 4: return byte >= 0xA0 && byte <= 0xBF ? 1 : kUtf8Invalid;
+    case 5: return byte >= 0x80 && byte <= 0x9F ? 1 : kUtf8Invalid;
+    case 6: return byte >= 0x90 && byte <= 0xBF ? 2 : kUtf8Invalid;
+    case 7: return byte >= 0x80 && byte <= 0x8F ? 2 : kUtf8Invalid;
+    default: return kUtf8Invalid;
+  }
+}
+
 DecodedCodepoint DecodeUtf8(std::string_view s) {
   if (s.empty()) return {0, 0};
   uint8_t b0 = static_cast<uint8_t>(s[0]);

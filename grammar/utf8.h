@@ -35,6 +35,15 @@ struct DecodedCodepoint {
 // surrogates, values above 0x10FFFF and truncated sequences (length 0).
 DecodedCodepoint DecodeUtf8(std::string_view s);
 
+// Well-formed UTF-8 read a byte at a time: the phase of a reader within a
+// character. Phase 0 is a boundary; 1, 2, 3 continuation bytes (80-BF) are
+// still due; 4..7 await the second byte of an E0, ED, F0 or F4 sequence,
+// whose range is narrower (no overlong forms, surrogates or values above
+// 0x10FFFF: exactly what DecodeUtf8 accepts). kUtf8Invalid: `byte` cannot
+// come next.
+inline constexpr uint8_t kUtf8Invalid = 0xFF;
+uint8_t Utf8Step(uint8_t phase, uint8_t byte);
+
 // Byte-range sequences whose union matches exactly the UTF-8 encodings of
 // the code points in [lo, hi]. Surrogates inside the range are skipped.
 std::vector<std::vector<ByteRange>> Utf8Sequences(uint32_t lo, uint32_t hi);

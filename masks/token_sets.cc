@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "grammar/utf8.h"
 
 namespace zapgram::masks {
 
@@ -133,10 +134,11 @@ class LoopCache {
 // core of a split build, see token_sets.h): the node is recorded with the
 // state it left from and the walk jumps past its subtree, which a later
 // Walk over [node, subtree end) from that state finishes. Such a walk has a
-// second shortcut: a subtree whose bytes all keep every core state alive
-// (Exits::stay) and which is shallower than the fewest such bytes that can
-// lead out of the core from its parent state (Exits::EscapeDepth) never
-// leaves the core and never dies, so it is accepted whole. It settles the
+// second shortcut: from a wide core state (a string body), a subtree whose
+// bytes keep the wide states among themselves (Exits::Settles: such bytes,
+// or whole UTF-8 characters) and which is shallower than the fewest such
+// steps that can lead out of the core (Exits::EscapeDepth) never leaves the
+// core and never dies, so it is accepted whole (see CoreEscapes). It settles the
 // subtrees that move between core states rather than loop on one: the
 // counter of a key pattern such as [0-9a-f]{32} (hex letters fill English
 // words), a key that must contain some letter.
@@ -317,8 +319,8 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
     if (!wide[k]) continue;
     std::vector<std::pair<uint8_t, uint32_t>> todo, seen;
     for (uint32_t b = 0x80; b < 256; ++b) {
-      const uint8_t phase = Utf8Step(0, static_cast<uint8_t>(b));
-      if (phase != kUtf8Invalid) todo.push_back({phase, table.Step(core.states[k], static_cast<uint8_t>(b))});
+      const uint8_t phase = grammar::Utf8Step(0, static_cast<uint8_t>(b));
+      if (phase != grammar::kUtf8Invalid) todo.push_back({phase, table.Step(core.states[k], static_cast<uint8_t>(b))});
     }
     while (!todo.empty() && exits->utf8) {
       const auto [phase, state] = todo.back();
@@ -336,15 +338,15 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
       if (std::find(seen.begin(), seen.end(), std::make_pair(phase, state)) != seen.end()) continue;
       seen.push_back({phase, state});
       for (uint32_t b = 0x80; b < 0xC0; ++b) {
-        const uint8_t next_phase = Utf8Step(phase, static_cast<uint8_t>(b));
-        if (next_phase != kUtf8Invalid) todo.push_back({next_phase, table.Step(state, static_cast<uint8_t>(b))});
+        const uint8_t next_phase = grammar::Utf8Step(phase, static_cast<uint8_t>(b));
+        if (next_phase != grammar::kUtf8Invalid) todo.push_back({next_phase, table.Step(state, static_cast<uint8_t>(b))});
       }
     }
   }
   exits->stay_with_utf8 = stay;
   if (exits->utf8) {
     for (uint32_t b = 0x80; b < 256; ++b) {
-      if (Utf8Step(0, static_cast<uint8_t>(b)) != kUtf8Invalid || (b >= 0x80 && b < 0xC0)) {
+      if (b < 0xC0 || grammar::Utf8Step(0, static_cast<uint8_t>(b)) != grammar::kUtf8Invalid) {  // 80-BF continue
         exits->stay_with_utf8[b / 64] |= uint64_t{1} << (b % 64);
       }
     }

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "grammar/utf8.h"
 #include "absl/strings/str_join.h"
 
 namespace zapgram::masks {
@@ -107,28 +108,6 @@ absl::StatusOr<TokenTrie> TokenTrie::Build(const Vocabulary& vocabulary) {
   return trie;
 }
 
-uint8_t Utf8Step(uint8_t phase, uint8_t byte) {
-  switch (phase) {
-    case 0:
-      if (byte < 0x80) return 0;
-      if (byte >= 0xC2 && byte <= 0xDF) return 1;
-      if (byte == 0xE0) return 4;
-      if (byte == 0xED) return 5;
-      if (byte >= 0xE1 && byte <= 0xEF) return 2;
-      if (byte == 0xF0) return 6;
-      if (byte >= 0xF1 && byte <= 0xF3) return 3;
-      if (byte == 0xF4) return 7;
-      return kUtf8Invalid;
-    case 1: case 2: case 3:
-      return byte >= 0x80 && byte <= 0xBF ? phase - 1 : kUtf8Invalid;
-    case 4: return byte >= 0xA0 && byte <= 0xBF ? 1 : kUtf8Invalid;
-    case 5: return byte >= 0x80 && byte <= 0x9F ? 1 : kUtf8Invalid;
-    case 6: return byte >= 0x90 && byte <= 0xBF ? 2 : kUtf8Invalid;
-    case 7: return byte >= 0x80 && byte <= 0x8F ? 2 : kUtf8Invalid;
-    default: return kUtf8Invalid;
-  }
-}
-
 void TokenTrie::BuildSummaries() {
   // Parents from the pre-order: the nearest earlier node one level up.
   const uint32_t n = static_cast<uint32_t>(nodes_.size());
@@ -156,8 +135,8 @@ void TokenTrie::BuildSummaries() {
     height = std::max<uint16_t>(height, static_cast<uint16_t>(subtree_height_[i] + 1));
     uint8_t clean = 0;
     for (uint8_t phase = 0; phase < 8; ++phase) {
-      const uint8_t next = Utf8Step(phase, nodes_[i].byte);
-      if (next != kUtf8Invalid && ((children_accept[i] >> next) & 1)) clean |= uint8_t(1u << phase);
+      const uint8_t next = grammar::Utf8Step(phase, nodes_[i].byte);
+      if (next != grammar::kUtf8Invalid && ((children_accept[i] >> next) & 1)) clean |= uint8_t(1u << phase);
     }
     children_accept[parents_[i]] &= clean;
     if (clean & 1) utf8_clean_[i / 64] |= uint64_t{1} << (i % 64);

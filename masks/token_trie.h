@@ -79,13 +79,6 @@ struct TokenTrieNode {
 static_assert(sizeof(TokenTrieNode) == 12);
 static_assert(std::is_trivially_copyable_v<TokenTrieNode>);
 
-// Well-formed UTF-8 (RFC 3629) as a small automaton over where a reader is
-// within a character: phase 0 at a boundary; 1, 2, 3 continuation bytes
-// (80-BF) still due; 4..7 the second byte of E0, ED, F0, F4 sequences,
-// whose range is narrower. kUtf8Invalid: `byte` cannot come next.
-inline constexpr uint8_t kUtf8Invalid = 0xFF;
-uint8_t Utf8Step(uint8_t phase, uint8_t byte);
-
 class TokenTrie {
  public:
   static constexpr uint32_t kRoot = 0;

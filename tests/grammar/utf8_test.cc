@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
 
 namespace zapgram::grammar {
@@ -28,6 +29,52 @@ TEST(Utf8Test, DecodeRejectsMalformed) {
   EXPECT_EQ(DecodeUtf8("\xCE").length, 0u);              // truncated
   EXPECT_EQ(DecodeUtf8("\x80").length, 0u);              // lone continuation
   EXPECT_EQ(DecodeUtf8("").length, 0u);
+}
+
+// The byte-at-a-time reader reads s as one whole character (every phase
+// after a byte but the last inside a character, the last back at a
+// boundary) exactly when DecodeUtf8 decodes all of s: every string of 1 to
+// 3 bytes, and 4-byte strings with the last byte at the edges of the
+// continuation range.
+int ReaderCharacterLength(std::string_view s) {
+  uint8_t phase = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    phase = Utf8Step(phase, static_cast<uint8_t>(s[i]));
+    if (phase == kUtf8Invalid) return 0;
+    if (phase == 0) return i + 1 == s.size() ? static_cast<int>(s.size()) : 0;
+  }
+  return 0;  // cut inside a character
+}
+
+TEST(Utf8Test, ByteReaderAgreesWithDecode) {
+  std::string s;
+  int characters = 0;
+  auto check = [&] {
+    const DecodedCodepoint d = DecodeUtf8(s);
+    const int decoded = d.length == s.size() ? static_cast<int>(s.size()) : 0;
+    ASSERT_EQ(ReaderCharacterLength(s), decoded) << absl::CHexEscape(s);
+    characters += decoded != 0;
+  };
+  for (uint32_t a = 0; a < 256; ++a) {
+    s.assign(1, static_cast<char>(a));
+    check();
+    for (uint32_t b = 0; b < 256; ++b) {
+      s.assign({static_cast<char>(a), static_cast<char>(b)});
+      check();
+      for (uint32_t c = 0; c < 256; ++c) {
+        s.assign({static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)});
+        check();
+        if (a < 0xF0 || a > 0xF7) continue;
+        for (uint32_t d : {0x7Fu, 0x80u, 0xBFu, 0xC0u}) {
+          s.assign({static_cast<char>(a), static_cast<char>(b), static_cast<char>(c), static_cast<char>(d)});
+          check();
+        }
+      }
+    }
+  }
+  // 128 + 1,920 + 61,440 one-, two- and three-byte characters, and the
+  // four-byte ones with an edge last byte (2 of every 64).
+  EXPECT_EQ(characters, 128 + 1920 + 61440 + 2 * (0x110000 - 0x10000) / 64);
 }
 
 // A byte string matches one of the sequences iff it has their length and each
