@@ -393,12 +393,17 @@ TEST(MatcherRandomWalk, CountedTerminalsMatchBruteForce) {
 // Lexed (Lark) grammars with the cache off, so that every mask walks
 // (masks/lexed_masks.cc): every step of the first tokens of the first
 // documents of java, go and sql on Llama 3 against the brute force.
-TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
+// How much of the lexed traces the brute-force tests walk: the first
+// `docs` documents (sql: 4x, they are short), `steps` masks each, scaled
+// down under the sanitizers.
 #ifdef ZAPGRAM_SANITIZED
-  const size_t docs = 1, steps = 4;
+constexpr size_t kLexedDocs = 1, kLexedSteps = 4;
 #else
-  const size_t docs = 2, steps = 12;
+constexpr size_t kLexedDocs = 2, kLexedSteps = 12;
 #endif
+
+TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
+  const size_t docs = kLexedDocs, steps = kLexedSteps;
   MatcherOptions uncached;
   uncached.use_cache = false;
   CheckTrace("llama3", "java", docs, steps, uncached);
@@ -434,11 +439,7 @@ std::shared_ptr<const CompiledGrammar> CheckTwoPasses(
 // The closure memo (masks/closure_memo.h): the second pass is served by the
 // closures the first kept (and a later document by the earlier ones').
 TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
-#ifdef ZAPGRAM_SANITIZED
-  const size_t docs = 1, steps = 4;
-#else
-  const size_t docs = 2, steps = 12;
-#endif
+  const size_t docs = kLexedDocs, steps = kLexedSteps;
   for (const char* set : {"java", "go", "sql"}) {
     int checked = 0, mismatches = 0;
     auto g = CheckTwoPasses(set, std::string(set) == "sql" ? 4 * docs : docs, steps, [](const CompiledGrammar&) {},
@@ -455,13 +456,9 @@ TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
 // another set's steps (reusing ids after a clear fails here: 4 go
 // mismatches), and masks stay equal to the brute force.
 TEST(MatcherLexed, TinyLexedBudgetsEvictAndStayExact) {
-  // Enough steps for both caches to fill their budgets on go even under
-  // the sanitizers (4 steps of one document did not: no clear at all).
-#ifdef ZAPGRAM_SANITIZED
-  const size_t docs = 1, steps = 12;
-#else
-  const size_t docs = 2, steps = 12;
-#endif
+  // 12 steps even under the sanitizers: enough for both caches to fill
+  // their budgets on go (4 steps of one document did not: no clear at all).
+  const size_t docs = kLexedDocs, steps = 12;
   const size_t memo_budget = size_t{4} << 10, subtree_budget = size_t{256} << 10;
   for (const char* set : {"java", "go"}) {
     int checked = 0, mismatches = 0;
