@@ -44,7 +44,7 @@ bool ClosureMemo::Find(Id id, uint32_t token, Step* out) const {
 void ClosureMemo::Record(Id id, uint32_t token, const Step& step) {
   std::lock_guard<std::mutex> lock(mu_);
   if (steps_.contains(std::make_pair(id, token))) return;
-  if (!Reserve(4 * step.tokens.size() + 64)) return;
+  if (!Reserve(8 * step.tokens.size() + 64)) return;
   steps_.try_emplace(std::make_pair(id, token), step);
 }
 

@@ -83,7 +83,7 @@ class ClosureMemo {
     Id next = kNone;        // its spelling id (kNone: not kept)
     bool alive = false;     // the closure left a set
     bool accepting = false;
-    std::vector<uint32_t> tokens;  // sorted, distinct
+    std::vector<uint64_t> tokens;  // parser::TokenBits: a bit per lexer token
   };
 
   // The id of `spelling`, added when new (after a clear when the memo is

@@ -61,8 +61,8 @@ namespace zapgram::masks {
 StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32_t token) const {
   // The whole trie is the subtree of its root; kIgnoredOnly waits for no
   // token (the lane's accepting flag rides through ignored tokens).
-  std::vector<uint32_t> tokens;
-  if (token != kIgnoredOnly) tokens.push_back(token);
+  parser::TokenBits tokens(grammar_->lexer->words_per_state, 0);
+  if (token != kIgnoredOnly) tokens[token / 64] |= uint64_t{1} << (token % 64);
   return BuildLexedSubtreeSets(TokenTrie::kRoot, lexer_state, {}, tokens);
 }
 
@@ -98,12 +98,12 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
 
 std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
     uint32_t root, uint32_t lexer_state, const std::vector<uint32_t>& guards,
-    const std::vector<uint32_t>& tokens) const {
+    const parser::TokenBits& tokens) const {
   // Spelled into a per-thread buffer: a hit allocates nothing.
   thread_local std::vector<uint32_t> key;
   key.assign({root, lexer_state, static_cast<uint32_t>(guards.size())});
   key.insert(key.end(), guards.begin(), guards.end());
-  key.insert(key.end(), tokens.begin(), tokens.end());
+  for (uint64_t w : tokens) key.insert(key.end(), {static_cast<uint32_t>(w), static_cast<uint32_t>(w >> 32)});
   {
     std::lock_guard<std::mutex> lock(on_demand_mu_);
     auto it = subtree_sets_.find(absl::Span<const uint32_t>(key));
@@ -141,7 +141,7 @@ uint64_t CompiledGrammar::subtree_evictions() const {
 
 StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                                       const std::vector<uint32_t>& guards,
-                                                      const std::vector<uint32_t>& tokens) const {
+                                                      const parser::TokenBits& tokens) const {
   StateTokenSets out;
   AcceptedTokens accepted(mask_words());
   WalkLexedSubtree(
@@ -152,7 +152,7 @@ StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t le
 }
 
 void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
-                                       absl::Span<const uint32_t> tokens,
+                                       const parser::TokenBits& want,
                                        absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
                                        absl::FunctionRef<void(uint32_t)> uncertain) const {
   // One lane below `root`, with the parser holding root's bytes: a node is
@@ -163,11 +163,8 @@ void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl
   const parser::LexerTable& lexer = *grammar_->lexer;
   absl::Span<const TokenTrieNode> nodes = trie_->nodes();
   // Per-thread scratch: small subtrees are walked per mask (no allocation).
-  thread_local std::vector<uint64_t> want;
   thread_local std::vector<uint32_t> states, guard_stack, guard_begin;
   thread_local std::vector<uint8_t> ended;
-  want.assign(lexer.words_per_state, 0);
-  for (uint32_t token : tokens) want[token / 64] |= uint64_t{1} << (token % 64);
   auto inside = [&](uint32_t u) {
     if (u == 0) return false;
     if (lexer.ignored_can_continue[u]) return true;
@@ -472,7 +469,7 @@ void Matcher::ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recog
   const uint32_t below = trie.nodes()[root].subtree_end - root - 1;
   if (below == 0) return;
   for (const parser::Recognizer::LaneView& lane : lanes) {
-    if (lane.tokens.empty() && !lane.accepting) continue;
+    if (!lane.accepting && !parser::AnyToken(lane.tokens)) continue;
     if (below <= kWalkedSubtreeNodes) {
       grammar_->WalkLexedSubtree(
           root, lane.lexer_state, lane.guards, lane.tokens,

@@ -458,9 +458,9 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words) {
     recognizer_.CollectLanes(&lanes_);
     for (const parser::Recognizer::LaneView& lane : lanes_) {
       lane_words_.assign(n_words, 0u);
-      for (uint32_t token : lane.tokens) {
+      parser::ForEachToken(lane.tokens, [&](uint32_t token) {
         AddTokenSets(g.LexedTokenSets(lane.lexer_state, token), lane_words_.data());
-      }
+      });
       if (lane.accepting) {
         AddTokenSets(g.LexedTokenSets(lane.lexer_state, CompiledGrammar::kIgnoredOnly),
                      lane_words_.data());

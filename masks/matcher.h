@@ -166,7 +166,7 @@ class CompiledGrammar {
   // bookkeeping runs on a hit.
   std::shared_ptr<const StateTokenSets> LexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                                          const std::vector<uint32_t>& guards,
-                                                         const std::vector<uint32_t>& tokens) const;
+                                                         const parser::TokenBits& tokens) const;
 
   // The mask cache (shared with every grammar of this vocabulary, see
   // masks/mask_cache.h). Lookup copies a mask found into `words`.
@@ -221,7 +221,7 @@ class CompiledGrammar {
   std::vector<uint32_t> BuildGuardFailures(uint32_t guard_state, uint32_t rank) const;
   StateTokenSets BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                        const std::vector<uint32_t>& guards,
-                                       const std::vector<uint32_t>& tokens) const;
+                                       const parser::TokenBits& tokens) const;
 
  public:
   // The walk that builds LexedSubtreeSets, with sinks: `accept(node)` for
@@ -231,7 +231,7 @@ class CompiledGrammar {
   // state loops on every byte below a node and no guard is pending: every
   // node there stays inside, as the byte-level sets' shortcut).
   void WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl::Span<const uint32_t> guards,
-                        absl::Span<const uint32_t> tokens, absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
+                        const parser::TokenBits& tokens, absl::FunctionRef<void(absl::Span<const TokenId>)> accept,
                         absl::FunctionRef<void(uint32_t)> uncertain) const;
 
  private:
@@ -408,7 +408,7 @@ class Matcher {
     uint32_t set;     // the chart set holding the closure while pushed
     bool alive;       // the closure left a set
     bool accepting;
-    std::vector<uint32_t> tokens;
+    parser::TokenBits tokens;
     // The set's id in the grammar's ClosureMemo; kNotSpelled: not asked yet.
     ClosureMemo::Id spelled = ClosureMemo::kNone;
   };

@@ -104,7 +104,7 @@ void Matcher::LexedTokenEffects(absl::Span<const TokenId> ids, std::vector<uint3
       out.assign({lane.lexer_state, lane.source, lane.accepting ? 1u : 0u,
                   static_cast<uint32_t>(lane.guards.size())});
       out.insert(out.end(), lane.guards.begin(), lane.guards.end());
-      out.insert(out.end(), lane.tokens.begin(), lane.tokens.end());
+      parser::ForEachToken(lane.tokens, [&](uint32_t token) { out.push_back(token); });
     }
     std::sort(spelled_lanes.begin(), spelled_lanes.end());
     label.clear();

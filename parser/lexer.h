@@ -35,6 +35,7 @@
 #define ZAPGRAM_PARSER_LEXER_H_
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,25 @@ struct LexerTable {
   bool NeedsGuard(uint32_t state) const { return min_rank_later[state] <= emit_rank[state]; }
   uint32_t num_states() const { return static_cast<uint32_t>(emit.size()); }
 };
+
+// A set of a lexed grammar's tokens: a bit per token, in
+// LexerTable::words_per_state words (a lane's awaited tokens; the lexer's
+// continue rows have the same layout, so filtering is a word-wise AND).
+using TokenBits = std::vector<uint64_t>;
+inline bool HasToken(const TokenBits& bits, uint32_t token) { return (bits[token / 64] >> (token % 64)) & 1; }
+inline bool AnyToken(const TokenBits& bits) {
+  for (uint64_t w : bits) {
+    if (w != 0) return true;
+  }
+  return false;
+}
+// Calls f(token) for each token of `bits`, in increasing order.
+template <typename F>
+void ForEachToken(const TokenBits& bits, F f) {
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) f(static_cast<uint32_t>(64 * w + std::countr_zero(b)));
+  }
+}
 
 // Steps a lane's guards ((lexer state, rank) pairs, parser/recognizer.h) by
 // `byte`: false when one fires (a longer or better-ranked match: the token

@@ -696,12 +696,11 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
     view.guards.assign(lane.begin() + 1, lane.end());
     view.accepting = set.accepting != 0;
     view.source = s;
-    view.tokens.clear();
+    view.tokens.assign(grammar_->lexer->words_per_state, 0);
     for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
-      view.tokens.push_back(Payload(grammar_->rhs[chart.scan[i].dot]));
+      const uint32_t token = Payload(grammar_->rhs[chart.scan[i].dot]);
+      view.tokens[token / 64] |= uint64_t{1} << (token % 64);
     }
-    std::sort(view.tokens.begin(), view.tokens.end());
-    view.tokens.erase(std::unique(view.tokens.begin(), view.tokens.end()), view.tokens.end());
   }
   out->resize(n);
 }
@@ -715,9 +714,9 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
     if (out->size() == n) out->emplace_back();
     LaneView& view = (*out)[n++];
     view.guards.clear();
-    view.tokens.clear();
     return view;
   };
+  const uint32_t words = lexer.words_per_state;
   thread_local std::vector<uint32_t> stepped;
   for (const LaneView& lane : in) {
     const uint32_t state = lexer.Step(lane.lexer_state, byte);
@@ -733,6 +732,7 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
       open.lexer_state = state;
       open.source = lane.source;
       open.accepting = lane.accepting && ignored_open;
+      bool any = true;
       if (ignored_open || (state == lane.lexer_state && state != 1)) {
         // Nothing to filter: a lane whose token is open (lexer state past
         // the start) holds only tokens that can still end from its state,
@@ -740,22 +740,22 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
         // byte that loops on the state (inside a name, a number, a run of
         // spaces) keeps them all.
         open.tokens = lane.tokens;
+        any = AnyToken(open.tokens);
       } else {
-        // LexerTable::CanContinue with the state's row read once (most
-        // tokens of a boundary lane fail here: this loop is hot).
-        const uint64_t* row = &lexer.continue_bits[static_cast<size_t>(state) * lexer.words_per_state];
-        for (const uint32_t token : lane.tokens) {
-          if ((row[token / 64] >> (token % 64)) & 1) open.tokens.push_back(token);
-        }
+        // LexerTable::CanContinue, a word at a time.
+        const uint64_t* row = &lexer.continue_bits[static_cast<size_t>(state) * words];
+        open.tokens.resize(words);
+        uint64_t seen = 0;
+        for (uint32_t w = 0; w < words; ++w) seen |= open.tokens[w] = lane.tokens[w] & row[w];
+        any = seen != 0;
       }
-      if (open.tokens.empty() && !open.accepting) --n;
+      if (!any && !open.accepting) --n;
     }
     // The token ends here: a boundary lane with the guard of the choice.
     const uint32_t token = lexer.emit[state];
     if (token == kNoToken) continue;
     const bool ignored = lexer.ignored[token] != 0;
-    if (ignored ? lane.tokens.empty() && !lane.accepting
-                : !std::binary_search(lane.tokens.begin(), lane.tokens.end(), token)) {
+    if (ignored ? !lane.accepting && !AnyToken(lane.tokens) : !HasToken(lane.tokens, token)) {
       continue;  // nothing goes into it
     }
     LaneView& boundary = next_view();
@@ -797,24 +797,12 @@ bool Recognizer::PushTokenEnd(uint32_t source, uint32_t token) {
   return true;
 }
 
-bool Recognizer::NewestSetTokens(std::vector<uint32_t>* tokens) const {
+bool Recognizer::NewestSetTokens(TokenBits* tokens) const {
   const EarleySet& set = chart_.sets.back();
-  // A bit per token (the lexer's rows' width), read back in order: sorted
-  // and distinct without sorting the items.
-  thread_local std::vector<uint64_t> bits;
-  bits.assign(grammar_->lexer->words_per_state, 0);
-  uint32_t distinct = 0;
+  tokens->assign(grammar_->lexer->words_per_state, 0);
   for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
     const uint32_t token = Payload(grammar_->rhs[chart_.scan[i].dot]);
-    uint64_t& word = bits[token / 64];
-    const uint64_t bit = uint64_t{1} << (token % 64);
-    distinct += (word & bit) == 0;
-    word |= bit;
-  }
-  tokens->clear();
-  tokens->reserve(distinct);
-  for (size_t w = 0; w < bits.size(); ++w) {
-    for (uint64_t b = bits[w]; b != 0; b &= b - 1) tokens->push_back(static_cast<uint32_t>(64 * w + std::countr_zero(b)));
+    (*tokens)[token / 64] |= uint64_t{1} << (token % 64);
   }
   return set.accepting != 0;
 }
@@ -861,6 +849,9 @@ void Recognizer::SpellClosureSet(uint32_t set, std::vector<uint32_t>* out) const
   std::sort(keys.begin(), keys.end());
   thread_local std::vector<uint32_t> outer;  // outer group of each number
   outer.clear();
+  const size_t at = out->size();
+  out->resize(at + 5 * keys.size());
+  uint32_t* record = out->data() + at;
   for (const unsigned __int128 key : keys) {
     const uint64_t hi = static_cast<uint64_t>(key >> 64), lo = static_cast<uint64_t>(key);
     const uint32_t cls = static_cast<uint32_t>(lo >> 62);
@@ -871,8 +862,12 @@ void Recognizer::SpellClosureSet(uint32_t set, std::vector<uint32_t>* out) const
       value = static_cast<uint32_t>(it - outer.begin());
       if (it == outer.end()) outer.push_back(group);
     }
-    out->insert(out->end(), {static_cast<uint32_t>(hi >> 62), static_cast<uint32_t>((hi >> 31) & 0x7FFFFFFFu),
-                             static_cast<uint32_t>(hi & 0x7FFFFFFFu), cls, value});
+    record[0] = static_cast<uint32_t>(hi >> 62);
+    record[1] = static_cast<uint32_t>((hi >> 31) & 0x7FFFFFFFu);
+    record[2] = static_cast<uint32_t>(hi & 0x7FFFFFFFu);
+    record[3] = cls;
+    record[4] = value;
+    record += 5;
   }
 }
 

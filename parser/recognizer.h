@@ -192,12 +192,12 @@ class Recognizer {
   // Lexed grammars: the lanes of the newest position, each with its lexer
   // state, guards ((lexer state, rank) pairs), whether it is accepting (or
   // accepting if its open token is ignored), and the tokens its items wait
-  // for (sorted, distinct).
+  // for (TokenBits: the lexer's continue rows filter them a word at a time).
   struct LaneView {
     uint32_t lexer_state = 0;
     std::vector<uint32_t> guards;
     bool accepting = false;
-    std::vector<uint32_t> tokens;
+    TokenBits tokens;
     // StepLaneViews: the caller's tag of the lane's items (CollectLanes: the
     // index of the lane's set in the chart).
     uint32_t source = 0;
@@ -225,9 +225,9 @@ class Recognizer {
   // budget ran out (status() says so).
   bool PushTokenEnd(uint32_t source, uint32_t token);
   // The newest set (after PushTokenEnd: the closure) as CollectLanes would
-  // give it, without the lane: the tokens its items wait for (sorted,
-  // distinct) into `tokens`, and whether it is accepting.
-  bool NewestSetTokens(std::vector<uint32_t>* tokens) const;
+  // give it, without the lane: the tokens its items wait for into `tokens`,
+  // and whether it is accepting.
+  bool NewestSetTokens(TokenBits* tokens) const;
   uint32_t NumSets() const { return static_cast<uint32_t>(chart_.sets.size()); }
   // The first group of set `set`: a step that consulted no group below it
   // (LowestConsultedGroup) read nothing older than the set.

@@ -61,7 +61,7 @@ Merged Merge(const std::vector<LaneView>& views) {
   Merged out;
   for (const LaneView& v : views) {
     auto& [tokens, accepting] = out[{v.lexer_state, v.guards}];
-    tokens.insert(tokens.end(), v.tokens.begin(), v.tokens.end());
+    parser::ForEachToken(v.tokens, [&](uint32_t token) { tokens.push_back(token); });
     std::sort(tokens.begin(), tokens.end());
     tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
     accepting = accepting || v.accepting;
