@@ -21,8 +21,9 @@
 // token that a view's items wait for ends, the boundary lane's view comes
 // from a *history*: the newest set the view descends from and the tokens
 // ended since, closed by the parser once per mask (Recognizer::
-// PushTokenEnd, one position per token, popped again) and memoized, so
-// `foo(`, `bar(` and `x(` share one closure after NAME and one after "(".
+// PushTokenEnd, one position per token, all popped when the walk ends) and
+// memoized, so `foo(`, `bar(` and `x(` share one closure after NAME and one
+// after "(".
 // Before, every root pushed its bytes through the recognizer (each byte
 // inside a name closed the boundary lane again): ~2,500 roots per miss at
 // ~1 us each on java/go/sql. Closures that read nothing older than their
@@ -250,25 +251,20 @@ const std::vector<uint32_t>& CompiledGrammar::GuardFailures(uint32_t guard_state
 }
 
 void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
-  // The chart holds the closures of pushed_chain_ (one position each),
-  // shared with the previous history's where they agree: pop to the common
-  // part, push the rest of the source's chain, then the token.
+  // A closure stays in the chart until the walk ends (one position each,
+  // on top of one another whatever history they close: a closure reads its
+  // source set and the groups its items name, wherever they lie), so each
+  // is pushed once per walk. The source's ancestors found in the closure
+  // memo were not pushed: push them first, oldest first.
   chain_.clear();
-  for (uint32_t h = source; histories_[h].parent != kNoHistory; h = histories_[h].parent) chain_.push_back(h);
-  std::reverse(chain_.begin(), chain_.end());
-  size_t common = 0;
-  while (common < pushed_chain_.size() && common < chain_.size() && pushed_chain_[common] == chain_[common]) {
-    ++common;
-  }
-  PopBytes(pushed_chain_.size() - common);
-  pushed_chain_.resize(common);
+  for (uint32_t h = source; histories_[h].set == kNotPushed; h = histories_[h].parent) chain_.push_back(h);
   bool ok = true;
-  for (size_t i = common; i < chain_.size() && ok; ++i) {
+  for (size_t i = chain_.size(); i-- > 0 && ok;) {
     History& h = histories_[chain_[i]];
     ok = recognizer_.PushTokenEnd(histories_[h.parent].set, h.token);  // false only on a budget
     if (ok) {
       h.set = recognizer_.NumSets() - 1;
-      pushed_chain_.push_back(chain_[i]);
+      ++pushed_sets_;
     }
   }
   if (!ok) return;
@@ -282,6 +278,7 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
   if (!recognizer_.status().ok()) return;  // a budget: nothing to keep
   if (pushed) {
     next->set = recognizer_.NumSets() - 1;  // the closure's one set
+    ++pushed_sets_;
     next->alive = true;
     next->accepting = recognizer_.NewestSetTokens(&next->tokens);
     // Spelled when a closure is asked from it (most closures are leaves).
@@ -306,10 +303,7 @@ ClosureMemo::Id Matcher::SpelledHistory(uint32_t h) {
   History& history = histories_[h];
   if (history.spelled != kNotSpelled) return history.spelled;
   const uint32_t set = history.set;
-  const bool in_chart = history.parent == kNoHistory ||
-                        (set >= walk_sets_ && set - walk_sets_ < pushed_chain_.size() &&
-                         pushed_chain_[set - walk_sets_] == h);
-  if (!in_chart) return ClosureMemo::kNone;  // not spelled now; may be later
+  if (set == kNotPushed) return ClosureMemo::kNone;  // not spelled now; may be later
   spelling_.clear();
   recognizer_.SpellClosureSet(set, &spelling_);
   history.spelled = grammar_->closure_memo().Intern(spelling_);
@@ -320,7 +314,7 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
   const uint64_t key = (uint64_t{source} << 32) | token;
   auto [it, fresh] = history_after_.try_emplace(key, static_cast<uint32_t>(histories_.size()));
   if (fresh) {
-    History next{source, token, 0, false, false, {}};
+    History next{source, token, kNotPushed, false, false, {}};
     ClosureMemo& memo = grammar_->closure_memo();
     const ClosureMemo::Id from = SpelledHistory(source);
     ClosureMemo::Step step;
@@ -337,7 +331,6 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
       }
     } else {
       PushHistory(source, token, &next);
-      if (next.alive) pushed_chain_.push_back(it->second);
     }
     histories_.push_back(std::move(next));
   }
@@ -420,7 +413,7 @@ void Matcher::BeginLexedViews() {
   if (view_stack_.size() < trie.max_depth() + 1u) view_stack_.resize(trie.max_depth() + 1u);
   histories_.clear();
   history_after_.clear();
-  walk_sets_ = recognizer_.NumSets();
+  pushed_sets_ = 0;
   use_closure_memo_ = grammar_->closure_memo().Pays();
   recognizer_.CollectLanes(&view_stack_[0]);
   for (parser::Recognizer::LaneView& view : view_stack_[0]) {
@@ -457,8 +450,8 @@ const std::vector<parser::Recognizer::LaneView>& Matcher::LexedViewsAt(uint32_t 
 }
 
 void Matcher::EndLexedViews() {
-  PopBytes(pushed_chain_.size());
-  pushed_chain_.clear();
+  PopBytes(pushed_sets_);
+  pushed_sets_ = 0;
 }
 
 void Matcher::ClassifyLexedSubtree(uint32_t root, absl::Span<const parser::Recognizer::LaneView> lanes,

@@ -405,7 +405,7 @@ class Matcher {
   struct History {
     uint32_t parent;  // kNoHistory: a set of the newest position
     uint32_t token;   // the token ended last
-    uint32_t set;     // the chart set holding the closure while pushed
+    uint32_t set;     // the chart set holding the closure, kNotPushed until pushed
     bool alive;       // the closure left a set
     bool accepting;
     parser::TokenBits tokens;
@@ -414,12 +414,12 @@ class Matcher {
   };
   static constexpr ClosureMemo::Id kNotSpelled = ClosureMemo::kNone - 1;
   static constexpr uint32_t kNoHistory = 0xFFFFFFFFu;
+  static constexpr uint32_t kNotPushed = 0xFFFFFFFFu;
   std::vector<History> histories_;
   absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
   std::vector<uint32_t> chain_;         // AdvanceHistory scratch
-  std::vector<uint32_t> pushed_chain_;  // histories whose closures the chart holds, oldest first
+  uint32_t pushed_sets_ = 0;            // closures the walk pushed (EndLexedViews pops them)
   std::vector<uint32_t> spelling_;  // Recognizer::SpellClosureSet scratch
-  uint32_t walk_sets_ = 0;          // chart sets when the walk began (pushed sets follow)
   bool use_closure_memo_ = false;   // ClosureMemo::Pays when the walk began
   // History h's id in the grammar's ClosureMemo, spelled now if its set is
   // in the chart; kNone when it cannot be (or the memo is full).
