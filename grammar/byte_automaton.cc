@@ -101,9 +101,14 @@ bool ByteDfa::Matches(std::string_view bytes) const {
   return accepting[s] != 0;
 }
 
-void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark) {
-  std::vector<uint32_t> stack(states.begin(), states.end());
-  for (uint32_t s : states) mark[s] = 1;
+namespace {
+
+// Appends to `states` (distinct, all marked in `mark`) every state their
+// epsilon moves reach, marking it; the marks are left set. `stack` is
+// scratch.
+void GrowByEpsilons(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark,
+                    std::vector<uint32_t>& stack) {
+  stack.assign(states.begin(), states.end());
   while (!stack.empty()) {
     uint32_t s = stack.back();
     stack.pop_back();
@@ -115,6 +120,14 @@ void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vect
       }
     }
   }
+}
+
+}  // namespace
+
+void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark) {
+  std::vector<uint32_t> stack;
+  for (uint32_t s : states) mark[s] = 1;
+  GrowByEpsilons(nfa, states, mark, stack);
   for (uint32_t s : states) mark[s] = 0;
   std::sort(states.begin(), states.end());
 }
@@ -210,18 +223,22 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   constexpr uint32_t kNotKept = 0xFFFFFFFFu;
   constexpr size_t kMaxKeptEntries = size_t{1} << 24;
   std::vector<uint32_t> kept_begin(nfa_states, kNotKept), kept_size(nfa_states, 0), kept;
-  std::vector<uint32_t> closure;
+  std::vector<uint32_t> closure, stack;
   auto important = [&](uint32_t s) { return nfa.accepting(s) || !nfa.ranges(s).empty(); };
-  // Appends the important states of `s`'s closure to `out` (unsorted, may repeat).
+  // Appends the important states of `s`'s closure to `out` (unsorted, may
+  // repeat: every caller normalizes what it gathered, so the closure is
+  // neither sorted nor gathered in any particular order).
   auto append_closure = [&](uint32_t s, std::vector<uint32_t>& out) {
     if (kept_begin[s] != kNotKept) {
       out.insert(out.end(), kept.begin() + kept_begin[s], kept.begin() + kept_begin[s] + kept_size[s]);
       return;
     }
     closure.assign(1, s);
-    EpsilonClosure(nfa, closure, mark);
+    mark[s] = 1;
+    GrowByEpsilons(nfa, closure, mark, stack);
     const size_t before = out.size();
     for (uint32_t x : closure) {
+      mark[x] = 0;
       if (important(x)) out.push_back(x);
     }
     if (kept.size() + (out.size() - before) <= kMaxKeptEntries) {
@@ -264,7 +281,9 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   std::vector<std::vector<uint32_t>> seen_raw(kSeen);
   std::array<uint32_t, kSeen> seen_to{};
   size_t seen = 0;
-  // Live transitions (target, source), for the trim's reverse edges.
+  // Live transitions (target, source), for the trim's reverse edges, each
+  // pair once: classes that repeat a target seen from this state (below)
+  // add no edge.
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
@@ -291,10 +310,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
       while (same < seen && seen_raw[same] != raw) ++same;
       if (same < seen) {
         raw.clear();
-        if (seen_to[same] != 0) {
-          next[size_t{id} * num_classes + c] = seen_to[same];
-          edges.push_back({seen_to[same], id});
-        }
+        next[size_t{id} * num_classes + c] = seen_to[same];
         continue;
       }
       t.clear();
@@ -326,7 +342,8 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   // Trim: keep states from which an accepting state is reachable.
   // Reverse edges from the live transitions recorded above (transitions
   // into the dead state are left out: nothing walks back from it; an edge
-  // met under several classes is listed again, which the walk ignores).
+  // met again under a class past the remembered targets is listed again,
+  // which the walk ignores).
   const uint32_t n = static_cast<uint32_t>(accepting.size());
   std::vector<uint32_t> reverse_begin(n + 1, 0), reverse(edges.size());
   for (const auto& [to, from] : edges) ++reverse_begin[to + 1];
