@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -124,6 +125,26 @@ struct ClassDfa {
   // A ByteDfa's columns grouped into the classes its rows never tell apart.
   static ClassDfa Narrow(const ByteDfa& dfa);
 };
+
+// Calls f(column, row[column]) for each column < k whose entry is not 0
+// (not the dead state), in column order. Rows of class tables are mostly
+// dead (a literal chain's state has one live column), so four columns are
+// tested at once and a dead group costs one test.
+template <class F>
+inline void ForEachLiveColumn(const uint32_t* row, uint32_t k, F&& f) {
+  uint32_t c = 0;
+  for (; c + 4 <= k; c += 4) {
+    uint64_t group[2];
+    std::memcpy(group, row + c, sizeof(group));
+    if ((group[0] | group[1]) == 0) continue;
+    for (uint32_t i = c; i < c + 4; ++i) {
+      if (row[i] != 0) f(i, row[i]);
+    }
+  }
+  for (; c < k; ++c) {
+    if (row[c] != 0) f(c, row[c]);
+  }
+}
 
 // Subset construction, trimmed. Both forms hold the same automaton.
 absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_states);

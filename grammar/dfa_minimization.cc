@@ -111,14 +111,12 @@ ClassDfa MinimizeDfaToClasses(const ClassDfa& dfa, uint64_t max_work) {
   {
     std::vector<uint32_t> fill(label_begin.begin(), label_begin.end() - 1);
     for (uint32_t s = 1; s < n; ++s) {
-      for (uint32_t c = 0; c < k; ++c) {
-        const uint32_t to = dfa.step(s, c);
-        if (to == 0) continue;
+      ForEachLiveColumn(&dfa.next[size_t{s} * k], k, [&](uint32_t c, uint32_t to) {
         const uint32_t t = fill[c]++;
         tail[t] = s;
         head[t] = to;
         ++in_begin[to + 1];
-      }
+      });
     }
   }
   for (uint32_t s = 0; s < n; ++s) in_begin[s + 1] += in_begin[s];
@@ -180,8 +178,11 @@ ClassDfa MinimizeDfaToClasses(const ClassDfa& dfa, uint64_t max_work) {
   for (uint32_t b = 0; b < representative.size(); ++b) {
     const uint32_t s = representative[b];
     out.accepting[b] = dfa.accepting[s];
+    // The dead state is alone in block 0 (split off first), so dead
+    // entries stay as resize left them.
     uint32_t* row = &out.next[size_t{b} * k];
-    for (uint32_t c = 0; c < k; ++c) row[c] = id[blocks.set_of(dfa.step(s, c))];
+    ForEachLiveColumn(&dfa.next[size_t{s} * k], k,
+                      [&](uint32_t c, uint32_t to) { row[c] = id[blocks.set_of(to)]; });
   }
   return out;
 }

@@ -218,5 +218,26 @@ TEST(ByteAutomatonTest, DeterminizeAgreesWithTheTextbookSubsetConstruction) {
   EXPECT_GT(trimmed_cases, 40);
 }
 
+// ForEachLiveColumn against the plain loop: rows of every width from 0 to
+// 13 (the four-column groups and the tail), mostly dead or mostly live.
+TEST(ByteAutomatonTest, ForEachLiveColumnVisitsTheNonZeroColumnsInOrder) {
+  std::mt19937 rng(7);
+  int visited = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const uint32_t k = static_cast<uint32_t>(round % 14);
+    const uint32_t dead_in_8 = 1 + static_cast<uint32_t>(rng() % 8);
+    std::vector<uint32_t> row(k);
+    for (uint32_t& to : row) to = rng() % 8 < dead_in_8 ? 0 : 1 + static_cast<uint32_t>(rng() % 50);
+    std::vector<std::pair<uint32_t, uint32_t>> expected, got;
+    for (uint32_t c = 0; c < k; ++c) {
+      if (row[c] != 0) expected.push_back({c, row[c]});
+    }
+    ForEachLiveColumn(row.data(), k, [&](uint32_t c, uint32_t to) { got.push_back({c, to}); });
+    ASSERT_EQ(got, expected) << "round " << round;
+    visited += static_cast<int>(got.size());
+  }
+  EXPECT_GT(visited, 2000);
+}
+
 }  // namespace
 }  // namespace zapgram::grammar
