@@ -263,6 +263,10 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
 
   // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
   std::vector<uint32_t> next(2 * num_classes, 0);
+  // Room for as many DFA states as the NFA has (within the cap), which
+  // regex DFAs seldom exceed: the table is not copied as it grows (a table
+  // left much smaller than its room is copied once, at the end).
+  next.reserve(size_t{std::min(nfa_states, max_states) + 1} * num_classes);
   std::vector<uint8_t> accepting(2, 0);
   SubsetPool subsets;  // subset k is DFA state k + 1
   std::vector<uint32_t> start;
@@ -363,6 +367,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   }
   if (std::all_of(useful.begin() + 1, useful.end(), [](uint8_t u) { return u != 0; })) {
     // Nothing to trim (the usual case): the table as built, numbers kept.
+    if (next.capacity() > 2 * next.size()) next.shrink_to_fit();
     trimmed.next = std::move(next);
     trimmed.accepting = std::move(accepting);
     return trimmed;
