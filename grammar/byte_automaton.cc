@@ -263,10 +263,12 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
 
   // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
   std::vector<uint32_t> next(2 * num_classes, 0);
-  // Room for as many DFA states as the NFA has (within the cap), which
-  // regex DFAs seldom exceed: the table is not copied as it grows (a table
-  // left much smaller than its room is copied once, at the end).
-  next.reserve(size_t{std::min(nfa_states, max_states) + 1} * num_classes);
+  // Room for as many DFA states as the NFA has (within the cap, and at
+  // most 16 MiB), which regex DFAs seldom exceed: the table is not copied
+  // as it grows (a table left much smaller than its room is copied once,
+  // at the end).
+  constexpr size_t kMaxReservedEntries = size_t{1} << 22;
+  next.reserve(std::min(size_t{std::min(nfa_states, max_states) + 1} * num_classes, kMaxReservedEntries));
   std::vector<uint8_t> accepting(2, 0);
   SubsetPool subsets;  // subset k is DFA state k + 1
   std::vector<uint32_t> start;
