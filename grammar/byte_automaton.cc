@@ -276,72 +276,97 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   normalize(start);
   subsets.Insert(start);
 
-  std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
-  std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
-  std::vector<uint32_t> t;
-  // The distinct targets of this state's hit classes so far and where they
-  // led (up to kSeen of them): classes often move alike (every byte of a
-  // string body but a few), and equal targets give the same state without a
-  // closure or a lookup.
+  // One state's ranges as spans of classes. Between two consecutive span
+  // ends the same spans cover every class ("a segment"), so the classes of
+  // a segment share their raw targets and their DFA target, which is
+  // computed once, at the segment's first class; segments are met in class
+  // order, as new states are numbered by first discovery.
+  struct Span {
+    uint32_t first, last, to;  // classes first..last go to NFA state `to`
+  };
+  std::vector<Span> spans;
+  std::vector<uint32_t> active;  // indices of the spans covering the segment
+  std::vector<uint32_t> raw, t;
+  // The distinct raw targets of this state's segments so far and where they
+  // led (up to kSeen of them): segments often move alike (the bytes of a
+  // string body between its escapes), and equal targets give the same state
+  // without a closure or a lookup.
   constexpr size_t kSeen = 8;
   std::vector<std::vector<uint32_t>> seen_raw(kSeen);
   std::array<uint32_t, kSeen> seen_to{};
   size_t seen = 0;
   // Live transitions (target, source), for the trim's reverse edges, each
-  // pair once: classes that repeat a target seen from this state (below)
-  // add no edge.
+  // pair once: segments that repeat a target seen from this state add no
+  // edge.
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
-    hit.clear();
+    spans.clear();
     seen = 0;
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
       for (const ByteNfa::Range& r : nfa.ranges(s)) {
-        const uint32_t last = classes.class_of(r.hi);
-        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) {
-          if (targets[c].empty()) hit.push_back(c);
-          targets[c].push_back(r.to);
-        }
+        spans.push_back({classes.class_of(r.lo), classes.class_of(r.hi), r.to});
       }
     }
     accepting[id] = is_accepting;
-    // In class order, as new states are numbered by first discovery.
-    std::sort(hit.begin(), hit.end());
-    for (uint32_t c : hit) {
-      std::vector<uint32_t>& raw = targets[c];
-      normalize(raw);
-      size_t same = 0;
-      while (same < seen && seen_raw[same] != raw) ++same;
-      if (same < seen) {
-        raw.clear();
-        next[size_t{id} * num_classes + c] = seen_to[same];
-        continue;
-      }
-      t.clear();
-      for (uint32_t x : raw) append_closure(x, t);
-      // Remembered in the next free slot (past kSeen, in the last one).
-      const size_t slot = std::min(seen, kSeen - 1);
-      seen = std::min(seen + 1, kSeen);
-      seen_raw[slot].swap(raw);
+    std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.first < y.first; });
+    active.clear();
+    size_t next_span = 0;
+    uint32_t c = spans.empty() ? num_classes : spans[0].first;
+    while (c < num_classes) {
+      while (next_span < spans.size() && spans[next_span].first == c) active.push_back(next_span++);
+      // The segment [c, end): up to the next span's start or an active span's end.
+      uint32_t end = next_span < spans.size() ? spans[next_span].first : num_classes;
       raw.clear();
-      seen_to[slot] = 0;
-      if (t.empty()) continue;  // nothing matters past here: dead
-      normalize(t);
-      const auto [k, inserted] = subsets.Insert(t);
-      if (inserted) {
-        if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
-        }
-        next.resize(next.size() + num_classes, 0);
-        accepting.push_back(0);
+      for (uint32_t a : active) {
+        end = std::min(end, spans[a].last + 1);
+        raw.push_back(spans[a].to);
       }
-      const uint32_t to = k + 1;
-      seen_to[slot] = to;
-      next[size_t{id} * num_classes + c] = to;
-      edges.push_back({to, id});
+      if (!raw.empty()) {
+        normalize(raw);
+        size_t same = 0;
+        while (same < seen && seen_raw[same] != raw) ++same;
+        uint32_t to = 0;
+        if (same < seen) {
+          to = seen_to[same];
+        } else {
+          t.clear();
+          for (uint32_t x : raw) append_closure(x, t);
+          // Remembered in the next free slot (past kSeen, in the last one).
+          const size_t slot = std::min(seen, kSeen - 1);
+          seen = std::min(seen + 1, kSeen);
+          seen_raw[slot].swap(raw);
+          seen_to[slot] = 0;
+          if (!t.empty()) {  // else nothing matters past here: dead
+            normalize(t);
+            const auto [k, inserted] = subsets.Insert(t);
+            if (inserted) {
+              if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
+                return absl::ResourceExhaustedError(absl::StrCat(
+                    "terminal automaton exceeds the state limit (max_dfa_states = ", max_states,
+                    ")"));
+              }
+              next.resize(next.size() + num_classes, 0);
+              accepting.push_back(0);
+            }
+            to = k + 1;
+            seen_to[slot] = to;
+            edges.push_back({to, id});
+          }
+        }
+        if (to != 0) std::fill_n(&next[size_t{id} * num_classes + c], end - c, to);
+      }
+      c = end;
+      // Drop the spans that ended; jump over classes no span covers.
+      size_t kept = 0;
+      for (uint32_t a : active) {
+        if (spans[a].last >= c) active[kept++] = a;
+      }
+      active.resize(kept);
+      if (active.empty() && next_span < spans.size()) c = std::max(c, spans[next_span].first);
+      if (active.empty() && next_span == spans.size()) break;
     }
   }
 
