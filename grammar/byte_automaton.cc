@@ -101,9 +101,14 @@ bool ByteDfa::Matches(std::string_view bytes) const {
   return accepting[s] != 0;
 }
 
-void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark) {
-  std::vector<uint32_t> stack(states.begin(), states.end());
-  for (uint32_t s : states) mark[s] = 1;
+namespace {
+
+// Appends to `states` (distinct, all marked in `mark`) every state their
+// epsilon moves reach, marking it; the marks are left set. `stack` is
+// scratch.
+void GrowByEpsilons(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark,
+                    std::vector<uint32_t>& stack) {
+  stack.assign(states.begin(), states.end());
   while (!stack.empty()) {
     uint32_t s = stack.back();
     stack.pop_back();
@@ -115,6 +120,14 @@ void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vect
       }
     }
   }
+}
+
+}  // namespace
+
+void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vector<uint8_t>& mark) {
+  std::vector<uint32_t> stack;
+  for (uint32_t s : states) mark[s] = 1;
+  GrowByEpsilons(nfa, states, mark, stack);
   for (uint32_t s : states) mark[s] = 0;
   std::sort(states.begin(), states.end());
 }
@@ -210,18 +223,22 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   constexpr uint32_t kNotKept = 0xFFFFFFFFu;
   constexpr size_t kMaxKeptEntries = size_t{1} << 24;
   std::vector<uint32_t> kept_begin(nfa_states, kNotKept), kept_size(nfa_states, 0), kept;
-  std::vector<uint32_t> closure;
+  std::vector<uint32_t> closure, stack;
   auto important = [&](uint32_t s) { return nfa.accepting(s) || !nfa.ranges(s).empty(); };
-  // Appends the important states of `s`'s closure to `out` (unsorted, may repeat).
+  // Appends the important states of `s`'s closure to `out` (unsorted, may
+  // repeat: every caller normalizes what it gathered, so the closure is
+  // neither sorted nor gathered in any particular order).
   auto append_closure = [&](uint32_t s, std::vector<uint32_t>& out) {
     if (kept_begin[s] != kNotKept) {
       out.insert(out.end(), kept.begin() + kept_begin[s], kept.begin() + kept_begin[s] + kept_size[s]);
       return;
     }
     closure.assign(1, s);
-    EpsilonClosure(nfa, closure, mark);
+    mark[s] = 1;
+    GrowByEpsilons(nfa, closure, mark, stack);
     const size_t before = out.size();
     for (uint32_t x : closure) {
+      mark[x] = 0;
       if (important(x)) out.push_back(x);
     }
     if (kept.size() + (out.size() - before) <= kMaxKeptEntries) {
@@ -246,6 +263,12 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
 
   // State 0 is dead, 1 the start; `next` holds num_classes entries per state.
   std::vector<uint32_t> next(2 * num_classes, 0);
+  // Room for as many DFA states as the NFA has (within the cap, and at
+  // most 16 MiB), which regex DFAs seldom exceed: the table is not copied
+  // as it grows (a table left much smaller than its room is copied once,
+  // at the end).
+  constexpr size_t kMaxReservedEntries = size_t{1} << 22;
+  next.reserve(std::min(size_t{std::min(nfa_states, max_states) + 1} * num_classes, kMaxReservedEntries));
   std::vector<uint8_t> accepting(2, 0);
   SubsetPool subsets;  // subset k is DFA state k + 1
   std::vector<uint32_t> start;
@@ -253,80 +276,105 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   normalize(start);
   subsets.Insert(start);
 
-  std::vector<std::vector<uint32_t>> targets(num_classes);  // per class, for one state
-  std::vector<uint32_t> hit;  // the classes whose `targets` are not empty, for one state
-  std::vector<uint32_t> t;
-  // The distinct targets of this state's hit classes so far and where they
-  // led (up to kSeen of them): classes often move alike (every byte of a
-  // string body but a few), and equal targets give the same state without a
-  // closure or a lookup.
+  // One state's ranges as spans of classes. Between two consecutive span
+  // ends the same spans cover every class ("a segment"), so the classes of
+  // a segment share their raw targets and their DFA target, which is
+  // computed once, at the segment's first class; segments are met in class
+  // order, as new states are numbered by first discovery.
+  struct Span {
+    uint32_t first, last, to;  // classes first..last go to NFA state `to`
+  };
+  std::vector<Span> spans;
+  std::vector<uint32_t> active;  // indices of the spans covering the segment
+  std::vector<uint32_t> raw, t;
+  // The distinct raw targets of this state's segments so far and where they
+  // led (up to kSeen of them): segments often move alike (the bytes of a
+  // string body between its escapes), and equal targets give the same state
+  // without a closure or a lookup.
   constexpr size_t kSeen = 8;
   std::vector<std::vector<uint32_t>> seen_raw(kSeen);
   std::array<uint32_t, kSeen> seen_to{};
   size_t seen = 0;
-  // Live transitions (target, source), for the trim's reverse edges.
+  // Live transitions (target, source), for the trim's reverse edges, each
+  // pair once: segments that repeat a target seen from this state add no
+  // edge.
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (size_t i = 0; i < subsets.size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i + 1);
-    hit.clear();
+    spans.clear();
     seen = 0;
     bool is_accepting = false;
     for (uint32_t s : subsets[i]) {
       is_accepting |= nfa.accepting(s);
       for (const ByteNfa::Range& r : nfa.ranges(s)) {
-        const uint32_t last = classes.class_of(r.hi);
-        for (uint32_t c = classes.class_of(r.lo); c <= last; ++c) {
-          if (targets[c].empty()) hit.push_back(c);
-          targets[c].push_back(r.to);
-        }
+        spans.push_back({classes.class_of(r.lo), classes.class_of(r.hi), r.to});
       }
     }
     accepting[id] = is_accepting;
-    // In class order, as new states are numbered by first discovery.
-    std::sort(hit.begin(), hit.end());
-    for (uint32_t c : hit) {
-      std::vector<uint32_t>& raw = targets[c];
-      normalize(raw);
-      size_t same = 0;
-      while (same < seen && seen_raw[same] != raw) ++same;
-      if (same < seen) {
-        raw.clear();
-        if (seen_to[same] != 0) {
-          next[size_t{id} * num_classes + c] = seen_to[same];
-          edges.push_back({seen_to[same], id});
-        }
-        continue;
-      }
-      t.clear();
-      for (uint32_t x : raw) append_closure(x, t);
-      // Remembered in the next free slot (past kSeen, in the last one).
-      const size_t slot = std::min(seen, kSeen - 1);
-      seen = std::min(seen + 1, kSeen);
-      seen_raw[slot].swap(raw);
+    std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.first < y.first; });
+    active.clear();
+    size_t next_span = 0;
+    uint32_t c = spans.empty() ? num_classes : spans[0].first;
+    while (c < num_classes) {
+      while (next_span < spans.size() && spans[next_span].first == c) active.push_back(next_span++);
+      // The segment [c, end): up to the next span's start or an active span's end.
+      uint32_t end = next_span < spans.size() ? spans[next_span].first : num_classes;
       raw.clear();
-      seen_to[slot] = 0;
-      if (t.empty()) continue;  // nothing matters past here: dead
-      normalize(t);
-      const auto [k, inserted] = subsets.Insert(t);
-      if (inserted) {
-        if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
-        }
-        next.resize(next.size() + num_classes, 0);
-        accepting.push_back(0);
+      for (uint32_t a : active) {
+        end = std::min(end, spans[a].last + 1);
+        raw.push_back(spans[a].to);
       }
-      const uint32_t to = k + 1;
-      seen_to[slot] = to;
-      next[size_t{id} * num_classes + c] = to;
-      edges.push_back({to, id});
+      if (!raw.empty()) {
+        normalize(raw);
+        size_t same = 0;
+        while (same < seen && seen_raw[same] != raw) ++same;
+        uint32_t to = 0;
+        if (same < seen) {
+          to = seen_to[same];
+        } else {
+          t.clear();
+          for (uint32_t x : raw) append_closure(x, t);
+          // Remembered in the next free slot (past kSeen, in the last one).
+          const size_t slot = std::min(seen, kSeen - 1);
+          seen = std::min(seen + 1, kSeen);
+          seen_raw[slot].swap(raw);
+          seen_to[slot] = 0;
+          if (!t.empty()) {  // else nothing matters past here: dead
+            normalize(t);
+            const auto [k, inserted] = subsets.Insert(t);
+            if (inserted) {
+              if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
+                return absl::ResourceExhaustedError(absl::StrCat(
+                    "terminal automaton exceeds the state limit (max_dfa_states = ", max_states,
+                    ")"));
+              }
+              next.resize(next.size() + num_classes, 0);
+              accepting.push_back(0);
+            }
+            to = k + 1;
+            seen_to[slot] = to;
+            edges.push_back({to, id});
+          }
+        }
+        if (to != 0) std::fill_n(&next[size_t{id} * num_classes + c], end - c, to);
+      }
+      c = end;
+      // Drop the spans that ended; jump over classes no span covers.
+      size_t kept = 0;
+      for (uint32_t a : active) {
+        if (spans[a].last >= c) active[kept++] = a;
+      }
+      active.resize(kept);
+      if (active.empty() && next_span < spans.size()) c = std::max(c, spans[next_span].first);
+      if (active.empty() && next_span == spans.size()) break;
     }
   }
 
   // Trim: keep states from which an accepting state is reachable.
   // Reverse edges from the live transitions recorded above (transitions
   // into the dead state are left out: nothing walks back from it; an edge
-  // met under several classes is listed again, which the walk ignores).
+  // met again under a class past the remembered targets is listed again,
+  // which the walk ignores).
   const uint32_t n = static_cast<uint32_t>(accepting.size());
   std::vector<uint32_t> reverse_begin(n + 1, 0), reverse(edges.size());
   for (const auto& [to, from] : edges) ++reverse_begin[to + 1];
@@ -346,6 +394,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   }
   if (std::all_of(useful.begin() + 1, useful.end(), [](uint8_t u) { return u != 0; })) {
     // Nothing to trim (the usual case): the table as built, numbers kept.
+    if (next.capacity() > 2 * next.size()) next.shrink_to_fit();
     trimmed.next = std::move(next);
     trimmed.accepting = std::move(accepting);
     return trimmed;

@@ -14,10 +14,13 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "grammar/grammar.h"
 
 namespace zapgram::grammar {
@@ -50,13 +53,20 @@ class ByteNfa {
     uint32_t to;
   };
   uint32_t num_states() const { return static_cast<uint32_t>(ranges_.size()); }
-  const std::vector<Range>& ranges(uint32_t s) const { return ranges_[s]; }
-  const std::vector<uint32_t>& epsilons(uint32_t s) const { return epsilons_[s]; }
+  // Valid until the next change to this NFA.
+  absl::Span<const Range> ranges(uint32_t s) const { return ranges_[s]; }
+  absl::Span<const uint32_t> epsilons(uint32_t s) const { return epsilons_[s]; }
   bool accepting(uint32_t s) const { return accepting_[s] != 0; }
 
  private:
-  std::vector<std::vector<Range>> ranges_;
-  std::vector<std::vector<uint32_t>> epsilons_;
+  // Most states have one or two ranges and at most a few epsilon moves
+  // (Thompson fragments, UTF-8 trie nodes): kept inline, in the 24 bytes a
+  // std::vector takes anyway, a state costs no allocation of its own
+  // (a JSON Schema's regexes build about 200,000 NFA states).
+  std::vector<absl::InlinedVector<Range, 2>> ranges_;
+  std::vector<absl::InlinedVector<uint32_t, 4>> epsilons_;
+  static_assert(sizeof(absl::InlinedVector<Range, 2>) == sizeof(std::vector<Range>));
+  static_assert(sizeof(absl::InlinedVector<uint32_t, 4>) == sizeof(std::vector<uint32_t>));
   std::vector<uint8_t> accepting_;
 };
 
@@ -115,6 +125,26 @@ struct ClassDfa {
   // A ByteDfa's columns grouped into the classes its rows never tell apart.
   static ClassDfa Narrow(const ByteDfa& dfa);
 };
+
+// Calls f(column, row[column]) for each column < k whose entry is not 0
+// (not the dead state), in column order. Rows of class tables are mostly
+// dead (a literal chain's state has one live column), so four columns are
+// tested at once and a dead group costs one test.
+template <class F>
+inline void ForEachLiveColumn(const uint32_t* row, uint32_t k, F&& f) {
+  uint32_t c = 0;
+  for (; c + 4 <= k; c += 4) {
+    uint64_t group[2];
+    std::memcpy(group, row + c, sizeof(group));
+    if ((group[0] | group[1]) == 0) continue;
+    for (uint32_t i = c; i < c + 4; ++i) {
+      if (row[i] != 0) f(i, row[i]);
+    }
+  }
+  for (; c < k; ++c) {
+    if (row[c] != 0) f(c, row[c]);
+  }
+}
 
 // Subset construction, trimmed. Both forms hold the same automaton.
 absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_states);

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace zapgram::grammar {
@@ -17,8 +18,11 @@ class RefinablePartition {
  public:
   // One set per non-empty group [group_begin[g], group_begin[g + 1]).
   explicit RefinablePartition(const std::vector<uint32_t>& group_begin)
-      : elements_(group_begin.back()), position_(group_begin.back()), set_of_(group_begin.back()) {
-    for (uint32_t e = 0; e < elements_.size(); ++e) elements_[e] = position_[e] = e;
+      : elements_(std::make_unique_for_overwrite<uint32_t[]>(group_begin.back())),
+        position_(std::make_unique_for_overwrite<uint32_t[]>(group_begin.back())),
+        set_of_(std::make_unique_for_overwrite<uint32_t[]>(group_begin.back())) {
+    // Every element lies in one group, so each array is written in full here.
+    for (uint32_t e = 0; e < group_begin.back(); ++e) elements_[e] = position_[e] = e;
     for (size_t g = 0; g + 1 < group_begin.size(); ++g) {
       if (group_begin[g] == group_begin[g + 1]) continue;
       for (uint32_t e = group_begin[g]; e < group_begin[g + 1]; ++e) set_of_[e] = num_sets();
@@ -68,7 +72,7 @@ class RefinablePartition {
   }
 
  private:
-  std::vector<uint32_t> elements_, position_, set_of_;
+  std::unique_ptr<uint32_t[]> elements_, position_, set_of_;
   std::vector<uint32_t> first_, past_, marked_;  // per set
   std::vector<uint32_t> touched_;                // sets with marked elements
 };
@@ -92,25 +96,27 @@ ClassDfa MinimizeDfaToClasses(const ClassDfa& dfa, uint64_t max_work) {
 
   // The live transitions (neither end the dead state), numbered by label
   // (a counting sort), with their tails and heads; then, per state, the
-  // transitions entering it (CSR).
+  // transitions entering it (CSR). The per-transition arrays are written in
+  // full before they are read, so they are not zeroed first.
   std::vector<uint32_t> label_begin(k + 1, 0);
   for (uint32_t s = 1; s < n; ++s) {
     for (uint32_t c = 0; c < k; ++c) label_begin[c + 1] += dfa.step(s, c) != 0;
   }
   for (uint32_t c = 0; c < k; ++c) label_begin[c + 1] += label_begin[c];
   const uint32_t m = label_begin[k];
-  std::vector<uint32_t> tail(m), head(m), in_begin(n + 1, 0), in(m);
+  std::unique_ptr<uint32_t[]> tail = std::make_unique_for_overwrite<uint32_t[]>(m);
+  std::unique_ptr<uint32_t[]> head = std::make_unique_for_overwrite<uint32_t[]>(m);
+  std::unique_ptr<uint32_t[]> in = std::make_unique_for_overwrite<uint32_t[]>(m);
+  std::vector<uint32_t> in_begin(n + 1, 0);
   {
     std::vector<uint32_t> fill(label_begin.begin(), label_begin.end() - 1);
     for (uint32_t s = 1; s < n; ++s) {
-      for (uint32_t c = 0; c < k; ++c) {
-        const uint32_t to = dfa.step(s, c);
-        if (to == 0) continue;
+      ForEachLiveColumn(&dfa.next[size_t{s} * k], k, [&](uint32_t c, uint32_t to) {
         const uint32_t t = fill[c]++;
         tail[t] = s;
         head[t] = to;
         ++in_begin[to + 1];
-      }
+      });
     }
   }
   for (uint32_t s = 0; s < n; ++s) in_begin[s + 1] += in_begin[s];
@@ -172,8 +178,11 @@ ClassDfa MinimizeDfaToClasses(const ClassDfa& dfa, uint64_t max_work) {
   for (uint32_t b = 0; b < representative.size(); ++b) {
     const uint32_t s = representative[b];
     out.accepting[b] = dfa.accepting[s];
+    // The dead state is alone in block 0 (split off first), so dead
+    // entries stay as resize left them.
     uint32_t* row = &out.next[size_t{b} * k];
-    for (uint32_t c = 0; c < k; ++c) row[c] = id[blocks.set_of(dfa.step(s, c))];
+    ForEachLiveColumn(&dfa.next[size_t{s} * k], k,
+                      [&](uint32_t c, uint32_t to) { row[c] = id[blocks.set_of(to)]; });
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "grammar/byte_automaton.h"
 
 namespace zapgram::masks {
 
@@ -125,13 +126,11 @@ void Refinement::GroupByClass(const std::vector<uint32_t>& states, std::vector<u
 void Refinement::BuildRows() {
   row_begin_.assign(n_ + 1, 0);
   for (uint32_t s = 0; s < n_; ++s) {
-    const uint32_t* row = next_ + static_cast<size_t>(s) * columns_;
-    for (uint32_t c = 0; c < columns_; ++c) {
-      if (row[c] != 0) {
-        row_columns_.push_back(c);
-        row_targets_.push_back(row[c]);
-      }
-    }
+    grammar::ForEachLiveColumn(next_ + static_cast<size_t>(s) * columns_, columns_,
+                               [&](uint32_t c, uint32_t to) {
+                                 row_columns_.push_back(c);
+                                 row_targets_.push_back(to);
+                               });
     row_begin_[s + 1] = static_cast<uint32_t>(row_columns_.size());
   }
 }

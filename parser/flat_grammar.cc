@@ -655,8 +655,6 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   const std::vector<uint8_t> representative = classes.Representatives();
   for (uint32_t b = 0; b < 256; ++b) t.byte_class[b] = classes.class_of(static_cast<uint8_t>(b));
   t.num_classes = classes.num_classes();
-  std::vector<ByteSet> bytes_of_class(t.num_classes);
-  for (uint32_t b = 0; b < 256; ++b) bytes_of_class[t.byte_class[b]].set(b);
   t.next.assign(static_cast<size_t>(total) * t.num_classes, 0);
   t.eager_accepting.assign(total, 0);
   t.eager_has_next.assign(total, 0);
@@ -665,17 +663,30 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
     const grammar::ClassDfa& d = dfas_[i];
     if (d.next.empty()) continue;
     const uint32_t offset = t.start[i] - 1;
-    std::vector<uint32_t> column(t.num_classes);  // the DFA's class of each global class
-    for (uint32_t c = 0; c < t.num_classes; ++c) column[c] = d.class_of[representative[c]];
+    // Read by the DFA's own classes: each global class takes the column of
+    // the DFA class of its smallest byte (`globals` lists them per DFA
+    // class, in order). A DFA class with no global class of its own has the
+    // same column as one that has (ColumnClasses merged them), so a state's
+    // live bytes are the bytes of its live DFA classes.
+    const uint32_t k = d.num_classes;
+    std::vector<uint32_t> globals_begin(k + 1, 0), globals(t.num_classes);
+    for (uint32_t c = 0; c < t.num_classes; ++c) ++globals_begin[d.class_of[representative[c]] + 1];
+    for (uint32_t dc = 0; dc < k; ++dc) globals_begin[dc + 1] += globals_begin[dc];
+    {
+      std::vector<uint32_t> fill(globals_begin.begin(), globals_begin.end() - 1);
+      for (uint32_t c = 0; c < t.num_classes; ++c) globals[fill[d.class_of[representative[c]]]++] = c;
+    }
+    std::vector<ByteSet> bytes_of_dfa_class(k);
+    for (uint32_t b = 0; b < 256; ++b) bytes_of_dfa_class[d.class_of[b]].set(b);
     for (uint32_t s = 1; s < d.num_states(); ++s) {
       const size_t row = static_cast<size_t>(offset + s) * t.num_classes;
       ByteSet& live = t.eager_live_bytes[offset + s];
-      for (uint32_t c = 0; c < t.num_classes; ++c) {
-        const uint32_t to = d.step(s, column[c]);
-        if (to == 0) continue;
-        t.next[row + c] = offset + to;
-        live |= bytes_of_class[c];
-      }
+      grammar::ForEachLiveColumn(&d.next[size_t{s} * k], k, [&](uint32_t dc, uint32_t to) {
+        for (uint32_t g = globals_begin[dc]; g < globals_begin[dc + 1]; ++g) {
+          t.next[row + globals[g]] = offset + to;
+        }
+        live |= bytes_of_dfa_class[dc];
+      });
       t.eager_has_next[offset + s] = live.any();
       t.eager_accepting[offset + s] = d.accepting[s];
     }

@@ -2,7 +2,11 @@
 // live state can still reach acceptance) and the state cap.
 #include "grammar/byte_automaton.h"
 
+#include <map>
+#include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -118,6 +122,121 @@ TEST(ByteAutomatonTest, WithoutEmptyStringIsTheSubsetConstructionOfItsNfa) {
     }
   }
   EXPECT_EQ(compared, 72);
+}
+
+// The textbook subset construction over bytes (whole epsilon closures, no
+// classes, no trim) walked in step with Determinize: every pair of states
+// reached by the same bytes must agree on acceptance, and a state of ours is
+// live (not 0) exactly when its subset can still reach acceptance. So the
+// languages are equal and the DFA is trimmed, on random NFAs with dead
+// ends, epsilon cycles and ranges that repeat one target under many bytes.
+TEST(ByteAutomatonTest, DeterminizeAgreesWithTheTextbookSubsetConstruction) {
+  std::mt19937 rng(12);
+  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  int trimmed_cases = 0;
+  for (int round = 0; round < 400; ++round) {
+    ByteNfa nfa;
+    const uint32_t n = 1 + pick(10);
+    for (uint32_t s = 1; s < n; ++s) nfa.AddState();
+    for (uint32_t s = 0; s < n; ++s) {
+      for (uint32_t r = pick(4); r > 0; --r) {
+        uint8_t lo = static_cast<uint8_t>('a' + pick(8)), hi = static_cast<uint8_t>(lo + pick(3));
+        if (pick(6) == 0) lo = 0, hi = 255;
+        nfa.AddRange(s, lo, hi, pick(n));
+      }
+      for (uint32_t e = pick(3); e > 0; --e) nfa.AddEpsilon(s, pick(n));
+      if (pick(4) == 0) nfa.SetAccepting(s);
+    }
+    absl::StatusOr<ByteDfa> dfa = Determinize(nfa, 1u << 12);
+    ASSERT_TRUE(dfa.ok()) << round;
+
+    using Subset = std::set<uint32_t>;
+    auto closure = [&](Subset set) {
+      std::vector<uint32_t> stack(set.begin(), set.end());
+      while (!stack.empty()) {
+        const uint32_t s = stack.back();
+        stack.pop_back();
+        for (uint32_t t : nfa.epsilons(s)) {
+          if (set.insert(t).second) stack.push_back(t);
+        }
+      }
+      return set;
+    };
+    auto step = [&](const Subset& set, uint8_t b) {
+      Subset out;
+      for (uint32_t s : set) {
+        for (const ByteNfa::Range& r : nfa.ranges(s)) {
+          if (r.lo <= b && b <= r.hi) out.insert(r.to);
+        }
+      }
+      return closure(out);
+    };
+    auto accepts = [&](const Subset& set) {
+      for (uint32_t s : set) {
+        if (nfa.accepting(s)) return true;
+      }
+      return false;
+    };
+    // Live subsets: those from which some byte path reaches acceptance.
+    std::map<Subset, std::vector<Subset>> successors;
+    std::vector<Subset> order = {closure({0})};
+    successors[order[0]];
+    for (size_t i = 0; i < order.size(); ++i) {
+      for (uint32_t b = 0; b < 256; ++b) {
+        Subset to = step(order[i], static_cast<uint8_t>(b));
+        successors[order[i]].push_back(to);
+        if (successors.emplace(to, std::vector<Subset>{}).second) order.push_back(to);
+      }
+    }
+    std::set<Subset> live;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const Subset& set : order) {
+        if (live.count(set)) continue;
+        bool is_live = accepts(set);
+        for (const Subset& to : successors[set]) is_live = is_live || live.count(to) > 0;
+        if (is_live) grew = live.insert(set).second;
+      }
+    }
+    bool has_dead_end = false;
+    for (const Subset& set : order) has_dead_end |= !set.empty() && !live.count(set);
+    trimmed_cases += has_dead_end;
+
+    std::set<std::pair<uint32_t, Subset>> seen;
+    std::vector<std::pair<uint32_t, Subset>> work = {{dfa->empty() ? 0u : 1u, order[0]}};
+    while (!work.empty()) {
+      auto [d, set] = work.back();
+      work.pop_back();
+      if (!seen.insert({d, set}).second) continue;
+      const bool is_live = live.count(set) > 0;
+      ASSERT_EQ(d != 0, is_live) << "round " << round;
+      if (d == 0) continue;
+      ASSERT_EQ(dfa->accepting[d] != 0, accepts(set)) << "round " << round;
+      for (uint32_t b = 0; b < 256; ++b) work.push_back({dfa->next[d][b], successors[set][b]});
+    }
+  }
+  EXPECT_GT(trimmed_cases, 40);
+}
+
+// ForEachLiveColumn against the plain loop: rows of every width from 0 to
+// 13 (the four-column groups and the tail), mostly dead or mostly live.
+TEST(ByteAutomatonTest, ForEachLiveColumnVisitsTheNonZeroColumnsInOrder) {
+  std::mt19937 rng(7);
+  int visited = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const uint32_t k = static_cast<uint32_t>(round % 14);
+    const uint32_t dead_in_8 = 1 + static_cast<uint32_t>(rng() % 8);
+    std::vector<uint32_t> row(k);
+    for (uint32_t& to : row) to = rng() % 8 < dead_in_8 ? 0 : 1 + static_cast<uint32_t>(rng() % 50);
+    std::vector<std::pair<uint32_t, uint32_t>> expected, got;
+    for (uint32_t c = 0; c < k; ++c) {
+      if (row[c] != 0) expected.push_back({c, row[c]});
+    }
+    ForEachLiveColumn(row.data(), k, [&](uint32_t c, uint32_t to) { got.push_back({c, to}); });
+    ASSERT_EQ(got, expected) << "round " << round;
+    visited += static_cast<int>(got.size());
+  }
+  EXPECT_GT(visited, 2000);
 }
 
 }  // namespace
