@@ -183,9 +183,8 @@ class TerminalWalk {
         }
       }
       if constexpr (Exits::kActive) {
-        // A subtree the core cannot be left in (Exits::EscapeDepth).
-        if (use_subtrees_ && trie_.SubtreeHeight(i) < exits_.EscapeDepth(parent) &&
-            exits_.Settles(trie_, i)) {
+        // A subtree the core cannot be left in (Exits::SettlesFrom).
+        if (use_subtrees_ && exits_.SettlesFrom(trie_, i, parent)) {
           accepted_->Add(trie_.SubtreeTokens(i));
           i = node.subtree_end;
           continue;
@@ -263,7 +262,26 @@ struct CoreExits {
   TrieByteSet stay_with_utf8{};  // when `utf8`: stay and the bytes of multi-byte characters
   bool utf8 = false;
   const uint8_t* escape = nullptr;
+  // The `stay` bytes that take some wide state out of the core or to the
+  // dead state: the last byte of every way out (see SettlesFrom).
+  TrieByteSet escaping{};
   bool Leaves(uint32_t next) const { return label[next] == kNotInCore; }
+  // Whether node i's subtree, entered from core state `parent`, never
+  // leaves the core nor dies: it reads only bytes the wide states are
+  // closed on (Settles), and either it is shallower than the escape depth
+  // of `parent`, or `parent` is wide and the subtree holds no escaping
+  // byte. The escape depth counts every `stay` byte as a step toward the
+  // way out, so under a key that must not hold some word (its last letter
+  // leads out of the core or to the dead state) only subtrees shallower
+  // than the word settle by it; a subtree without the word's last letter
+  // never leaves, however deep (multi-byte characters end in wide states).
+  bool SettlesFrom(const TokenTrie& trie, uint32_t i, uint32_t parent) const {
+    if (trie.SubtreeHeight(i) < EscapeDepth(parent)) return Settles(trie, i);
+    const TrieByteSet& bytes = trie.SubtreeBytes(i);
+    const bool no_escaping_byte = ((bytes[0] & escaping[0]) | (bytes[1] & escaping[1]) | (bytes[2] & escaping[2]) |
+                                   (bytes[3] & escaping[3])) == 0;
+    return no_escaping_byte && escape[label[parent]] != 0 && Settles(trie, i);
+  }
   // Whether node i's subtree reads only bytes the wide states are closed on.
   bool Settles(const TokenTrie& trie, uint32_t i) const {
     const TrieByteSet& bytes = trie.SubtreeBytes(i);
@@ -303,16 +321,21 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
   for (size_t k = 0; k < n; ++k) wide[k] = t.eager_live_bytes[core.states[k]].count() > kWideLiveBytes;
   TrieByteSet& stay = exits->stay;
   stay = {};
+  exits->escaping = {};
   for (uint32_t b = 0; b < 256; ++b) {
-    bool closed = true, some_stays = false;
+    bool closed = true, some_stays = false, some_escapes = false;
     for (size_t k = 0; k < n && closed; ++k) {
       if (!wide[k]) continue;
       const uint32_t next = table.Step(core.states[k], static_cast<uint8_t>(b));
       const uint8_t to = next == 0 ? kNotInCore : label[next];
       closed = to == kNotInCore || wide[to];  // dead is kNotInCore too
       some_stays |= to != kNotInCore;
+      some_escapes |= to == kNotInCore;
     }
-    if (closed && some_stays) stay[b / 64] |= uint64_t{1} << (b % 64);
+    if (closed && some_stays) {
+      stay[b / 64] |= uint64_t{1} << (b % 64);
+      if (some_escapes) exits->escaping[b / 64] |= uint64_t{1} << (b % 64);
+    }
   }
   // Multi-byte characters from each wide state: the wide states they end
   // in, over (UTF-8 phase, core state) pairs.
