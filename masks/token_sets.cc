@@ -669,6 +669,28 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
   return core;
 }
 
+// Whether a run of steps between wide states with the same live bytes (a
+// counter's) goes `length` steps deep from `state`: breadth first over
+// such steps only, stopping there.
+bool LongWideRun(const parser::TerminalTable& t, uint32_t state, uint32_t length) {
+  constexpr size_t kWideLiveBytes = 64;  // as CoreEscapes
+  absl::flat_hash_map<uint32_t, uint32_t> depth = {{state, 0u}};
+  std::vector<uint32_t> todo = {state};
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const uint32_t from = todo[k];
+    const parser::ByteSet& live = t.eager_live_bytes[from];
+    if (live.count() <= kWideLiveBytes) continue;
+    const uint32_t* row = &t.next[static_cast<size_t>(from) * t.num_classes];
+    const uint32_t next_depth = depth[from] + 1;
+    for (uint32_t c = 0; c < t.num_classes; ++c) {
+      if (row[c] == 0 || live != t.eager_live_bytes[row[c]] || !depth.try_emplace(row[c], next_depth).second) continue;
+      if (next_depth >= length) return true;
+      todo.push_back(row[c]);
+    }
+  }
+  return false;
+}
+
 // The escape depth of a core's start (CoreEscapes), kNeverEscapes when no
 // run of the wide states' bytes leads out of the core.
 uint8_t StartEscape(const parser::TerminalTable& t, const TerminalCore& core) {
@@ -696,14 +718,17 @@ TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, u
   // through a comma and the next key passes narrow states, so it still
   // does not tie the core to the grammar) and taken when its start's escape
   // depth becomes long (kLongEscape, longer than most tokens: ~5k nodes
-  // stepped). A short one (a key that must not hold a given word: its
-  // letters lead out of the core in a few steps) keeps the near core: the
-  // grown one saves few steps and is spelled apart in each terminal, where
-  // the near ones are shared.
+  // stepped). A short run (a key that must not hold a given word: its
+  // letters lead out of the core in a few steps) keeps the near core, and
+  // is told apart cheaply first (LongWideRun): the grown core would save
+  // few steps and be spelled apart in each terminal, where the near ones
+  // are shared.
   constexpr uint8_t kLongEscape = 16;
   bool cut_free = false;
   TerminalCore near = CoreAround(t, state, max_states, /*free_wide_steps=*/false, &cut_free);
-  if (near.empty() || !cut_free || StartEscape(t, near) == kNeverEscapes) return near;
+  if (near.empty() || !cut_free || !LongWideRun(t, state, kLongEscape) || StartEscape(t, near) == kNeverEscapes) {
+    return near;
+  }
   TerminalCore grown = CoreAround(t, state, max_states, /*free_wide_steps=*/true, &cut_free);
   if (grown.empty() || grown.states.size() <= near.states.size() || StartEscape(t, grown) < kLongEscape) return near;
   return grown;

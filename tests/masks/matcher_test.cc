@@ -1056,6 +1056,11 @@ TEST(TokenSets, KeyPatternCoresMatchOracle) {
 // holds none of the words' last letters (CoreExits::escaping); every such
 // core, split, against the oracle.
 TEST(TokenSets, WordPatternCoresMatchOracle) {
+#ifdef ZAPGRAM_SANITIZED
+  const uint32_t per_schema = 2;
+#else
+  const uint32_t per_schema = 6;
+#endif
   auto vocab = LoadVocabulary("llama3");
   int checked = 0;
   for (const char* spec : {"schema:jsonschema/maskbench/Github_hard---o82151.schema.json",
@@ -1063,7 +1068,7 @@ TEST(TokenSets, WordPatternCoresMatchOracle) {
     if (!std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) continue;
     auto g = CompileFor(spec, vocab, /*merge_regular=*/true, /*lenient=*/true);
     const parser::TerminalTable& t = g->grammar().terminals;
-    for (uint32_t s = 1, here = 0; s < t.eager_states() && here < 6; ++s) {
+    for (uint32_t s = 1, here = 0; s < t.eager_states() && here < per_schema; ++s) {
       if (t.live_bytes(s).count() <= 64 || SpellTerminalCore(t, s).states.size() < 12) continue;
       here += CheckSplitSets(*g, s, spec);
       checked += 1;
@@ -1072,7 +1077,7 @@ TEST(TokenSets, WordPatternCoresMatchOracle) {
   }
   if (checked == 0) GTEST_SKIP() << "schemas not in this data snapshot";
   std::printf("token sets: %d word-pattern cores checked\n", checked);
-  EXPECT_GE(checked, 4);
+  EXPECT_GE(checked, 2);
 }
 
 // Lazily determinized terminals (no shortcut there): states met while
