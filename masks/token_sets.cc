@@ -3,6 +3,7 @@
 
 #include <array>
 #include <bitset>
+#include <deque>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -141,7 +142,8 @@ class LoopCache {
 // core and never dies, so it is accepted whole (see CoreEscapes). It settles the
 // subtrees that move between core states rather than loop on one: the
 // counter of a key pattern such as [0-9a-f]{32} (hex letters fill English
-// words), a key that must contain some letter.
+// words; the core holds the whole run, SpellTerminalCore), a key that must
+// contain some letter.
 struct NoExits {
   static constexpr bool kActive = false;
   bool Leaves(uint32_t) const { return false; }
@@ -181,9 +183,8 @@ class TerminalWalk {
         }
       }
       if constexpr (Exits::kActive) {
-        // A subtree the core cannot be left in (Exits::EscapeDepth).
-        if (use_subtrees_ && trie_.SubtreeHeight(i) < exits_.EscapeDepth(parent) &&
-            exits_.Settles(trie_, i)) {
+        // A subtree the core cannot be left in (Exits::SettlesFrom).
+        if (use_subtrees_ && exits_.SettlesFrom(trie_, i, parent)) {
           accepted_->Add(trie_.SubtreeTokens(i));
           i = node.subtree_end;
           continue;
@@ -261,7 +262,26 @@ struct CoreExits {
   TrieByteSet stay_with_utf8{};  // when `utf8`: stay and the bytes of multi-byte characters
   bool utf8 = false;
   const uint8_t* escape = nullptr;
+  // The `stay` bytes that take some wide state out of the core or to the
+  // dead state: the last byte of every way out (see SettlesFrom).
+  TrieByteSet escaping{};
   bool Leaves(uint32_t next) const { return label[next] == kNotInCore; }
+  // Whether node i's subtree, entered from core state `parent`, never
+  // leaves the core nor dies: it reads only bytes the wide states are
+  // closed on (Settles), and either it is shallower than the escape depth
+  // of `parent`, or `parent` is wide and the subtree holds no escaping
+  // byte. The escape depth counts every `stay` byte as a step toward the
+  // way out, so under a key that must not hold some word (its last letter
+  // leads out of the core or to the dead state) only subtrees shallower
+  // than the word settle by it; a subtree without the word's last letter
+  // never leaves, however deep (multi-byte characters end in wide states).
+  bool SettlesFrom(const TokenTrie& trie, uint32_t i, uint32_t parent) const {
+    if (trie.SubtreeHeight(i) < EscapeDepth(parent)) return Settles(trie, i);
+    const TrieByteSet& bytes = trie.SubtreeBytes(i);
+    const bool no_escaping_byte = ((bytes[0] & escaping[0]) | (bytes[1] & escaping[1]) | (bytes[2] & escaping[2]) |
+                                   (bytes[3] & escaping[3])) == 0;
+    return no_escaping_byte && escape[label[parent]] != 0 && Settles(trie, i);
+  }
   // Whether node i's subtree reads only bytes the wide states are closed on.
   bool Settles(const TokenTrie& trie, uint32_t i) const {
     const TrieByteSet& bytes = trie.SubtreeBytes(i);
@@ -280,15 +300,16 @@ struct CoreExits {
 // CoreExits::stay, ::stay_with_utf8, ::utf8 and ::escape of a core whose
 // states carry `label`. The shortcut is meant for the core's wide states (a
 // string body and its variants: more than 64 live bytes), W. `stay` holds
-// the bytes that take every state of W into W or out of the core alive,
-// and some state of W into W; a byte into a narrow core state (the middle
+// the bytes that take every state of W into W, out of the core or to the
+// dead state (a counter that must not reach its end dies there), and some
+// state of W into W; a byte into a narrow core state (the middle
 // of a UTF-8 character, an escape) is left out. When every well-formed
 // multi-byte character read from a state of W passes through live core
 // states only and ends in W (a string body: `utf8`), a subtree may also
 // hold such characters, if each of its paths is well-formed UTF-8 so far
 // (TokenTrie::Utf8CleanSubtree). Then from p in W, fewer characters than
 // escape[p] keep the DFA in W: escape[p] is 1 where a `stay` byte leaves
-// the core from p, else 1 + the least escape of p's successors by a `stay`
+// the core or dies from p, else 1 + the least escape of p's successors by a `stay`
 // byte or a character (relaxed to a fixed point); a subtree shallower than
 // escape[p] bytes has fewer characters than that. Narrow states get 0.
 void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const uint8_t* label, CoreExits* exits,
@@ -300,35 +321,56 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
   for (size_t k = 0; k < n; ++k) wide[k] = t.eager_live_bytes[core.states[k]].count() > kWideLiveBytes;
   TrieByteSet& stay = exits->stay;
   stay = {};
+  exits->escaping = {};
   for (uint32_t b = 0; b < 256; ++b) {
-    bool closed = true, some_stays = false;
+    bool closed = true, some_stays = false, some_escapes = false;
     for (size_t k = 0; k < n && closed; ++k) {
       if (!wide[k]) continue;
       const uint32_t next = table.Step(core.states[k], static_cast<uint8_t>(b));
       const uint8_t to = next == 0 ? kNotInCore : label[next];
-      closed = next != 0 && (to == kNotInCore || wide[to]);
+      closed = to == kNotInCore || wide[to];  // dead is kNotInCore too
       some_stays |= to != kNotInCore;
+      some_escapes |= to == kNotInCore;
     }
-    if (closed && some_stays) stay[b / 64] |= uint64_t{1} << (b % 64);
+    if (closed && some_stays) {
+      stay[b / 64] |= uint64_t{1} << (b % 64);
+      if (some_escapes) exits->escaping[b / 64] |= uint64_t{1} << (b % 64);
+    }
   }
   // Multi-byte characters from each wide state: the wide states they end
   // in, over (UTF-8 phase, core state) pairs.
+  // Bytes of 0x80..0xFF that step the same from every state and phase are
+  // tried once: per phase, one byte of each (byte class, next phase).
+  absl::flat_hash_map<uint8_t, std::vector<std::pair<uint8_t, uint8_t>>> steps_of_phase;  // (byte, next phase)
+  auto utf8_steps = [&](uint8_t phase) -> const std::vector<std::pair<uint8_t, uint8_t>>& {
+    auto [it, fresh] = steps_of_phase.try_emplace(phase);
+    if (fresh) {
+      std::vector<std::pair<uint32_t, uint8_t>> seen_kinds;  // (class, next phase)
+      for (uint32_t b = 0x80; b < (phase == 0 ? 256u : 0xC0u); ++b) {
+        const uint8_t next_phase = grammar::Utf8Step(phase, static_cast<uint8_t>(b));
+        if (next_phase == grammar::kUtf8Invalid) continue;
+        const std::pair<uint32_t, uint8_t> kind = {t.byte_class[b], next_phase};
+        if (std::find(seen_kinds.begin(), seen_kinds.end(), kind) != seen_kinds.end()) continue;
+        seen_kinds.push_back(kind);
+        it->second.push_back({static_cast<uint8_t>(b), next_phase});
+      }
+    }
+    return it->second;
+  };
   std::vector<std::vector<uint8_t>> after_char(n);
   exits->utf8 = true;
   for (size_t k = 0; k < n && exits->utf8; ++k) {
     if (!wide[k]) continue;
     std::vector<std::pair<uint8_t, uint32_t>> todo, seen;
-    for (uint32_t b = 0x80; b < 256; ++b) {
-      const uint8_t phase = grammar::Utf8Step(0, static_cast<uint8_t>(b));
-      if (phase != grammar::kUtf8Invalid) todo.push_back({phase, table.Step(core.states[k], static_cast<uint8_t>(b))});
-    }
+    for (const auto& [b, phase] : utf8_steps(0)) todo.push_back({phase, table.Step(core.states[k], b)});
     while (!todo.empty() && exits->utf8) {
       const auto [phase, state] = todo.back();
       todo.pop_back();
       const uint8_t at = state == 0 ? kNotInCore : label[state];
       if (phase == 0) {  // a whole character read: it must end in W
         exits->utf8 = at != kNotInCore && wide[at];
-        if (exits->utf8) after_char[k].push_back(at);
+        std::vector<uint8_t>& ends = after_char[k];
+        if (exits->utf8 && std::find(ends.begin(), ends.end(), at) == ends.end()) ends.push_back(at);
         continue;
       }
       if (at == kNotInCore) {  // dead or out of the core inside a character
@@ -337,10 +379,7 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
       }
       if (std::find(seen.begin(), seen.end(), std::make_pair(phase, state)) != seen.end()) continue;
       seen.push_back({phase, state});
-      for (uint32_t b = 0x80; b < 0xC0; ++b) {
-        const uint8_t next_phase = grammar::Utf8Step(phase, static_cast<uint8_t>(b));
-        if (next_phase != grammar::kUtf8Invalid) todo.push_back({next_phase, table.Step(state, static_cast<uint8_t>(b))});
-      }
+      for (const auto& [b, next_phase] : utf8_steps(phase)) todo.push_back({next_phase, table.Step(state, b)});
     }
   }
   exits->stay_with_utf8 = stay;
@@ -358,18 +397,29 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
   auto via = [&](uint8_t to) -> uint32_t {
     return to == kNotInCore ? 1u : (*escape)[to] == kNeverEscapes ? kNeverEscapes : (*escape)[to] + 1u;
   };
+  // Per wide state: where its `stay` bytes and characters lead (labels,
+  // kNotInCore for out or dead), each once.
+  std::vector<std::vector<uint8_t>> leads_to(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (!wide[k]) continue;
+    std::vector<uint8_t>& to = leads_to[k];
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (((stay[b / 64] >> (b % 64)) & 1) == 0) continue;
+      const uint8_t q = label[table.Step(core.states[k], static_cast<uint8_t>(b))];
+      if (std::find(to.begin(), to.end(), q) == to.end()) to.push_back(q);
+    }
+    if (exits->utf8) {
+      for (uint8_t q : after_char[k]) {
+        if (std::find(to.begin(), to.end(), q) == to.end()) to.push_back(q);
+      }
+    }
+  }
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = 0; k < n; ++k) {
       if (!wide[k]) continue;
       uint32_t best = (*escape)[k];
-      for (uint32_t b = 0; b < 256 && best > 1; ++b) {
-        if (((stay[b / 64] >> (b % 64)) & 1) == 0) continue;
-        best = std::min(best, via(label[table.Step(core.states[k], static_cast<uint8_t>(b))]));
-      }
-      if (exits->utf8) {
-        for (uint8_t to : after_char[k]) best = std::min(best, via(to));
-      }
+      for (uint8_t q : leads_to[k]) best = std::min(best, via(q));
       if (best < (*escape)[k]) {
         (*escape)[k] = static_cast<uint8_t>(std::min<uint32_t>(best, kNeverEscapes - 1));
         changed = true;
@@ -509,41 +559,82 @@ Components StronglyConnected(const std::vector<std::vector<uint32_t>>& successor
 
 }  // namespace
 
-TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
+namespace {
+
+// The core of `state` (see SpellTerminalCore) among the states reached in
+// steps of which at most kCoreDepth are costly: every step, or with
+// `free_wide_steps` every step but those between two wide states with the
+// same live bytes. `cut_free` is set when a step of that kind was left out
+// at the limit (a counter the limit cut short).
+TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t max_states, bool free_wide_steps,
+                        bool* cut_free) {
   constexpr uint32_t kCoreDepth = 4;
-  max_states = std::min<uint32_t>(max_states, 254);  // BuildCoreTokenSets labels them in a byte
   TerminalCore core;
-  if (state == 0 || state >= t.eager_states()) return core;
-  // The states within kCoreDepth bytes of `state`. A core is any set of
-  // states holding `state` (the walk is exact whatever the set); it pays
-  // when its walk is the same in many grammars. So: `state`, and the near
-  // cycles it is on or steps into (a string's body with its escapes and
-  // multi-byte characters, entered from the start of a key that must not
-  // be one of the schema's names), found among states close by, so that
-  // the way back through what follows the string (a comma, the next key)
-  // does not tie the core to this grammar.
+  // The states near `state`: reached in steps of which at most kCoreDepth
+  // are costly. A core is any set of states holding `state` (the walk is
+  // exact whatever the set); it pays when its walk is the same in many
+  // grammars. So: `state`, and the near cycles it is on or steps into (a
+  // string's body with its escapes and multi-byte characters, entered from
+  // the start of a key that must not be one of the schema's names), found
+  // among states close by, so that the way back through what follows the
+  // string (a comma, the next key) does not tie the core to this grammar.
+  // Found by a 0-1 breadth-first search (free steps go to the front of the
+  // queue; with none, the plain one by levels).
+  constexpr size_t kWideLiveBytes = 64;  // as CoreEscapes
+  auto wide_step = [&](uint32_t from, uint32_t to) {
+    const parser::ByteSet& live = t.eager_live_bytes[from];
+    return live.count() > kWideLiveBytes && live == t.eager_live_bytes[to];
+  };
   absl::flat_hash_map<uint32_t, uint32_t> index = {{state, 0u}};
   std::vector<uint32_t> reached = {state};
+  std::vector<uint32_t> distance = {0};
+  std::vector<uint8_t> done = {0};
   std::vector<std::vector<uint32_t>> successors(1);
-  size_t level_end = 1;
-  uint32_t depth = 0;
-  for (size_t k = 0; k < reached.size(); ++k) {
-    if (k == level_end) {
-      level_end = reached.size();
-      ++depth;
-    }
+  auto add_edge = [&](size_t from, uint32_t to) {
+    std::vector<uint32_t>& out = successors[from];
+    if (std::find(out.begin(), out.end(), to) == out.end()) out.push_back(to);
+  };
+  std::deque<uint32_t> todo = {0};
+  while (!todo.empty()) {
+    const uint32_t k = todo.front();
+    todo.pop_front();
+    if (done[k] != 0) continue;
+    done[k] = 1;
     const uint32_t* row = &t.next[static_cast<size_t>(reached[k]) * t.num_classes];
     for (uint32_t c = 0; c < t.num_classes; ++c) {
       if (row[c] == 0) continue;
+      const bool wide = wide_step(reached[k], row[c]);
+      const bool free = free_wide_steps && wide;
+      const uint32_t d = distance[k] + (free ? 0 : 1);
       auto it = index.find(row[c]);
       if (it == index.end()) {
-        if (depth + 1 > kCoreDepth || reached.size() >= 4 * max_states) continue;
+        if (d > kCoreDepth) {
+          *cut_free |= wide;
+          continue;
+        }
+        if (reached.size() >= 4 * max_states) continue;
         it = index.try_emplace(row[c], static_cast<uint32_t>(reached.size())).first;
         reached.push_back(row[c]);
+        distance.push_back(d);
+        done.push_back(0);
         successors.emplace_back();
+      } else if (d >= distance[it->second] || done[it->second] != 0) {
+        add_edge(k, it->second);
+        continue;
+      } else {
+        distance[it->second] = d;
       }
-      std::vector<uint32_t>& out = successors[k];
-      if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+      add_edge(k, it->second);
+      free ? todo.push_front(it->second) : todo.push_back(it->second);
+    }
+  }
+  // With free steps, a state may be found after a state stepping to it was
+  // done: the edges among the states found, again.
+  for (size_t k = 0; free_wide_steps && k < reached.size(); ++k) {
+    const uint32_t* row = &t.next[static_cast<size_t>(reached[k]) * t.num_classes];
+    for (uint32_t c = 0; c < t.num_classes; ++c) {
+      auto it = row[c] == 0 ? index.end() : index.find(row[c]);
+      if (it != index.end()) add_edge(k, it->second);
     }
   }
   const Components components = StronglyConnected(successors);
@@ -576,6 +667,71 @@ TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, u
   });
   if (core.spelling.empty()) core.states.clear();
   return core;
+}
+
+// Whether a run of steps between wide states with the same live bytes (a
+// counter's) goes `length` steps deep from `state`: breadth first over
+// such steps only, stopping there.
+bool LongWideRun(const parser::TerminalTable& t, uint32_t state, uint32_t length) {
+  constexpr size_t kWideLiveBytes = 64;  // as CoreEscapes
+  absl::flat_hash_map<uint32_t, uint32_t> depth = {{state, 0u}};
+  std::vector<uint32_t> todo = {state};
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const uint32_t from = todo[k];
+    const parser::ByteSet& live = t.eager_live_bytes[from];
+    if (live.count() <= kWideLiveBytes) continue;
+    const uint32_t* row = &t.next[static_cast<size_t>(from) * t.num_classes];
+    const uint32_t next_depth = depth[from] + 1;
+    for (uint32_t c = 0; c < t.num_classes; ++c) {
+      if (row[c] == 0 || live != t.eager_live_bytes[row[c]] || !depth.try_emplace(row[c], next_depth).second) continue;
+      if (next_depth >= length) return true;
+      todo.push_back(row[c]);
+    }
+  }
+  return false;
+}
+
+// The escape depth of a core's start (CoreEscapes), kNeverEscapes when no
+// run of the wide states' bytes leads out of the core.
+uint8_t StartEscape(const parser::TerminalTable& t, const TerminalCore& core) {
+  std::vector<uint8_t> label(t.eager_states(), kNotInCore);
+  for (uint32_t k = 0; k < core.states.size(); ++k) label[core.states[k]] = static_cast<uint8_t>(k);
+  CoreExits exits{.label = label.data()};
+  std::vector<uint8_t> escape;
+  CoreEscapes(t, core, label.data(), &exits, &escape);
+  return escape[0];
+}
+
+}  // namespace
+
+TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
+  max_states = std::min<uint32_t>(max_states, 254);  // BuildCoreTokenSets labels them in a byte
+  if (state == 0 || state >= t.eager_states()) return {};
+  // A step between two wide states with the same live bytes moves along a
+  // string's body, as a counter does: a key that must hold (or must not
+  // hold) a 32-digit hex run counts the run in 32 such states, any other
+  // letter going back to the first. The near core holds only the first
+  // few, so the core walk's escape depth (CoreEscapes) from the start is 5
+  // and it settles only subtrees shallower than that (~80k of Llama 3's
+  // ~275k nodes stepped, ~2 ms a core). When the limit cut such steps
+  // short, the core is grown along them (they are free; the way back
+  // through a comma and the next key passes narrow states, so it still
+  // does not tie the core to the grammar) and taken when its start's escape
+  // depth becomes long (kLongEscape, longer than most tokens: ~5k nodes
+  // stepped). A short run (a key that must not hold a given word: its
+  // letters lead out of the core in a few steps) keeps the near core, and
+  // is told apart cheaply first (LongWideRun): the grown core would save
+  // few steps and be spelled apart in each terminal, where the near ones
+  // are shared.
+  constexpr uint8_t kLongEscape = 16;
+  bool cut_free = false;
+  TerminalCore near = CoreAround(t, state, max_states, /*free_wide_steps=*/false, &cut_free);
+  if (near.empty() || !cut_free || !LongWideRun(t, state, kLongEscape) || StartEscape(t, near) == kNeverEscapes) {
+    return near;
+  }
+  TerminalCore grown = CoreAround(t, state, max_states, /*free_wide_steps=*/true, &cut_free);
+  if (grown.empty() || grown.states.size() <= near.states.size() || StartEscape(t, grown) < kLongEscape) return near;
+  return grown;
 }
 
 StateTokenSets BuildCoreTokenSets(const TokenTrie& trie, const parser::TerminalTable& t, const TerminalCore& core,

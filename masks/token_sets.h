@@ -167,7 +167,11 @@ std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint
 // of the core is one mark, whatever state it reaches. `states` lists the
 // core's states in spelling order (a core state's label is its index).
 // Empty when the state is on no cycle or the core has more than
-// `max_states` states.
+// `max_states` states. The core is looked for among the states a few
+// costly steps away; a counter's run of string-body states (a key that
+// must hold a 32-digit hex run) is followed to its end when the few steps
+// cut it short and the whole run makes the core walk's escape depth long
+// (token_sets.cc).
 struct TerminalCore {
   std::vector<uint32_t> spelling;
   std::vector<uint32_t> states;

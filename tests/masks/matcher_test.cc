@@ -1019,13 +1019,15 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
 }
 
 // Keys under patternProperties: a key that must contain a 32-digit hex run
-// (a counter the DFA moves along at most letters, out of the core after
-// four), or that must contain some letters (the DFA moves between string
-// bodies). Every state with a core, split, against the oracle: the core
-// walk's escape shortcut (token_sets.cc) settles such subtrees whole.
+// (a counter the DFA moves along at most letters; its core is grown along
+// the whole run, SpellTerminalCore, and the escape depth counts the letters
+// left to the end of the run), or that must contain some letters (the DFA
+// moves between string bodies). Every state with a core, split, against the
+// oracle: the core walk's escape shortcut (token_sets.cc) settles such
+// subtrees whole.
 TEST(TokenSets, KeyPatternCoresMatchOracle) {
   auto vocab = LoadVocabulary("llama3");
-  int split = 0;
+  int split = 0, grown = 0;
   for (const char* spec : {"schema:jsonschema/maskbench/Github_trivial---o78129.schema.json",
                            "schema:jsonschema/maskbench/Handwritten---oneofpr2.schema.json"}) {
     if (!std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) continue;
@@ -1034,13 +1036,48 @@ TEST(TokenSets, KeyPatternCoresMatchOracle) {
     int here = 0;
     for (uint32_t s = 1; s < t.eager_states() && here < 40; ++s) {
       if (t.live_bytes(s).count() <= 64) continue;  // string bodies, not the middle of a character
-      here += CheckSplitSets(*g, s, spec);
+      const bool has_core = CheckSplitSets(*g, s, spec);
+      here += has_core;
+      // Grown past the near core's few states: the whole 32-state run.
+      grown += has_core && SpellTerminalCore(t, s).states.size() > 32;
       if (::testing::Test::HasFailure()) return;
     }
     split += here;
   }
   if (split == 0) GTEST_SKIP() << "schemas not in this data snapshot";
   EXPECT_GE(split, 8);
+  EXPECT_GE(grown, 2) << "no counter's core was grown along its run";
+}
+
+// Keys that must not hold some words (patternProperties under `not`, or
+// a pattern the key must match nowhere): cores of 12 to 40 states whose
+// words' letters lead out of the core or to the dead state in a few steps.
+// The core walk settles a subtree deeper than the escape depth when it
+// holds none of the words' last letters (CoreExits::escaping); every such
+// core, split, against the oracle.
+TEST(TokenSets, WordPatternCoresMatchOracle) {
+#ifdef ZAPGRAM_SANITIZED
+  const uint32_t per_schema = 2;
+#else
+  const uint32_t per_schema = 6;
+#endif
+  auto vocab = LoadVocabulary("llama3");
+  int checked = 0;
+  for (const char* spec : {"schema:jsonschema/maskbench/Github_hard---o82151.schema.json",
+                           "schema:jsonschema/maskbench/Github_hard---o83677.schema.json"}) {
+    if (!std::ifstream(testing::DataPath(std::string(spec).substr(7))).good()) continue;
+    auto g = CompileFor(spec, vocab, /*merge_regular=*/true, /*lenient=*/true);
+    const parser::TerminalTable& t = g->grammar().terminals;
+    for (uint32_t s = 1, here = 0; s < t.eager_states() && here < per_schema; ++s) {
+      if (t.live_bytes(s).count() <= 64 || SpellTerminalCore(t, s).states.size() < 12) continue;
+      here += CheckSplitSets(*g, s, spec);
+      checked += 1;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "schemas not in this data snapshot";
+  std::printf("token sets: %d word-pattern cores checked\n", checked);
+  EXPECT_GE(checked, 2);
 }
 
 // Lazily determinized terminals (no shortcut there): states met while
