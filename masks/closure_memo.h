@@ -57,6 +57,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "parser/lexer.h"
 
 namespace zapgram::masks {
 
@@ -83,7 +84,7 @@ class ClosureMemo {
     Id next = kNone;        // its spelling id (kNone: not kept)
     bool alive = false;     // the closure left a set
     bool accepting = false;
-    std::vector<uint64_t> tokens;  // parser::TokenBits: a bit per lexer token
+    parser::TokenBits tokens;  // the tokens its items wait for
   };
 
   // The id of `spelling`, added when new (after a clear when the memo is

@@ -63,7 +63,7 @@ StateTokenSets CompiledGrammar::BuildLexedTokenSets(uint32_t lexer_state, uint32
   // The whole trie is the subtree of its root; kIgnoredOnly waits for no
   // token (the lane's accepting flag rides through ignored tokens).
   parser::TokenBits tokens(grammar_->lexer->words_per_state, 0);
-  if (token != kIgnoredOnly) tokens[token / 64] |= uint64_t{1} << (token % 64);
+  if (token != kIgnoredOnly) parser::AddToken(&tokens, token);
   return BuildLexedSubtreeSets(TokenTrie::kRoot, lexer_state, {}, tokens);
 }
 

@@ -417,7 +417,7 @@ class Matcher {
   static constexpr uint32_t kNotPushed = 0xFFFFFFFFu;
   std::vector<History> histories_;
   absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
-  std::vector<uint32_t> chain_;         // AdvanceHistory scratch
+  std::vector<uint32_t> chain_;         // PushHistory scratch
   uint32_t pushed_sets_ = 0;            // closures the walk pushed (EndLexedViews pops them)
   std::vector<uint32_t> spelling_;  // Recognizer::SpellClosureSet scratch
   bool use_closure_memo_ = false;   // ClosureMemo::Pays when the walk began

@@ -89,6 +89,7 @@ struct LexerTable {
 // continue rows have the same layout, so filtering is a word-wise AND).
 using TokenBits = std::vector<uint64_t>;
 inline bool HasToken(const TokenBits& bits, uint32_t token) { return (bits[token / 64] >> (token % 64)) & 1; }
+inline void AddToken(TokenBits* bits, uint32_t token) { (*bits)[token / 64] |= uint64_t{1} << (token % 64); }
 inline bool AnyToken(const TokenBits& bits) {
   for (uint64_t w : bits) {
     if (w != 0) return true;

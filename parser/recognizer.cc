@@ -696,11 +696,7 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
     view.guards.assign(lane.begin() + 1, lane.end());
     view.accepting = set.accepting != 0;
     view.source = s;
-    view.tokens.assign(grammar_->lexer->words_per_state, 0);
-    for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
-      const uint32_t token = Payload(grammar_->rhs[chart.scan[i].dot]);
-      view.tokens[token / 64] |= uint64_t{1} << (token % 64);
-    }
+    AwaitedTokens(chart, set, &view.tokens);
   }
   out->resize(n);
 }
@@ -797,14 +793,14 @@ bool Recognizer::PushTokenEnd(uint32_t source, uint32_t token) {
   return true;
 }
 
-bool Recognizer::NewestSetTokens(TokenBits* tokens) const {
-  const EarleySet& set = chart_.sets.back();
+void Recognizer::AwaitedTokens(const Chart& chart, const EarleySet& set, TokenBits* tokens) const {
   tokens->assign(grammar_->lexer->words_per_state, 0);
-  for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
-    const uint32_t token = Payload(grammar_->rhs[chart_.scan[i].dot]);
-    (*tokens)[token / 64] |= uint64_t{1} << (token % 64);
-  }
-  return set.accepting != 0;
+  for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) AddToken(tokens, Payload(grammar_->rhs[chart.scan[i].dot]));
+}
+
+bool Recognizer::NewestSetTokens(TokenBits* tokens) const {
+  AwaitedTokens(chart_, chart_.sets.back(), tokens);
+  return chart_.sets.back().accepting != 0;
 }
 
 void Recognizer::SpellClosureSet(uint32_t set, std::vector<uint32_t>* out) const {

@@ -287,6 +287,8 @@ class Recognizer {
   const Chart& chart_for_testing() const { return chart_; }
 
  private:
+  // Lexed grammars: the tokens the items on terminals of `set` wait for.
+  void AwaitedTokens(const Chart& chart, const EarleySet& set, TokenBits* tokens) const;
   // The marks of the positions of a token step.
   static TokenMark MarkOf(uint32_t id, bool normal, size_t position, size_t positions, bool no_byte);
   // Builds the set after `byte` on top of `chart`; false (nothing pushed) when
