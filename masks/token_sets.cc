@@ -253,6 +253,9 @@ void ClassifyTerminalTokens(const TokenTrie& trie, const Table& table, uint32_t 
 // recorded as (node, label of the state left | ended flag).
 constexpr uint8_t kNotInCore = 0xFF;
 constexpr uint8_t kNeverEscapes = 0xFF;
+// A wide state (a string's body rather than the middle of a character or a
+// literal): more than this many live bytes.
+constexpr size_t kWideLiveBytes = 64;
 struct CoreExits {
   static constexpr bool kActive = true;
   const uint8_t* label = nullptr;
@@ -314,7 +317,6 @@ struct CoreExits {
 // escape[p] bytes has fewer characters than that. Narrow states get 0.
 void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const uint8_t* label, CoreExits* exits,
                  std::vector<uint8_t>* escape) {
-  constexpr size_t kWideLiveBytes = 64;
   const EagerTable table(t);
   const size_t n = core.states.size();
   std::vector<uint8_t> wide(n);
@@ -580,7 +582,6 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
   // string (a comma, the next key) does not tie the core to this grammar.
   // Found by a 0-1 breadth-first search (free steps go to the front of the
   // queue; with none, the plain one by levels).
-  constexpr size_t kWideLiveBytes = 64;  // as CoreEscapes
   auto wide_step = [&](uint32_t from, uint32_t to) {
     const parser::ByteSet& live = t.eager_live_bytes[from];
     return live.count() > kWideLiveBytes && live == t.eager_live_bytes[to];
@@ -673,7 +674,6 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
 // counter's) goes `length` steps deep from `state`: breadth first over
 // such steps only, stopping there.
 bool LongWideRun(const parser::TerminalTable& t, uint32_t state, uint32_t length) {
-  constexpr size_t kWideLiveBytes = 64;  // as CoreEscapes
   absl::flat_hash_map<uint32_t, uint32_t> depth = {{state, 0u}};
   std::vector<uint32_t> todo = {state};
   for (size_t k = 0; k < todo.size(); ++k) {
