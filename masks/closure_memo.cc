@@ -4,18 +4,12 @@
 namespace zapgram::masks {
 
 bool ClosureMemo::Reserve(size_t bytes) {
-  const size_t budget = budget_bytes_.load(std::memory_order_relaxed);
-  if (bytes > budget) return false;
-  if (bytes_.load(std::memory_order_relaxed) + bytes > budget) {
-    // A new generation: ids stay unique (next_id_ goes on), so ids held by
-    // walks under way find nothing rather than another set's steps.
+  // A new generation keeps ids unique (next_id_ goes on), so ids held by
+  // walks under way find nothing rather than another set's steps.
+  return budget_.Reserve(bytes, [this] {
     ids_.clear();
     steps_.clear();
-    bytes_.store(0, std::memory_order_relaxed);
-    evictions_.fetch_add(1, std::memory_order_relaxed);
-  }
-  bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  return true;
+  });
 }
 
 ClosureMemo::Id ClosureMemo::Intern(absl::Span<const uint32_t> spelling) {

@@ -57,6 +57,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "masks/generation_budget.h"
 #include "parser/lexer.h"
 
 namespace zapgram::masks {
@@ -77,7 +78,7 @@ class ClosureMemo {
   // A spelling's id: never reused, also across generations.
   using Id = uint64_t;
   static constexpr Id kNone = ~Id{0};
-  explicit ClosureMemo(size_t budget_bytes) : budget_bytes_(budget_bytes) {}
+  explicit ClosureMemo(size_t budget_bytes) : budget_(budget_bytes) {}
 
   // What the walk reads of the set a closure leaves.
   struct Step {
@@ -96,12 +97,12 @@ class ClosureMemo {
   // kept).
   void Record(Id id, uint32_t token, const Step& step);
 
-  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
-  size_t budget_bytes() const { return budget_bytes_.load(std::memory_order_relaxed); }
+  size_t bytes() const { return budget_.bytes(); }
+  size_t budget_bytes() const { return budget_.budget_bytes(); }
   // Takes effect at the next addition (tests use a tiny budget).
-  void set_budget_bytes(size_t bytes) { budget_bytes_.store(bytes, std::memory_order_relaxed); }
+  void set_budget_bytes(size_t bytes) { budget_.set_budget_bytes(bytes); }
   // How many times the memo was cleared to stay within its budget.
-  uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+  uint64_t evictions() const { return budget_.evictions(); }
   uint64_t found() const { return found_.load(std::memory_order_relaxed); }
   // Whether the walk should spell and look up (see above): before
   // kWarmupSpellings spellings, or while found() >= spellings.
@@ -112,16 +113,14 @@ class ClosureMemo {
   }
 
  private:
-  // Makes room for `bytes` more: clears the memo when they would pass the
-  // budget; false when they alone do. Called with mu_ held.
+  // Makes room for `bytes` more (GenerationBudget::Reserve). Called with
+  // mu_ held.
   bool Reserve(size_t bytes);
-  std::atomic<size_t> budget_bytes_;
+  GenerationBudget budget_;
   mutable std::mutex mu_;
   absl::flat_hash_map<std::vector<uint32_t>, Id, SpanHash, SpanEq> ids_;
   absl::flat_hash_map<std::pair<Id, uint32_t>, Step> steps_;  // (id, token)
   Id next_id_ = 0;
-  std::atomic<size_t> bytes_{0};
-  std::atomic<uint64_t> evictions_{0};
   mutable std::atomic<uint64_t> found_{0};
   std::atomic<uint64_t> spelled_{0};  // Intern calls
 };

@@ -116,29 +116,20 @@ std::shared_ptr<const StateTokenSets> CompiledGrammar::LexedSubtreeSets(
   auto it = subtree_sets_.find(absl::Span<const uint32_t>(key));
   if (it != subtree_sets_.end()) return it->second;  // built by another thread meanwhile
   const size_t bytes = sets->bytes() + 4 * key.size() + 96;
-  if (bytes > subtree_budget_bytes_) return sets;  // larger than the budget: not kept
-  if (subtree_bytes_ + bytes > subtree_budget_bytes_) {
-    // Full: a new generation (the sets handed out stay alive in their
-    // callers' shared_ptrs).
+  // Full: a new generation (the sets handed out stay alive in their
+  // callers' shared_ptrs). Larger than the budget: not kept.
+  const bool kept = subtree_budget_.Reserve(bytes, [this] {
     subtree_sets_.clear();
-    on_demand_bytes_.fetch_sub(subtree_bytes_, std::memory_order_relaxed);
-    subtree_bytes_ = 0;
-    ++subtree_evictions_;
-  }
-  subtree_bytes_ += bytes;
+    on_demand_bytes_.fetch_sub(subtree_budget_.bytes(), std::memory_order_relaxed);
+  });
+  if (!kept) return sets;
   on_demand_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return subtree_sets_.try_emplace(key, std::move(sets)).first->second;
 }
 
-void CompiledGrammar::set_subtree_budget_bytes(size_t bytes) const {
-  std::lock_guard<std::mutex> lock(on_demand_mu_);
-  subtree_budget_bytes_ = bytes;
-}
+void CompiledGrammar::set_subtree_budget_bytes(size_t bytes) const { subtree_budget_.set_budget_bytes(bytes); }
 
-uint64_t CompiledGrammar::subtree_evictions() const {
-  std::lock_guard<std::mutex> lock(on_demand_mu_);
-  return subtree_evictions_;
-}
+uint64_t CompiledGrammar::subtree_evictions() const { return subtree_budget_.evictions(); }
 
 StateTokenSets CompiledGrammar::BuildLexedSubtreeSets(uint32_t root, uint32_t lexer_state,
                                                       const std::vector<uint32_t>& guards,
@@ -276,6 +267,7 @@ void Matcher::PushHistory(uint32_t source, uint32_t token, History* next) {
   const uint32_t consulted = recognizer_.LowestConsultedGroup();
   recognizer_.NoteConsulted(outer);
   if (!recognizer_.status().ok()) return;  // a budget: nothing to keep
+  next->deep = histories_[source].deep || (consulted != parser::kNoParent && consulted < walk_cut_);
   if (pushed) {
     next->set = recognizer_.NumSets() - 1;  // the closure's one set
     ++pushed_sets_;
@@ -326,6 +318,7 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
       next.accepting = step.accepting;
       next.tokens = std::move(step.tokens);
       next.spelled = step.next;
+      next.deep = histories_[source].deep;  // it read its source set only
       if (histories_[source].parent == kNoHistory) {
         recognizer_.NoteConsulted(recognizer_.SetGroupBegin(histories_[source].set));
       }
@@ -335,6 +328,7 @@ bool Matcher::AdvanceHistory(uint32_t source, uint32_t token, parser::Recognizer
     histories_.push_back(std::move(next));
   }
   const History& h = histories_[it->second];
+  step_deep_ |= h.deep;
   if (!h.alive) return false;
   boundary->tokens = h.tokens;
   boundary->accepting = h.accepting;
@@ -381,6 +375,11 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
   // nested root may be found again from an enclosing one: walked once.
   const size_t top = roots_.size();
   nested_.clear();
+  // The deep roots' part goes to split_words_ while the walk has a cut
+  // (partial_masks.h).
+  const size_t n_words = grammar_->mask_words();
+  if (walk_cut_ != 0) split_words_.assign(n_words, 0u);
+  deep_roots_.clear();
   uint32_t last = TokenTrie::kRoot;
   for (size_t next = 0; next < top || !nested_.empty();) {
     uint32_t root;
@@ -394,9 +393,12 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
     if (root == last) continue;
     last = root;
     const std::vector<parser::Recognizer::LaneView>& lanes = LexedViewsAt(root);
+    const bool deep = view_deep_[trie.nodes()[root].depth] != 0;
+    if (deep) deep_roots_.push_back(root);
     if (lanes.empty()) continue;  // the whole subtree is rejected
-    for (TokenId id : trie.TokensAt(root)) SetBit(words, id);
-    ClassifyLexedSubtree(root, lanes, words);
+    uint32_t* part = deep ? split_words_.data() : words;
+    for (TokenId id : trie.TokensAt(root)) SetBit(part, id);
+    ClassifyLexedSubtree(root, lanes, part);
     for (size_t i = top; i < roots_.size(); ++i) {
       nested_.push_back(roots_[i]);
       std::push_heap(nested_.begin(), nested_.end(), std::greater<uint32_t>());
@@ -405,6 +407,15 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
   }
   roots_.clear();
   EndLexedViews();
+  // The mask is both parts; split_words_ keeps the one without the deep
+  // roots, for the partial.
+  partial_taken_ = walk_cut_ != 0;
+  if (!partial_taken_) return;
+  for (size_t w = 0; w < n_words; ++w) {
+    const uint32_t fixed = words[w];
+    words[w] |= split_words_[w];
+    split_words_[w] = fixed;
+  }
 }
 
 void Matcher::BeginLexedViews() {
@@ -421,6 +432,7 @@ void Matcher::BeginLexedViews() {
     view.source = static_cast<uint32_t>(histories_.size() - 1);
   }
   view_path_.assign(1, TokenTrie::kRoot);
+  view_deep_.assign(view_stack_.size(), 0);
 }
 
 const std::vector<parser::Recognizer::LaneView>& Matcher::LexedViewsAt(uint32_t node) {
@@ -443,7 +455,9 @@ const std::vector<parser::Recognizer::LaneView>& Matcher::LexedViewsAt(uint32_t 
   while (n > 0) {
     const uint32_t step = ancestors_[--n];
     const uint32_t d = nodes[step].depth;
+    step_deep_ = false;
     parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[step].byte, advance, &view_stack_[d]);
+    view_deep_[d] = view_deep_[d - 1] | static_cast<uint8_t>(step_deep_);
     view_path_.push_back(step);
   }
   return view_stack_[nodes[node].depth];

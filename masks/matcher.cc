@@ -192,7 +192,7 @@ CompiledGrammar::Memory CompiledGrammar::memory() const {
   }
   m.token_sets_built = sets_built_bytes_.load(std::memory_order_relaxed);
   m.token_sets_found = sets_found_bytes_.load(std::memory_order_relaxed);
-  m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed) + closure_memo_.bytes();
+  m.lexed_sets = on_demand_bytes_.load(std::memory_order_relaxed) + closure_memo_.bytes() + partial_masks_.bytes();
   m.mask_cache = account_->stats().bytes;
   return m;
 }
@@ -389,16 +389,25 @@ size_t Matcher::ComputeMask(uint32_t* words) {
   parser::KeyCut spelled;
   const bool cached = options_.use_cache &&
                       recognizer_.CanonicalState(&key_, classes, {.max_sets = options_.key_sets}, &spelled);
+  bool pointed = false;  // partial_key_ holds the last key that pointed deeper
   while (cached) {
     const MaskCache::Found found = g.CacheLookup(key_, words);
     if (found.allowed >= 0) return static_cast<size_t>(found.allowed);
     // A pointer always leads to a longer key; the test guards against a
     // cycle all the same.
     if (found.deeper_sets <= spelled.older_sets || spelled.cut == 0) break;
+    partial_key_.assign(key_.begin(), key_.end());
+    pointed = true;
     recognizer_.CanonicalState(&key_, classes, {.max_sets = found.deeper_sets}, &spelled);
   }
+  // A state whose longer key missed walks from the partial mask of the key
+  // that pointed there, when one is kept (partial_masks.h).
+  std::shared_ptr<const PartialMasks::Partial> partial;
+  if (pointed) partial = WalkedGrammar().partial_masks().Find(partial_key_);
   recognizer_.ResetConsulted();
-  const size_t allowed = ComputeUncached(words);
+  walk_cut_ = cached ? spelled.cut : 0;
+  partial_taken_ = false;
+  const size_t allowed = ComputeUncached(words, partial.get());
   // A mask cut short by a budget is not cached.
   if (cached && recognizer_.status().ok()) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
@@ -409,20 +418,23 @@ size_t Matcher::ComputeMask(uint32_t* words) {
       recognizer_.CanonicalState(&deeper_key_, classes, {.down_to_group = lowest}, &deeper);
       g.CacheStoreDeeper(key_, deeper.older_sets);
       g.CacheStore(deeper_key_, words, allowed);
+      if (partial_taken_) WalkedGrammar().partial_masks().Store(key_, split_words_, deep_roots_);
     }
   }
   return allowed;
 }
 
-size_t Matcher::ComputeUncached(uint32_t* words) {
-  if (class_grammar_ == nullptr) return options_.use_token_sets ? MaskFromTokenSets(words) : WalkTrie(words);
+size_t Matcher::ComputeUncached(uint32_t* words, const PartialMasks::Partial* partial) {
+  if (class_grammar_ == nullptr) {
+    return options_.use_token_sets ? MaskFromTokenSets(words, partial) : WalkTrie(words);
+  }
   // The representatives' grammar shares the lowered grammar, so the
   // recognizer's state is its state too: its mask over classes, expanded.
   // Masks are cached expanded, in this grammar's cache, as without classes.
   std::swap(grammar_, class_grammar_);
   class_words_.resize(grammar_->mask_words());
   if (options_.use_token_sets) {
-    MaskFromTokenSets(class_words_.data());
+    MaskFromTokenSets(class_words_.data(), partial);
   } else {
     WalkTrie(class_words_.data());
   }
@@ -439,11 +451,19 @@ void Matcher::AddTokenSets(const StateTokenSets& sets, uint32_t* words) {
   roots_.insert(roots_.end(), sets.uncertain_roots.begin(), sets.uncertain_roots.end());
 }
 
-size_t Matcher::MaskFromTokenSets(uint32_t* words) {
+size_t Matcher::MaskFromTokenSets(uint32_t* words, const PartialMasks::Partial* partial) {
   const CompiledGrammar& g = *grammar_;
   const size_t n_words = g.mask_words();
-  std::fill(words, words + n_words, 0u);
   roots_.clear();
+  if (partial != nullptr) {
+    // The part the cut key fixes, then the deep roots (lexed grammars only
+    // keep partials).
+    std::copy(partial->words->begin(), partial->words->end(), words);
+    roots_.assign(partial->roots.begin(), partial->roots.end());
+    WalkLexedRoots(words);
+    return CountAndAddEos(words);
+  }
+  std::fill(words, words + n_words, 0u);
   if (!g.grammar().lexed()) {
     recognizer_.CollectScanStates(&states_);
     const parser::FlatGrammar& flat = g.grammar();

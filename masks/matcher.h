@@ -55,7 +55,11 @@
 //    stored under a longer key, spelled down to the deepest group the walk
 //    read, and the cut key points there; a lookup follows the pointer. So a
 //    mask is shared by every state alike as far down as its walk read,
-//    whatever lies below (MatcherCutKeys tests).
+//    whatever lies below (MatcherCutKeys tests). Lexed walks also keep,
+//    under the cut key, the part of the mask that the cut key fixes and the
+//    trie roots whose part may depend on the chart below it: a later state
+//    with that cut key and a new longer key walks those roots only
+//    (masks/partial_masks.h).
 //
 // Accepting a token feeds its bytes (with pruning, parser/recognizer.h);
 // Rollback undoes whole tokens within the recognizer's rollback budget.
@@ -103,6 +107,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "masks/closure_memo.h"
+#include "masks/generation_budget.h"
+#include "masks/partial_masks.h"
 #include "masks/mask_cache.h"
 #include "masks/token_classes.h"
 #include "masks/token_sets.h"
@@ -200,7 +206,7 @@ class CompiledGrammar {
     size_t grammar = 0;           // lowered grammar, tables, classes, class masks, slots
     size_t token_sets_built = 0;  // terminal-state sets it built (also offered to the store)
     size_t token_sets_found = 0;  // sets found built by an earlier grammar (shared, not its own)
-    size_t lexed_sets = 0;        // lexed and lazy-state sets, guard failures, subtree sets, closure memo
+    size_t lexed_sets = 0;        // lexed and lazy-state sets, guard failures, subtree sets, closure memo, partial masks
     size_t mask_cache = 0;        // its entries in the vocabulary's mask cache
     // What this grammar adds to the process (found sets excluded).
     size_t own() const { return grammar + token_sets_built + lexed_sets + mask_cache; }
@@ -209,6 +215,8 @@ class CompiledGrammar {
   MaskCache& mask_cache() const { return *cache_; }
   // Lexed grammars: closures of the mask walk kept across masks (32 MiB).
   ClosureMemo& closure_memo() const { return closure_memo_; }
+  // Lexed grammars: partial masks kept per cut key (32 MiB).
+  PartialMasks& partial_masks() const { return partial_masks_; }
   // The subtree sets' budget (takes effect at the next addition; tests use
   // a tiny one), and how many times they were dropped to stay within it.
   void set_subtree_budget_bytes(size_t bytes) const;
@@ -244,9 +252,7 @@ class CompiledGrammar {
   // Looked up by span (SpanHash, SpanEq: masks/closure_memo.h).
   mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
       subtree_sets_;
-  mutable size_t subtree_bytes_ = 0;  // the three under on_demand_mu_
-  mutable size_t subtree_budget_bytes_ = size_t{64} << 20;
-  mutable uint64_t subtree_evictions_ = 0;
+  mutable GenerationBudget subtree_budget_{size_t{64} << 20};  // reserved under on_demand_mu_
   std::vector<TrieByteSet> lexer_loops_;  // lexed grammars: per lexer state, the bytes looping on it
   mutable absl::node_hash_map<uint64_t, std::vector<uint32_t>> guard_failures_;
 
@@ -275,6 +281,7 @@ class CompiledGrammar {
   mutable std::atomic<const ClassMasks*> class_masks_built_{nullptr};
   // Lexed grammars: the mask walk's closures kept across masks.
   mutable ClosureMemo closure_memo_{size_t{32} << 20};
+  mutable PartialMasks partial_masks_{size_t{32} << 20};
 };
 
 struct MatcherOptions {
@@ -361,10 +368,14 @@ class Matcher {
   // recording refused nodes in `rejected` (may be null); pops back after.
   void WalkNodes(uint32_t begin, uint32_t end, uint32_t base_depth, uint32_t* words,
                  std::vector<uint32_t>* rejected);
-  size_t MaskFromTokenSets(uint32_t* words);   // token sets + uncertain subtrees
+  size_t MaskFromTokenSets(uint32_t* words, const PartialMasks::Partial* partial);  // token sets + uncertain subtrees
   // A mask not found in the cache: MaskFromTokenSets or WalkTrie, over the
-  // token classes' representatives with use_token_classes.
-  size_t ComputeUncached(uint32_t* words);
+  // token classes' representatives with use_token_classes; from `partial`
+  // when not null (lexed grammars: its words, then its deep roots walked).
+  size_t ComputeUncached(uint32_t* words, const PartialMasks::Partial* partial);
+  // The grammar whose trie a miss walks (the class grammar with token
+  // classes): its PartialMasks hold words and roots of that trie.
+  const CompiledGrammar& WalkedGrammar() const { return class_grammar_ ? *class_grammar_ : *grammar_; }
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
   size_t PushBytes(std::string_view bytes);
@@ -384,6 +395,7 @@ class Matcher {
   std::vector<uint32_t> class_words_;
   std::vector<uint32_t> key_;
   std::vector<uint32_t> deeper_key_;  // spelled as far down as a walk read
+  std::vector<uint32_t> partial_key_;  // the last key found pointing deeper
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
   std::string pushed_;
@@ -411,6 +423,10 @@ class Matcher {
     parser::TokenBits tokens;
     // The set's id in the grammar's ClosureMemo; kNotSpelled: not asked yet.
     ClosureMemo::Id spelled = ClosureMemo::kNone;
+    // What it reads may depend on the chart below the walk's cut: its
+    // closure, or an earlier one of its sequence, consulted a group below
+    // walk_cut_ (partial_masks.h).
+    bool deep = false;
   };
   static constexpr ClosureMemo::Id kNotSpelled = ClosureMemo::kNone - 1;
   static constexpr uint32_t kNoHistory = 0xFFFFFFFFu;
@@ -419,6 +435,18 @@ class Matcher {
   absl::flat_hash_map<uint64_t, uint32_t> history_after_;  // (history, token) -> history
   std::vector<uint32_t> chain_;         // PushHistory scratch
   uint32_t pushed_sets_ = 0;            // closures the walk pushed (EndLexedViews pops them)
+  // Partial masks (partial_masks.h). The cut of the key the walk's mask
+  // goes under (0: none, nothing is deep); per depth of the view path,
+  // whether a view there descends from a deep history's answer (dead ones
+  // too); split_words_: during a walk the deep roots' part of the mask, kept
+  // apart, after it the mask without that part (the partial words); the
+  // deep roots walked, and whether the last walk took a partial.
+  uint32_t walk_cut_ = 0;
+  std::vector<uint8_t> view_deep_;
+  bool step_deep_ = false;  // LexedViewsAt: a step asked a deep history
+  std::vector<uint32_t> split_words_;
+  std::vector<uint32_t> deep_roots_;
+  bool partial_taken_ = false;
   std::vector<uint32_t> spelling_;  // Recognizer::SpellClosureSet scratch
   bool use_closure_memo_ = false;   // ClosureMemo::Pays when the walk began
   // History h's id in the grammar's ClosureMemo, spelled now if its set is

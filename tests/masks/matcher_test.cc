@@ -450,6 +450,60 @@ TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
   }
 }
 
+// Partial masks (masks/partial_masks.h): along whole java, go and sql
+// documents, a cached matcher (whose misses under a cut key that points
+// deeper start from the cut key's partial and walk its deep roots only)
+// against an uncached one, mask by mask; the masks that came from a partial
+// are also checked against the brute force (the first few of each set).
+// Marking no history deep fails here (go: masks short of the deep roots'
+// tokens), and so does dropping the deep roots' part from the mask.
+TEST(MatcherLexed, PartialMasksMatchBruteForce) {
+#ifdef ZAPGRAM_SANITIZED
+  const size_t docs = 2, max_steps = 160, brute_force_per_set = 1;
+#else
+  const size_t docs = 4, max_steps = 600, brute_force_per_set = 4;
+#endif
+  auto vocab = LoadVocabulary("llama3");
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  for (const char* set : {"go", "java", "sql"}) {
+    std::shared_ptr<const CompiledGrammar> g;
+    int compared = 0, mismatches = 0, replays_checked = 0;
+    size_t steps = 0;
+    for (const TraceRecord& rec : ReadTrace("llama3", set, std::string(set) == "sql" ? 4 * docs : docs)) {
+      if (g == nullptr) g = CompileFor(rec.grammar, vocab);
+      Matcher cached(g), reference(g, uncached);
+      std::vector<uint32_t> got(g->mask_words()), want(g->mask_words());
+      std::string text;
+      for (size_t k = 0; k < rec.tokens.size() && steps < max_steps; ++k, ++steps) {
+        const uint64_t replays = g->partial_masks().found();
+        cached.ComputeMask(got.data());
+        reference.ComputeMask(want.data());
+        const std::string label = rec.id + " step " + std::to_string(k);
+        mismatches += CompareMasks(*g, got, want, label);
+        ++compared;
+        if (g->partial_masks().found() > replays && replays_checked < static_cast<int>(brute_force_per_set)) {
+          mismatches += CompareMasks(*g, got, ReferenceMask(*g, text), label + " (from a partial)");
+          ++replays_checked;
+        }
+        const TokenId t = rec.tokens[k];
+        if (!Allowed(got, t)) break;
+        ASSERT_TRUE(cached.AcceptToken(t)) << label;
+        ASSERT_TRUE(reference.AcceptToken(t)) << label;
+        text += g->vocabulary().token_bytes(t);
+      }
+    }
+    std::printf("%s: %d masks compared with uncached ones, %llu from partials (%d of them against the brute "
+                "force), %zu partials kept, %zu distinct words; %d mismatches\n",
+                set, compared, static_cast<unsigned long long>(g->partial_masks().found()), replays_checked,
+                g->partial_masks().size(), g->partial_masks().distinct_words(), mismatches);
+    EXPECT_EQ(mismatches, 0) << set;
+    if (std::string(set) != "sql") {
+      EXPECT_GT(replays_checked, 0) << set << ": some masks should come from partials";
+    }
+  }
+}
+
 // The lexed caches' budgets (closure memo, subtree sets) with eviction: at
 // tiny budgets both are cleared several times along go and java documents
 // walked twice, ids held from before a clear must find nothing rather than
