@@ -39,13 +39,23 @@
 // of their path stepped on from the deepest node the walk shares with the
 // previous root.
 //
+// Partial masks (masks/partial_masks.h). A history is deep when its
+// closure, or an earlier one of its token sequence, consulted a group below
+// the cut of the key the mask goes under (walk_cut_); per depth of the view
+// path, view_deep_ says whether a step asked a deep history (a dead answer
+// counts too: it removed lanes). A root at a deep depth is a deep root: its
+// part of the mask goes to split_words_ while the walk runs, so that the
+// rest (fixed by the cut key) can be kept with the deep roots, and a later
+// walk from that partial walks the deep roots only.
+//
 // Exactness: views equal what CollectLanes gives after pushing the same
 // bytes, except that lanes the recognizer merges (equal lexer state and
 // guards) may stay apart; every use is a union over lanes (a token is
 // allowed when some lane keeps it), so the split changes nothing, and the
 // closure of a union of items is the union of their closures.
 //
-// Tests: tests/masks/matcher_test.cc (MatcherTrace.* and
+// Tests: tests/masks/matcher_test.cc (MatcherLexed.PartialMasksMatchBruteForce;
+// MatcherTrace.* and
 // MatcherRandomWalk.LexedGrammarsMatchBruteForce: masks against a
 // per-token brute force on java/go/sql; MatcherLexed.* likewise with the
 // cache off, ClosureMemoMatchesBruteForce with kept closures; LexedViews.*: stepped views equal
