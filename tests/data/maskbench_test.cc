@@ -33,6 +33,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/schema_harness.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -114,11 +115,7 @@ bool OnlyOneOfExclusivity(const std::string& validator_error) {
 
 // Sanitizer builds run 5-10x slower and some schemas take seconds to
 // compile: they check a sparser sample, without the pinned counts.
-#if defined(ZAPGRAM_SANITIZED)
-constexpr size_t kStride = 128;
-#else
-constexpr size_t kStride = 16;
-#endif
+constexpr size_t kStride = testing::Scaled<size_t>(16, 128);
 
 // The verdicts of every kStride-th schema's instances (all with
 // ZAPGRAM_MASKBENCH_ALL=1) under grammars made with `schema`, printed.

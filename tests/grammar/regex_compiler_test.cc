@@ -35,15 +35,12 @@
 #include "pruning/compact.h"
 #include "re2/re2.h"
 #include "tests/support/reference_recognizer.h"
+#include "tests/support/test_scale.h"
 
 namespace zapgram::grammar {
 namespace {
 
-#ifdef ZAPGRAM_SANITIZED
-constexpr int kScale = 1;
-#else
-constexpr int kScale = 10;
-#endif
+constexpr int kScale = testing::Scaled(10, 1);
 
 ByteDfa Compile(std::string_view pattern, uint32_t flags = 0) {
   absl::StatusOr<ByteDfa> dfa = CompileRegex(pattern, flags);

@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/reference_recognizer.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -302,13 +303,9 @@ TEST(BudgetMaskWalks, RandomWalksEndAcceptedWithinBudget) {
       "schema:" + testing::DataPath("jsonschema/maskbench/Github_easy---o90448.schema.json"),
       testing::DataPath("grammars/lark/syncode/json.lark"),
   };
-#ifdef ZAPGRAM_SANITIZED
-  const std::vector<int> budgets = {6, 12};
-  const int walks = 1;
-#else
-  const std::vector<int> budgets = {4, 8, 16, 32};
-  const int walks = 2;
-#endif
+  const std::vector<int> budgets =
+      testing::kSanitized ? std::vector<int>{6, 12} : std::vector<int>{4, 8, 16, 32};
+  const int walks = testing::Scaled(2, 1);
   std::mt19937_64 rng(14);
   for (const std::string& spec : specs) {
     absl::StatusOr<Grammar> grammar = Grammar::Load(spec);

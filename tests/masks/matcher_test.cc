@@ -26,6 +26,7 @@
 #include "tests/support/ir_compile.h"
 #include "tests/support/random_grammar.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 
 namespace zapgram::masks {
 namespace {
@@ -209,11 +210,7 @@ void ForEachFreshSchema(const zapgram::Vocabulary& vocab, size_t stride,
 // then evenly to its end: keys, strings with maxLength, extra keys,
 // numbers), each against the brute force.
 TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
-#ifdef ZAPGRAM_SANITIZED
-  const size_t stride = 512, per_doc = 4;
-#else
-  const size_t stride = 64, per_doc = 6;
-#endif
+  const size_t stride = testing::Scaled<size_t>(64, 512), per_doc = testing::Scaled<size_t>(6, 4);
   absl::StatusOr<zapgram::Vocabulary> vocab =
       zapgram::Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
   ASSERT_TRUE(vocab.ok()) << vocab.status();
@@ -247,11 +244,7 @@ TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
 // document while evicting, and masks computed after evictions still equal
 // the brute force.
 TEST(MatcherTrace, FreshSchemasStayWithinTheVocabularysBudgets) {
-#ifdef ZAPGRAM_SANITIZED
-  const size_t stride = 128;
-#else
-  const size_t stride = 16;  // ~725 schemas
-#endif
+  const size_t stride = testing::Scaled<size_t>(16, 128);  // ~725 schemas
   constexpr size_t kMaskBudget = size_t{1} << 20, kSetBudget = size_t{2} << 20, kSteps = 40;
   zapgram::VocabularyOptions vocab_options;
   vocab_options.mask_cache_bytes = kMaskBudget;
@@ -396,11 +389,7 @@ TEST(MatcherRandomWalk, CountedTerminalsMatchBruteForce) {
 // How much of the lexed traces the brute-force tests walk: the first
 // `docs` documents (sql: 4x, they are short), `steps` masks each, scaled
 // down under the sanitizers.
-#ifdef ZAPGRAM_SANITIZED
-constexpr size_t kLexedDocs = 1, kLexedSteps = 4;
-#else
-constexpr size_t kLexedDocs = 2, kLexedSteps = 12;
-#endif
+constexpr size_t kLexedDocs = testing::Scaled<size_t>(2, 1), kLexedSteps = testing::Scaled<size_t>(12, 4);
 
 TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
   const size_t docs = kLexedDocs, steps = kLexedSteps;
@@ -458,11 +447,8 @@ TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
 // Marking no history deep fails here (go: masks short of the deep roots'
 // tokens), and so does dropping the deep roots' part from the mask.
 TEST(MatcherLexed, PartialMasksMatchBruteForce) {
-#ifdef ZAPGRAM_SANITIZED
-  const size_t docs = 2, max_steps = 160, brute_force_per_set = 1;
-#else
-  const size_t docs = 4, max_steps = 600, brute_force_per_set = 4;
-#endif
+  const size_t docs = testing::Scaled<size_t>(4, 2), max_steps = testing::Scaled<size_t>(600, 160),
+               brute_force_per_set = testing::Scaled<size_t>(4, 1);
   auto vocab = LoadVocabulary("llama3");
   MatcherOptions uncached;
   uncached.use_cache = false;
@@ -539,11 +525,7 @@ TEST(MatcherLexed, TinyLexedBudgetsEvictAndStayExact) {
 // uncached masks at positions of java and go documents that end inside a
 // block or line comment, against the brute force.
 TEST(MatcherLexed, MasksInsideCommentsMatchBruteForce) {
-#ifdef ZAPGRAM_SANITIZED
-  const int per_set = 1;
-#else
-  const int per_set = 4;
-#endif
+  const int per_set = testing::Scaled(4, 1);
   auto vocab = LoadVocabulary("llama3");
   MatcherOptions uncached;
   uncached.use_cache = false;
@@ -1110,11 +1092,7 @@ TEST(TokenSets, KeyPatternCoresMatchOracle) {
 // holds none of the words' last letters (CoreExits::escaping); every such
 // core, split, against the oracle.
 TEST(TokenSets, WordPatternCoresMatchOracle) {
-#ifdef ZAPGRAM_SANITIZED
-  const uint32_t per_schema = 2;
-#else
-  const uint32_t per_schema = 6;
-#endif
+  const uint32_t per_schema = testing::Scaled(6u, 2u);
   auto vocab = LoadVocabulary("llama3");
   int checked = 0;
   for (const char* spec : {"schema:jsonschema/maskbench/Github_hard---o82151.schema.json",

@@ -20,6 +20,7 @@
 #include "masks/matcher.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -111,11 +112,7 @@ SetStats CheckTrace(const std::string& set, size_t docs, size_t steps_per_doc, b
   return stats;
 }
 
-#ifdef ZAPGRAM_SANITIZED
-constexpr size_t kDocs = 1, kSteps = 3;
-#else
-constexpr size_t kDocs = 3, kSteps = 6;
-#endif
+constexpr size_t kDocs = testing::Scaled<size_t>(3, 1), kSteps = testing::Scaled<size_t>(6, 3);
 
 TEST(TokenEffects, JsonDocumentsEqualLabelsEqualStates) { CheckTrace("json-docs", kDocs, kSteps); }
 

@@ -30,6 +30,7 @@
 #include "pruning/compact.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -40,11 +41,7 @@ using masks::TokenId;
 
 // Sanitized builds run ~10x slower: one cache setting and shorter walks
 // there (ZAPGRAM_SANITIZED).
-#ifdef ZAPGRAM_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using testing::kSanitized;
 
 bool Allowed(const std::vector<uint32_t>& words, int32_t id) { return (words[id / 32] >> (id % 32)) & 1; }
 

@@ -53,15 +53,12 @@
 #include "tests/support/random_grammar.h"
 #include "tests/support/reference_recognizer.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 
 namespace zapgram {
 namespace {
 
-#ifdef ZAPGRAM_SANITIZED
-constexpr int kScale = 1;
-#else
-constexpr int kScale = 10;
-#endif
+constexpr int kScale = testing::Scaled(10, 1);
 
 // ---------------------------------------------------------------------------
 // The oracle checked against even simpler oracles (no engine involved).

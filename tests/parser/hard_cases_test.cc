@@ -30,6 +30,7 @@
 #include "pruning/compact.h"
 #include "tests/support/random_grammar.h"
 #include "tests/support/reference_recognizer.h"
+#include "tests/support/test_scale.h"
 
 namespace zapgram {
 namespace {
@@ -37,11 +38,7 @@ namespace {
 using grammar::ExprId;
 using grammar::Grammar;
 
-#ifdef ZAPGRAM_SANITIZED
-constexpr size_t kLong = 10000;  // inputs of the "long" tests
-#else
-constexpr size_t kLong = 100000;
-#endif
+constexpr size_t kLong = testing::Scaled<size_t>(100000, 10000);  // inputs of the "long" tests
 
 Grammar WithRules(std::vector<std::string> names) {
   Grammar g;

@@ -39,15 +39,12 @@
 #include "pruning/compact.h"
 #include "tests/support/random_grammar.h"
 #include "tests/support/reference_recognizer.h"
+#include "tests/support/test_scale.h"
 
 namespace zapgram::parser {
 namespace {
 
-#ifdef ZAPGRAM_SANITIZED
-constexpr uint32_t kScale = 1;
-#else
-constexpr uint32_t kScale = 4;
-#endif
+constexpr uint32_t kScale = testing::Scaled(4u, 1u);
 
 using grammar::Grammar;
 using grammar::kUnbounded;

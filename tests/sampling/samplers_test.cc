@@ -22,6 +22,7 @@
 #include "re2/re2.h"
 #include "sampling/exact_distribution.h"
 #include "sampling/smc.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -519,13 +520,7 @@ SmcCheck CheckSmc(const CompiledGrammar& grammar, LanguageModel* model, const Ex
   return check;
 }
 
-int SmcRuns() {
-#ifdef ZAPGRAM_SANITIZED
-  return 400;
-#else
-  return 3000;
-#endif
-}
+int SmcRuns() { return zapgram::testing::Scaled(3000, 400); }
 
 TEST(SmcTest, WeightedCountsMatchTheExactTargetAndWrongWeightsFail) {
   for (const ToySetup& setup : {Letters(), Parens()}) {

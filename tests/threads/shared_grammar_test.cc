@@ -27,17 +27,14 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
 namespace zapgram {
 namespace {
 
-#if defined(ZAPGRAM_SANITIZED)
-constexpr int kSteps = 24;
-#else
-constexpr int kSteps = 64;
-#endif
+constexpr int kSteps = testing::Scaled(64, 24);
 constexpr int kThreads = 8;
 constexpr int kSeeds = 3;
 

@@ -59,6 +59,7 @@
 #include "tests/support/random_grammar.h"
 #include "tests/support/reference_recognizer.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "transforms/dedup_rules.h"
 #include "transforms/fuse_literals.h"
 #include "transforms/inline_rules.h"
@@ -68,11 +69,7 @@
 namespace zapgram {
 namespace {
 
-#ifdef ZAPGRAM_SANITIZED
-constexpr int kScale = 1;
-#else
-constexpr int kScale = 10;
-#endif
+constexpr int kScale = testing::Scaled(10, 1);
 
 using grammar::ExprId;
 using grammar::Grammar;
