@@ -446,48 +446,73 @@ TEST(MatcherLexed, ClosureMemoMatchesBruteForce) {
 // are also checked against the brute force (the first few of each set).
 // Marking no history deep fails here (go: masks short of the deep roots'
 // tokens), and so does dropping the deep roots' part from the mask.
-TEST(MatcherLexed, PartialMasksMatchBruteForce) {
+struct PartialStats {
+  int compared = 0, mismatches = 0, replays_checked = 0;
+  uint64_t found = 0, evictions = 0;
+};
+
+// One set's documents for PartialMasksMatchBruteForce, the partials kept
+// within `budget_bytes`.
+PartialStats CheckPartials(const char* set, size_t budget_bytes) {
   const size_t docs = testing::Scaled<size_t>(4, 2), max_steps = testing::Scaled<size_t>(600, 160),
                brute_force_per_set = testing::Scaled<size_t>(4, 1);
   auto vocab = LoadVocabulary("llama3");
   MatcherOptions uncached;
   uncached.use_cache = false;
-  for (const char* set : {"go", "java", "sql"}) {
-    std::shared_ptr<const CompiledGrammar> g;
-    int compared = 0, mismatches = 0, replays_checked = 0;
-    size_t steps = 0;
-    for (const TraceRecord& rec : ReadTrace("llama3", set, std::string(set) == "sql" ? 4 * docs : docs)) {
-      if (g == nullptr) g = CompileFor(rec.grammar, vocab);
-      Matcher cached(g), reference(g, uncached);
-      std::vector<uint32_t> got(g->mask_words()), want(g->mask_words());
-      std::string text;
-      for (size_t k = 0; k < rec.tokens.size() && steps < max_steps; ++k, ++steps) {
-        const uint64_t replays = g->partial_masks().found();
-        cached.ComputeMask(got.data());
-        reference.ComputeMask(want.data());
-        const std::string label = rec.id + " step " + std::to_string(k);
-        mismatches += CompareMasks(*g, got, want, label);
-        ++compared;
-        if (g->partial_masks().found() > replays && replays_checked < static_cast<int>(brute_force_per_set)) {
-          mismatches += CompareMasks(*g, got, ReferenceMask(*g, text), label + " (from a partial)");
-          ++replays_checked;
-        }
-        const TokenId t = rec.tokens[k];
-        if (!Allowed(got, t)) break;
-        ASSERT_TRUE(cached.AcceptToken(t)) << label;
-        ASSERT_TRUE(reference.AcceptToken(t)) << label;
-        text += g->vocabulary().token_bytes(t);
-      }
+  std::shared_ptr<const CompiledGrammar> g;
+  PartialStats stats;
+  size_t steps = 0;
+  for (const TraceRecord& rec : ReadTrace("llama3", set, std::string(set) == "sql" ? 4 * docs : docs)) {
+    if (g == nullptr) {
+      g = CompileFor(rec.grammar, vocab);
+      g->partial_masks().set_budget_bytes(budget_bytes);
     }
-    std::printf("%s: %d masks compared with uncached ones, %llu from partials (%d of them against the brute "
-                "force), %zu partials kept, %zu distinct words; %d mismatches\n",
-                set, compared, static_cast<unsigned long long>(g->partial_masks().found()), replays_checked,
-                g->partial_masks().size(), g->partial_masks().distinct_words(), mismatches);
-    EXPECT_EQ(mismatches, 0) << set;
-    if (std::string(set) != "sql") {
-      EXPECT_GT(replays_checked, 0) << set << ": some masks should come from partials";
+    Matcher cached(g), reference(g, uncached);
+    std::vector<uint32_t> got(g->mask_words()), want(g->mask_words());
+    std::string text;
+    for (size_t k = 0; k < rec.tokens.size() && steps < max_steps; ++k, ++steps) {
+      const uint64_t replays = g->partial_masks().found();
+      cached.ComputeMask(got.data());
+      reference.ComputeMask(want.data());
+      const std::string label = rec.id + " step " + std::to_string(k);
+      stats.mismatches += CompareMasks(*g, got, want, label);
+      ++stats.compared;
+      if (g->partial_masks().found() > replays && stats.replays_checked < static_cast<int>(brute_force_per_set)) {
+        stats.mismatches += CompareMasks(*g, got, ReferenceMask(*g, text), label + " (from a partial)");
+        ++stats.replays_checked;
+      }
+      const TokenId t = rec.tokens[k];
+      if (!Allowed(got, t)) break;
+      EXPECT_TRUE(cached.AcceptToken(t)) << label;
+      EXPECT_TRUE(reference.AcceptToken(t)) << label;
+      text += g->vocabulary().token_bytes(t);
     }
   }
+  stats.found = g->partial_masks().found();
+  stats.evictions = g->partial_masks().evictions();
+  std::printf("%s (budget %zu KiB): %d masks compared with uncached ones, %llu from partials (%d of them against "
+              "the brute force), %zu partials kept, %zu distinct words, %llu evictions; %d mismatches\n",
+              set, budget_bytes >> 10, stats.compared, static_cast<unsigned long long>(stats.found),
+              stats.replays_checked, g->partial_masks().size(), g->partial_masks().distinct_words(),
+              static_cast<unsigned long long>(stats.evictions), stats.mismatches);
+  EXPECT_LE(g->partial_masks().bytes(), budget_bytes) << set;
+  return stats;
+}
+
+TEST(MatcherLexed, PartialMasksMatchBruteForce) {
+  for (const char* set : {"go", "java", "sql"}) {
+    const PartialStats stats = CheckPartials(set, size_t{32} << 20);
+    EXPECT_EQ(stats.mismatches, 0) << set;
+    if (std::string(set) != "sql") {
+      EXPECT_GT(stats.replays_checked, 0) << set << ": some masks should come from partials";
+    }
+  }
+  // A budget of ~30 masks' words: cleared along the way, partials found
+  // between clears, masks unchanged.
+  const PartialStats tiny = CheckPartials("go", size_t{512} << 10);
+  EXPECT_EQ(tiny.mismatches, 0);
+  EXPECT_GT(tiny.evictions, 0u);
+  EXPECT_GT(tiny.found, 0u);
 }
 
 // The lexed caches' budgets (closure memo, subtree sets) with eviction: at
