@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "api/grammar_data.h"
+#include "masks/class_masks.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 #include "pruning/compact.h"
@@ -452,32 +453,43 @@ struct PartialStats {
 };
 
 // One set's documents for PartialMasksMatchBruteForce, the partials kept
-// within `budget_bytes`.
-PartialStats CheckPartials(const char* set, size_t budget_bytes) {
+// within `budget_bytes`; with `classes`, the cached matcher walks the token
+// classes' representatives (as the public API does for lexed grammars), so
+// its partials are kept by the class grammar, over its trie.
+PartialStats CheckPartials(const char* set, size_t budget_bytes, bool classes = false) {
   const size_t docs = testing::Scaled<size_t>(4, 2), max_steps = testing::Scaled<size_t>(600, 160),
                brute_force_per_set = testing::Scaled<size_t>(4, 1);
   auto vocab = LoadVocabulary("llama3");
   MatcherOptions uncached;
   uncached.use_cache = false;
   std::shared_ptr<const CompiledGrammar> g;
+  const CompiledGrammar* walked = nullptr;  // whose partials the cached matcher keeps
   PartialStats stats;
   size_t steps = 0;
   for (const TraceRecord& rec : ReadTrace("llama3", set, std::string(set) == "sql" ? 4 * docs : docs)) {
     if (g == nullptr) {
       g = CompileFor(rec.grammar, vocab);
-      g->partial_masks().set_budget_bytes(budget_bytes);
+      walked = g.get();
+      if (classes) {
+        EXPECT_NE(g->class_masks(), nullptr) << set;
+        if (g->class_masks() == nullptr) return stats;
+        walked = g->class_masks()->representatives.get();
+      }
+      walked->partial_masks().set_budget_bytes(budget_bytes);
     }
-    Matcher cached(g), reference(g, uncached);
+    MatcherOptions cached_options;
+    cached_options.use_token_classes = classes;
+    Matcher cached(g, cached_options), reference(g, uncached);
     std::vector<uint32_t> got(g->mask_words()), want(g->mask_words());
     std::string text;
     for (size_t k = 0; k < rec.tokens.size() && steps < max_steps; ++k, ++steps) {
-      const uint64_t replays = g->partial_masks().found();
+      const uint64_t replays = walked->partial_masks().found();
       cached.ComputeMask(got.data());
       reference.ComputeMask(want.data());
       const std::string label = rec.id + " step " + std::to_string(k);
       stats.mismatches += CompareMasks(*g, got, want, label);
       ++stats.compared;
-      if (g->partial_masks().found() > replays && stats.replays_checked < static_cast<int>(brute_force_per_set)) {
+      if (walked->partial_masks().found() > replays && stats.replays_checked < static_cast<int>(brute_force_per_set)) {
         stats.mismatches += CompareMasks(*g, got, ReferenceMask(*g, text), label + " (from a partial)");
         ++stats.replays_checked;
       }
@@ -488,14 +500,15 @@ PartialStats CheckPartials(const char* set, size_t budget_bytes) {
       text += g->vocabulary().token_bytes(t);
     }
   }
-  stats.found = g->partial_masks().found();
-  stats.evictions = g->partial_masks().evictions();
-  std::printf("%s (budget %zu KiB): %d masks compared with uncached ones, %llu from partials (%d of them against "
+  const PartialMasks& partials = walked->partial_masks();
+  stats.found = partials.found();
+  stats.evictions = partials.evictions();
+  std::printf("%s (budget %zu KiB%s): %d masks compared with uncached ones, %llu from partials (%d of them against "
               "the brute force), %zu partials kept, %zu distinct words, %llu evictions; %d mismatches\n",
-              set, budget_bytes >> 10, stats.compared, static_cast<unsigned long long>(stats.found),
-              stats.replays_checked, g->partial_masks().size(), g->partial_masks().distinct_words(),
-              static_cast<unsigned long long>(stats.evictions), stats.mismatches);
-  EXPECT_LE(g->partial_masks().bytes(), budget_bytes) << set;
+              set, budget_bytes >> 10, classes ? ", token classes" : "", stats.compared,
+              static_cast<unsigned long long>(stats.found), stats.replays_checked, partials.size(),
+              partials.distinct_words(), static_cast<unsigned long long>(stats.evictions), stats.mismatches);
+  EXPECT_LE(partials.bytes(), budget_bytes) << set;
   return stats;
 }
 
@@ -513,6 +526,10 @@ TEST(MatcherLexed, PartialMasksMatchBruteForce) {
   EXPECT_EQ(tiny.mismatches, 0);
   EXPECT_GT(tiny.evictions, 0u);
   EXPECT_GT(tiny.found, 0u);
+  // Over token classes: the partials are the class grammar's.
+  const PartialStats classes = CheckPartials("go", size_t{32} << 20, /*classes=*/true);
+  EXPECT_EQ(classes.mismatches, 0);
+  EXPECT_GT(classes.replays_checked, 0);
 }
 
 // The lexed caches' budgets (closure memo, subtree sets) with eviction: at
