@@ -13,6 +13,7 @@
 #include "grammar/builtin.h"
 #include "grammar/gbnf_reader.h"
 #include "grammar/lark_lowering.h"
+#include "grammar/shared_regex_dfas.h"
 #include "pruning/compact.h"
 #include "transforms/json_schema.h"
 #include "transforms/pipeline.h"
@@ -205,6 +206,13 @@ absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view da
 }
 
 const std::vector<std::string>& Grammar::warnings() const { return data_->warnings; }
+
+void Grammar::SetSharedRegexCacheBytes(size_t bytes) { grammar::SharedRegexDfas::Process().set_budget_bytes(bytes); }
+
+SharedRegexCacheStats Grammar::GetSharedRegexCacheStats() {
+  const grammar::SharedRegexStats s = grammar::SharedRegexDfas::Process().stats();
+  return {s.hits, s.misses, s.entries, s.bytes, s.evictions};
+}
 
 absl::StatusOr<Grammar> Grammar::FromGbnf(std::string_view text, std::string_view source_name,
                                           const CompileLimits& limits) {

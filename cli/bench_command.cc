@@ -55,7 +55,7 @@ constexpr std::string_view kHelp =
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
     "                     [--token-classes | --no-token-classes]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
-    "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--quiet]\n"
+    "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--regex-cache-mb N] [--quiet]\n"
     "                     [--budget-slack S] [--cpu-clock]\n"
     "\n"
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
@@ -97,6 +97,8 @@ constexpr std::string_view kHelp =
     "  --mask-cache-mb N   the vocabulary's shared mask cache budget (default 128)\n"
     "  --token-set-cache-mb N  the vocabulary's shared token-set budget (default 64;\n"
     "                      0: every grammar builds its own sets)\n"
+    "  --regex-cache-mb N  the process's shared regex DFA budget (default 16; 0:\n"
+    "                      every grammar determinizes all its terminals)\n"
     "  --quiet             no progress line on stderr (drawn only when stderr is a\n"
     "                      terminal)\n"
     "  --cpu-clock         time masks (and compiles) by the thread's CPU clock, not\n"
@@ -160,7 +162,7 @@ void DropLeastRecentlyUsed(size_t budget, std::map<std::string, CompiledEntry>* 
 
 int RunBench(const std::vector<std::string>& args) {
   std::string tokenizer, trace, per_doc_path, data_root, limit_text;
-  std::string grammar_cache_text, mask_cache_text, token_set_cache_text, budget_slack_text;
+  std::string grammar_cache_text, mask_cache_text, token_set_cache_text, regex_cache_text, budget_slack_text;
   bool json = false, pruning = true, use_cache = true, use_token_sets = true, quiet = false, cpu_clock = false;
   TokenClassUse token_classes = TokenClassUse::kAuto;
   LoadOptions load_options;
@@ -208,6 +210,10 @@ int RunBench(const std::vector<std::string>& args) {
       if (!TakeOptionValue(args, &i, "--token-set-cache-mb", &token_set_cache_text)) {
         return UsageError("bench", "--token-set-cache-mb needs a number");
       }
+    } else if (absl::StartsWith(arg, "--regex-cache-mb")) {
+      if (!TakeOptionValue(args, &i, "--regex-cache-mb", &regex_cache_text)) {
+        return UsageError("bench", "--regex-cache-mb needs a number");
+      }
     } else if (absl::StartsWith(arg, "--limit")) {
       if (!TakeOptionValue(args, &i, "--limit", &limit_text)) return UsageError("bench", "--limit needs a number");
     } else {
@@ -232,6 +238,13 @@ int RunBench(const std::vector<std::string>& args) {
   if (!token_set_cache_text.empty() &&
       !ParseMegabytes(token_set_cache_text, &vocabulary_options.token_set_cache_bytes)) {
     return UsageError("bench", "--token-set-cache-mb needs a number");
+  }
+  if (!regex_cache_text.empty()) {
+    size_t regex_cache_bytes = 0;
+    if (!ParseMegabytes(regex_cache_text, &regex_cache_bytes)) {
+      return UsageError("bench", "--regex-cache-mb needs a number");
+    }
+    ::zapgram::Grammar::SetSharedRegexCacheBytes(regex_cache_bytes);
   }
   if (data_root.empty()) {
     data_root = std::filesystem::absolute(trace).parent_path().parent_path().parent_path().string();
@@ -406,6 +419,7 @@ int RunBench(const std::vector<std::string>& args) {
     lookups += s.hits + s.misses;
   }
   const double hit_rate = lookups == 0 ? 0 : static_cast<double>(hits) / static_cast<double>(lookups);
+  const SharedRegexCacheStats regex_cache = ::zapgram::Grammar::GetSharedRegexCacheStats();
   if (json) {
     nlohmann::json summary = {
         {"docs", docs}, {"tokens", tokens}, {"accepted", accepted}, {"valid", valid},
@@ -414,7 +428,8 @@ int RunBench(const std::vector<std::string>& args) {
                      {"p99", Percentile(mask_us, 0.99)}, {"max", max_us}}},
         {"first_mask_ms", {{"p50", Percentile(first_mask_ms, 0.5)}, {"p99", Percentile(first_mask_ms, 0.99)}}},
         {"bytes_per_grammar", {{"p50", Percentile(grammar_bytes, 0.5)}, {"max", max_grammar_bytes}}},
-        {"peak_rss_mb", peak_rss_mb}, {"cache_hit_rate", hit_rate}};
+        {"peak_rss_mb", peak_rss_mb}, {"cache_hit_rate", hit_rate},
+        {"regex_cache", {{"hits", regex_cache.hits}, {"misses", regex_cache.misses}, {"bytes", regex_cache.bytes}}}};
     if (budget_slack >= 0) {
       summary["budget_slack"] = budget_slack;
       summary["budget_inexact"] = budget_inexact;
@@ -432,6 +447,9 @@ int RunBench(const std::vector<std::string>& args) {
                 max_grammar_bytes);
     std::printf("peak RSS: %.1f MB\n", peak_rss_mb);
     std::printf("state cache hit rate: %.1f%%\n", 100 * hit_rate);
+    std::printf("shared regex DFAs: %llu found, %llu built, %.1f MB\n",
+                static_cast<unsigned long long>(regex_cache.hits), static_cast<unsigned long long>(regex_cache.misses),
+                static_cast<double>(regex_cache.bytes) / (1 << 20));
     if (budget_slack >= 0) {
       std::printf("budget-aware masks: slack %lld, tokens masked undecided %llu\n",
                   static_cast<long long>(budget_slack), static_cast<unsigned long long>(budget_inexact));

@@ -56,6 +56,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "grammar/dfa_set_ops.h"
+#include "grammar/shared_regex_dfas.h"
 #include "grammar/unicode_classes.h"
 #include "grammar/utf8.h"
 
@@ -1414,21 +1415,25 @@ std::string RegexDfaCache::KeyOf(std::string_view pattern, uint32_t flags,
   return key;
 }
 
+bool RegexDfaCache::Answers(const absl::StatusOr<ClassDfa>& built, uint32_t built_under, uint32_t asked) {
+  if (!built.ok() && built.status().code() == absl::StatusCode::kResourceExhausted) return asked <= built_under;
+  return !built.ok() || asked >= built_under;
+}
+
 RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
                                           const RegexLimits& limits) {
   auto [it, inserted] = entries_.try_emplace(KeyOf(pattern, flags, limits));
   Entry& entry = it->second;
-  const absl::StatusOr<ClassDfa>& built = entry.determinized;
-  const bool overflowed = !inserted && !built.ok() &&
-                          built.status().code() == absl::StatusCode::kResourceExhausted;
-  const bool valid =
-      !inserted && (overflowed ? limits.max_dfa_states <= entry.max_dfa_states
-                               : !built.ok() || limits.max_dfa_states >= entry.max_dfa_states);
-  if (valid) {
+  if (!inserted && Answers(entry.determinized, entry.max_dfa_states, limits.max_dfa_states)) {
     ++hits_;
     return entry;
   }
-  entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits, pieces_.get());
+  // An earlier grammar of the process may have built it (shared_regex_dfas.h).
+  SharedRegexDfas& shared = SharedRegexDfas::Process();
+  if (!shared.Find(it->first, limits.max_dfa_states, &entry.determinized)) {
+    entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits, pieces_.get());
+    shared.Add(it->first, limits.max_dfa_states, entry.determinized);
+  }
   entry.max_dfa_states = limits.max_dfa_states;
   entry.minimal.reset();
   return entry;

@@ -159,6 +159,11 @@ class RegexDfaCache {
                                        const RegexLimits& limits);
   size_t size() const { return entries_.size(); }
   uint64_t hits() const { return hits_; }
+  // Whether a determinization made under state limit `built_under` answers
+  // one under `asked`: a DFA (or an error other than the limit) answers any
+  // larger limit, since it fit within a smaller one; an overflow answers any
+  // smaller limit.
+  static bool Answers(const absl::StatusOr<ClassDfa>& built, uint32_t built_under, uint32_t asked);
 
  private:
   struct Entry {

@@ -96,6 +96,10 @@ enum class GrammarFormat {
                     // the body inside. docs/structural_tags.md
 };
 
+struct SharedRegexCacheStats {
+  uint64_t hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
+};
+
 class ZAPGRAM_EXPORT Grammar {
  public:
   static absl::StatusOr<Grammar> Load(std::string_view spec, std::string_view data_root,
@@ -112,6 +116,15 @@ class ZAPGRAM_EXPORT Grammar {
   static absl::StatusOr<Grammar> FromText(GrammarFormat format, std::string_view text,
                                           const LoadOptions& options = {},
                                           std::string_view source_name = "<text>");
+
+  // The process-wide store of determinized regex DFAs that every load
+  // consults before it determinizes a terminal, and fills (a new JSON
+  // Schema then pays only for the patterns no earlier grammar had): its
+  // byte budget, 16 MiB by default, least recently used out first; 0
+  // empties it and turns it off. Thread-safe. Grammars compile to the same
+  // tables either way.
+  static void SetSharedRegexCacheBytes(size_t bytes);
+  static SharedRegexCacheStats GetSharedRegexCacheStats();
 
   GrammarStats stats() const;
   // What loading dropped or approximated (lenient schema keywords), one

@@ -534,7 +534,9 @@ TEST(SmcTest, WeightedCountsMatchTheExactTargetAndWrongWeightsFail) {
                            .resampling = resampling, .seed = TestSeed()};
         const SmcCheck good = CheckSmc(c.grammar, &model, *exact, options, SmcRuns());
         EXPECT_LT(good.max_abs_z, 4.4) << setup.name << " budget_aware " << budget_aware;
-        if (budget_aware) EXPECT_EQ(good.valid, good.particles) << setup.name;  // every particle ends in L_M
+        if (budget_aware) {
+          EXPECT_EQ(good.valid, good.particles) << setup.name;  // every particle ends in L_M
+        }
         options.wrong_weight_for_testing = true;
         const SmcCheck bad = CheckSmc(c.grammar, &model, *exact, options, SmcRuns());
         EXPECT_GT(bad.max_abs_z, 4.4) << setup.name << " budget_aware " << budget_aware;

@@ -217,7 +217,9 @@ TEST(SharedGrammar, BatchMaskerAndComputeMasksMatchSingleMasks) {
       const size_t count = single[i]->ComputeMask(one.data());
       ASSERT_TRUE(std::equal(one.begin(), one.end(), rows.begin() + static_cast<ptrdiff_t>(i * words)))
           << "matcher " << i << " step " << step;
-      if (step % 2 == 0) EXPECT_EQ(allowed[i], count);
+      if (step % 2 == 0) {
+        EXPECT_EQ(allowed[i], count);
+      }
       const int32_t id = Pick(one, count, StepKey(seed_of[i], step));
       if (id < 0 || !single[i]->AcceptToken(id) || single[i]->IsFinished()) {
         live[i] = false;
