@@ -73,9 +73,10 @@ struct RegexPieces {
   // The NFA fragment of one code point of a class, stamped at each use.
   // Key: the spelling byte, then each range's lo and hi (native bytes).
   absl::node_hash_map<std::string, Fragment> class_fragments;
-  // The minimal DFA of each set operation that was built without error.
+  // The DFA of each set operation that was built without error, in its
+  // byte classes (stamped from them).
   // Key: the limits and the flags it was opened under, then its text.
-  absl::node_hash_map<std::string, ByteDfa> set_ops;
+  absl::node_hash_map<std::string, ClassDfa> set_ops;
   // What set operations complement within and counted operands start from
   // (all text spelled as the flags say), by the flags and the limits: one
   // automaton for every set operation of a compilation.
@@ -1042,7 +1043,7 @@ struct EmitContext {
   RegexPieces own;
   RegexPieces* pieces;
   absl::flat_hash_map<uint32_t, const RegexPieces::Fragment*> class_fragments;  // by node
-  absl::flat_hash_map<uint32_t, const ByteDfa*> set_op_dfas;  // owned by `pieces`
+  absl::flat_hash_map<uint32_t, const ClassDfa*> set_op_dfas;  // owned by `pieces`
 };
 
 // Thompson construction, explicit stack (see the file comment). Set
@@ -1224,14 +1225,15 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
       }
       return it->second;
     };
-    absl::StatusOr<ByteDfa> result;
+    absl::StatusOr<ClassDfa> built = absl::UnknownError("unset");
     if (n.kind == NodeKind::kNot) {
       absl::StatusOr<ClassDfa> removed = OperandClassDfa(parser, n.children[0], limits, ctx);
       if (!removed.ok()) return fail(removed.status());
       const absl::StatusOr<ClassDfa>& all = universe();
       if (!all.ok()) return fail(all.status());
-      result = SubtractDfa(*all, *removed, limits.max_dfa_states);
+      built = SubtractDfa(*all, *removed, limits.max_dfa_states);
     } else {
+      absl::StatusOr<ByteDfa> result;
       // Plain operands first (their product is usually small), counted
       // classes last.
       std::vector<uint32_t> order;
@@ -1263,9 +1265,10 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
         }
         if (result.ok()) result = MinimizeDfa(*result);
       }
+      built = result.ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(*result)) : result.status();
     }
-    if (!result.ok()) return fail(result.status());
-    auto [it, inserted] = ctx.pieces->set_ops.emplace(std::move(key), *std::move(result));
+    if (!built.ok()) return fail(built.status());
+    auto [it, inserted] = ctx.pieces->set_ops.emplace(std::move(key), *std::move(built));
     ctx.set_op_dfas.emplace(id, &it->second);
   }
   return absl::OkStatus();
