@@ -560,7 +560,18 @@ void ByteClassPartition::RefineByRanges(const ByteNfa& nfa) {
     index += boundary[b];
     interval[b] = index;
   }
-  Refine(interval);
+  if (num_classes_ > 1) return Refine(interval);
+  // One class so far (a fresh partition, as determinization's): the
+  // intervals are the classes, numbered in byte order as Refine would
+  // number them, without its per-byte search of the new classes.
+  const uint32_t first = interval[0];
+  uint8_t smallest = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (b > 0 && interval[b] != interval[b - 1]) smallest = static_cast<uint8_t>(b);
+    class_[b] = interval[b] - first;
+    smallest_in_class_[b] = smallest;
+  }
+  num_classes_ = interval[255] - first + 1;
 }
 
 std::vector<uint8_t> ByteClassPartition::Representatives() const {
