@@ -138,12 +138,18 @@ namespace {
 // k is pool[begin[k] .. begin[k + 1])), and a hash set of their indices that
 // hashes and compares the subsets themselves: a subset is stored once, with
 // no allocation of its own (a map keyed by vectors stored each twice).
+// Each subset's hash is computed once and kept beside it, so neither the
+// table's growth (which rehashes every entry) nor a probe that meets
+// another subset reads the subset again; a probe compares kept hashes
+// before contents.
 class SubsetPool {
  public:
   SubsetPool() : index_(0, Hash{this}, Eq{this}) {}
   SubsetPool(const SubsetPool&) = delete;
   SubsetPool& operator=(const SubsetPool&) = delete;
   size_t size() const { return begin_.size() - 1; }
+  // Room for `subsets` subsets before the index grows.
+  void Reserve(size_t subsets) { index_.reserve(subsets); }
   absl::Span<const uint32_t> operator[](size_t k) const {
     return absl::MakeConstSpan(pool_.data() + begin_[k], begin_[k + 1] - begin_[k]);
   }
@@ -152,8 +158,10 @@ class SubsetPool {
     const uint32_t k = static_cast<uint32_t>(size());
     pool_.insert(pool_.end(), subset.begin(), subset.end());
     begin_.push_back(static_cast<uint32_t>(pool_.size()));
+    hashes_.push_back(HashOf(subset));
     auto [it, inserted] = index_.insert(k);
     if (!inserted) {
+      hashes_.pop_back();
       begin_.pop_back();
       pool_.resize(begin_.back());
     }
@@ -161,16 +169,30 @@ class SubsetPool {
   }
 
  private:
+  // Multiply-xorshift over the states, then a final mix (the table takes
+  // its slot from the high bits and a tag from the low 7).
+  static size_t HashOf(const std::vector<uint32_t>& subset) {
+    uint64_t h = subset.size();
+    for (uint32_t x : subset) {
+      h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 29;
+    }
+    h *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
   struct Hash {
     const SubsetPool* pool;
-    size_t operator()(uint32_t k) const { return absl::HashOf((*pool)[k]); }
+    size_t operator()(uint32_t k) const { return pool->hashes_[k]; }
   };
   struct Eq {
     const SubsetPool* pool;
-    bool operator()(uint32_t a, uint32_t b) const { return (*pool)[a] == (*pool)[b]; }
+    bool operator()(uint32_t a, uint32_t b) const {
+      return pool->hashes_[a] == pool->hashes_[b] && (*pool)[a] == (*pool)[b];
+    }
   };
   std::vector<uint32_t> pool_;
   std::vector<uint32_t> begin_ = {0};
+  std::vector<size_t> hashes_;  // per subset
   absl::flat_hash_set<uint32_t, Hash, Eq> index_;
 };
 
@@ -271,6 +293,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   next.reserve(std::min(size_t{std::min(nfa_states, max_states) + 1} * num_classes, kMaxReservedEntries));
   std::vector<uint8_t> accepting(2, 0);
   SubsetPool subsets;  // subset k is DFA state k + 1
+  subsets.Reserve(std::min(nfa_states, max_states) / 2);
   std::vector<uint32_t> start;
   append_closure(0, start);
   normalize(start);
