@@ -247,9 +247,9 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   std::vector<uint32_t> kept_begin(nfa_states, kNotKept), kept_size(nfa_states, 0), kept;
   std::vector<uint32_t> closure, stack;
   auto important = [&](uint32_t s) { return nfa.accepting(s) || !nfa.ranges(s).empty(); };
-  // Appends the important states of `s`'s closure to `out` (unsorted, may
-  // repeat: every caller normalizes what it gathered, so the closure is
-  // neither sorted nor gathered in any particular order).
+  // Appends the important states of `s`'s closure to `out`, sorted and
+  // distinct: one closure is a subset as it stands, while callers that
+  // gather several normalize what they gathered.
   auto append_closure = [&](uint32_t s, std::vector<uint32_t>& out) {
     if (kept_begin[s] != kNotKept) {
       out.insert(out.end(), kept.begin() + kept_begin[s], kept.begin() + kept_begin[s] + kept_size[s]);
@@ -263,6 +263,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
       mark[x] = 0;
       if (important(x)) out.push_back(x);
     }
+    std::sort(out.begin() + before, out.end());
     if (kept.size() + (out.size() - before) <= kMaxKeptEntries) {
       kept_begin[s] = static_cast<uint32_t>(kept.size());
       kept_size[s] = static_cast<uint32_t>(out.size() - before);
@@ -357,13 +358,14 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
         } else {
           t.clear();
           for (uint32_t x : raw) append_closure(x, t);
+          const bool one_closure = raw.size() == 1;  // then `t` is sorted and distinct
           // Remembered in the next free slot (past kSeen, in the last one).
           const size_t slot = std::min(seen, kSeen - 1);
           seen = std::min(seen + 1, kSeen);
           seen_raw[slot].swap(raw);
           seen_to[slot] = 0;
           if (!t.empty()) {  // else nothing matters past here: dead
-            normalize(t);
+            if (!one_closure) normalize(t);
             const auto [k, inserted] = subsets.Insert(t);
             if (inserted) {
               if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
