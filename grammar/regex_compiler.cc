@@ -54,6 +54,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/dfa_set_ops.h"
 #include "grammar/unicode_classes.h"
@@ -446,7 +447,7 @@ absl::StatusOr<uint32_t> Parser::ParseClass() {
   const size_t end = pieces_ != nullptr ? ClassEnd(p_, offset) : std::string_view::npos;
   std::string key;
   if (end != std::string_view::npos) {
-    key = absl::StrFormat("%d/%s", flags_, p_.substr(offset, end - offset));
+    key = absl::StrCat(flags_, "/", absl::string_view(p_.data() + offset, end - offset));
     if (auto it = pieces_->classes.find(key); it != pieces_->classes.end()) {
       pos_ = end;
       return AddClass(it->second, offset);
@@ -1200,9 +1201,8 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     if (n.kind != NodeKind::kAnd && n.kind != NodeKind::kNot) continue;
     // The same group text under the same flags and limits is the same
     // automaton (nested set operations included): built once per RegexPieces.
-    std::string key = absl::StrFormat("%d/%d/%d/%d/%d/", n.open_flags, limits.max_nesting,
-                                      limits.max_repeat, limits.max_nfa_states,
-                                      limits.max_dfa_states);
+    std::string key = absl::StrCat(n.open_flags, "/", limits.max_nesting, "/", limits.max_repeat,
+                                   "/", limits.max_nfa_states, "/", limits.max_dfa_states, "/");
     key.append(parser.pattern().substr(n.offset, n.end - n.offset));
     if (auto it = ctx.pieces->set_ops.find(key); it != ctx.pieces->set_ops.end()) {
       ctx.set_op_dfas.emplace(id, &it->second);
@@ -1411,8 +1411,8 @@ std::string RegexDfaCache::KeyOf(std::string_view pattern, uint32_t flags,
   // the same under any larger one, and a pattern that overflowed a limit
   // overflows every smaller one. Only a result that says nothing about the
   // asked limit is built again (and replaces the entry).
-  std::string key = absl::StrFormat("%d/%d/%d/%d/", flags, limits.max_nesting, limits.max_repeat,
-                                    limits.max_nfa_states);
+  std::string key = absl::StrCat(flags, "/", limits.max_nesting, "/", limits.max_repeat, "/",
+                                 limits.max_nfa_states, "/");
   key.append(pattern);
   return key;
 }
