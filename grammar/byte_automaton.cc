@@ -473,22 +473,31 @@ absl::StatusOr<ClassDfa> WithoutEmptyString(const ClassDfa& dfa, uint32_t max_st
   if (std::all_of(start_row, start_row + k, [](uint32_t to) { return to == 0; })) return out;
   std::vector<uint32_t> id(dfa.num_states(), 0);  // old state -> new number (0: not reached)
   std::vector<uint32_t> old_of = {0, 1};          // new number -> old state (1: the new start's row)
-  for (uint32_t i = 1; i < old_of.size(); ++i) {
-    for (uint32_t c = 0; c < k; ++c) {
-      const uint32_t to = dfa.step(old_of[i], c);
-      if (to == 0 || id[to] != 0) continue;
+  // Rows are mostly dead: only live columns are visited (in order, so
+  // states are still met in class order), and dead entries stay as
+  // resize left them.
+  bool over_limit = false;
+  for (uint32_t i = 1; i < old_of.size() && !over_limit; ++i) {
+    ForEachLiveColumn(&dfa.next[size_t{old_of[i]} * k], k, [&](uint32_t, uint32_t to) {
+      if (id[to] != 0 || over_limit) return;
       if (old_of.size() + 1 > max_states) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
+        over_limit = true;
+        return;
       }
       id[to] = static_cast<uint32_t>(old_of.size());
       old_of.push_back(to);
-    }
+    });
+  }
+  if (over_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
   }
   out.next.resize(old_of.size() * size_t{k});
   out.accepting.resize(old_of.size(), 0);
   for (uint32_t i = 1; i < old_of.size(); ++i) {
-    for (uint32_t c = 0; c < k; ++c) out.next[size_t{i} * k + c] = id[dfa.step(old_of[i], c)];
+    uint32_t* row = &out.next[size_t{i} * k];
+    ForEachLiveColumn(&dfa.next[size_t{old_of[i]} * k], k,
+                      [&](uint32_t c, uint32_t to) { row[c] = id[to]; });
     out.accepting[i] = i == 1 ? 0 : dfa.accepting[old_of[i]];
   }
   return out;

@@ -102,16 +102,16 @@ enum class Combine { kIntersect, kSubtract };
 // start); an empty language leaves only the dead state.
 ClassDfa Trim(const ClassDfa& dfa) {
   const uint32_t n = dfa.num_states(), k = dfa.num_classes;
-  // Predecessors (one per distinct edge source and target), compressed.
+  // Predecessors (one per run of live columns with one target; a pair met
+  // again is listed again, which the walk ignores), compressed.
   std::vector<uint32_t> begin(n + 1, 0), preds;
   auto each_edge = [&](auto visit) {
     for (uint32_t s = 1; s < n; ++s) {
       uint32_t last = 0;
-      for (uint32_t c = 0; c < k; ++c) {
-        const uint32_t t = dfa.step(s, c);
-        if (t != 0 && t != last) visit(s, t);
+      ForEachLiveColumn(&dfa.next[size_t{s} * k], k, [&](uint32_t, uint32_t t) {
+        if (t != last) visit(s, t);
         last = t;
-      }
+      });
     }
   };
   each_edge([&](uint32_t, uint32_t t) { ++begin[t + 1]; });
@@ -138,7 +138,8 @@ ClassDfa Trim(const ClassDfa& dfa) {
   for (uint32_t s = 1; s < n; ++s) {
     if (!useful[s]) continue;
     uint32_t* row = &out.next[size_t{renumber[s]} * k];
-    for (uint32_t c = 0; c < k; ++c) row[c] = renumber[dfa.step(s, c)];
+    ForEachLiveColumn(&dfa.next[size_t{s} * k], k,
+                      [&](uint32_t c, uint32_t t) { row[c] = renumber[t]; });
   }
   return out;
 }
