@@ -1508,13 +1508,22 @@ std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t fla
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {
-  std::string out = "/";
-  bool escaped = false;  // the previous character is an unescaped backslash
-  for (char c : pattern) {
-    if (c == '/' && !escaped) out += '\\';  // \/ is / in the dialect
-    out += c;
-    escaped = c == '\\' && !escaped;
+  std::string out;
+  out.reserve(pattern.size() + 8);
+  out += '/';
+  // Copied in runs between slashes; a slash gets a backslash (\/ is / in
+  // the dialect) unless an odd run of backslashes already escapes it.
+  size_t from = 0;
+  for (size_t slash = pattern.find('/'); slash != std::string_view::npos;
+       slash = pattern.find('/', slash + 1)) {
+    size_t backslashes = 0;
+    while (backslashes < slash && pattern[slash - 1 - backslashes] == '\\') ++backslashes;
+    out.append(pattern.data() + from, slash - from);
+    if (backslashes % 2 == 0) out += '\\';
+    out += '/';
+    from = slash + 1;
   }
+  out.append(pattern.data() + from, pattern.size() - from);
   out += "/";
   if (flags & kRegexIgnoreCase) out += "i";
   if (flags & kRegexMultiline) out += "m";
