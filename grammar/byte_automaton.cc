@@ -134,14 +134,13 @@ void EpsilonClosure(const ByteNfa& nfa, std::vector<uint32_t>& states, std::vect
 
 namespace {
 
-// The subsets of a subset construction, back to back in one pool, each
-// after its hash (subset k is pool[begin[k] + 1 .. begin[k + 1]), its hash
-// pool[begin[k]]), and a hash set of their indices that hashes and
-// compares the subsets themselves: a subset is stored once, with no
-// allocation of its own (a map keyed by vectors stored each twice). The
-// hash is computed once, so neither the table's growth (which rehashes
-// every entry) nor a probe that meets another subset reads the subset
-// again; a probe compares hashes before contents.
+// The subsets of a subset construction, back to back in one pool (subset
+// k is pool[begin[k] .. begin[k + 1])), and a hash set of their indices that
+// hashes and compares the subsets themselves: a subset is stored once, with
+// no allocation of its own (a map keyed by vectors stored each twice).
+// Hashes are not kept (a word per subset raised the peak RSS of schemas
+// with large automata by megabytes): the hash is a multiply-xorshift of a
+// few instructions per state, cheap to recompute when the table grows.
 class SubsetPool {
  public:
   SubsetPool() : index_(0, Hash{this}, Eq{this}) {}
@@ -151,12 +150,11 @@ class SubsetPool {
   // Room for `subsets` subsets before the index grows.
   void Reserve(size_t subsets) { index_.reserve(subsets); }
   absl::Span<const uint32_t> operator[](size_t k) const {
-    return absl::MakeConstSpan(pool_.data() + begin_[k] + 1, begin_[k + 1] - begin_[k] - 1);
+    return absl::MakeConstSpan(pool_.data() + begin_[k], begin_[k + 1] - begin_[k]);
   }
   // The index of `subset` (sorted), and whether it is new (then added).
   std::pair<uint32_t, bool> Insert(const std::vector<uint32_t>& subset) {
     const uint32_t k = static_cast<uint32_t>(size());
-    pool_.push_back(HashOf(subset));
     pool_.insert(pool_.end(), subset.begin(), subset.end());
     begin_.push_back(static_cast<uint32_t>(pool_.size()));
     auto [it, inserted] = index_.insert(k);
@@ -168,27 +166,24 @@ class SubsetPool {
   }
 
  private:
-  // Multiply-xorshift over the states, then a final mix folded to 32 bits
-  // (the table takes its slot from the high bits and a tag from the low 7).
-  static uint32_t HashOf(const std::vector<uint32_t>& subset) {
+  // Multiply-xorshift over the states, then a final mix (the table takes
+  // its slot from the high bits and a tag from the low 7).
+  static size_t HashOf(absl::Span<const uint32_t> subset) {
     uint64_t h = subset.size();
     for (uint32_t x : subset) {
       h = (h ^ x) * 0x9E3779B97F4A7C15ull;
       h ^= h >> 29;
     }
     h *= 0xBF58476D1CE4E5B9ull;
-    return static_cast<uint32_t>(h >> 32);
+    return static_cast<size_t>(h ^ (h >> 32));
   }
-  uint32_t hash(uint32_t k) const { return pool_[begin_[k]]; }
   struct Hash {
     const SubsetPool* pool;
-    size_t operator()(uint32_t k) const { return pool->hash(k); }
+    size_t operator()(uint32_t k) const { return HashOf((*pool)[k]); }
   };
   struct Eq {
     const SubsetPool* pool;
-    bool operator()(uint32_t a, uint32_t b) const {
-      return pool->hash(a) == pool->hash(b) && (*pool)[a] == (*pool)[b];
-    }
+    bool operator()(uint32_t a, uint32_t b) const { return (*pool)[a] == (*pool)[b]; }
   };
   std::vector<uint32_t> pool_;
   std::vector<uint32_t> begin_ = {0};
