@@ -138,12 +138,17 @@ namespace {
 // k is pool[begin[k] .. begin[k + 1])), and a hash set of their indices that
 // hashes and compares the subsets themselves: a subset is stored once, with
 // no allocation of its own (a map keyed by vectors stored each twice).
+// Hashes are not kept (a word per subset raised the peak RSS of schemas
+// with large automata by megabytes): the hash is a multiply-xorshift of a
+// few instructions per state, cheap to recompute when the table grows.
 class SubsetPool {
  public:
   SubsetPool() : index_(0, Hash{this}, Eq{this}) {}
   SubsetPool(const SubsetPool&) = delete;
   SubsetPool& operator=(const SubsetPool&) = delete;
   size_t size() const { return begin_.size() - 1; }
+  // Room for `subsets` subsets before the index grows.
+  void Reserve(size_t subsets) { index_.reserve(subsets); }
   absl::Span<const uint32_t> operator[](size_t k) const {
     return absl::MakeConstSpan(pool_.data() + begin_[k], begin_[k + 1] - begin_[k]);
   }
@@ -161,9 +166,20 @@ class SubsetPool {
   }
 
  private:
+  // Multiply-xorshift over the states, then a final mix (the table takes
+  // its slot from the high bits and a tag from the low 7).
+  static size_t HashOf(absl::Span<const uint32_t> subset) {
+    uint64_t h = subset.size();
+    for (uint32_t x : subset) {
+      h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 29;
+    }
+    h *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
   struct Hash {
     const SubsetPool* pool;
-    size_t operator()(uint32_t k) const { return absl::HashOf((*pool)[k]); }
+    size_t operator()(uint32_t k) const { return HashOf((*pool)[k]); }
   };
   struct Eq {
     const SubsetPool* pool;
@@ -225,9 +241,9 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   std::vector<uint32_t> kept_begin(nfa_states, kNotKept), kept_size(nfa_states, 0), kept;
   std::vector<uint32_t> closure, stack;
   auto important = [&](uint32_t s) { return nfa.accepting(s) || !nfa.ranges(s).empty(); };
-  // Appends the important states of `s`'s closure to `out` (unsorted, may
-  // repeat: every caller normalizes what it gathered, so the closure is
-  // neither sorted nor gathered in any particular order).
+  // Appends the important states of `s`'s closure to `out`, sorted and
+  // distinct: one closure is a subset as it stands, while callers that
+  // gather several normalize what they gathered.
   auto append_closure = [&](uint32_t s, std::vector<uint32_t>& out) {
     if (kept_begin[s] != kNotKept) {
       out.insert(out.end(), kept.begin() + kept_begin[s], kept.begin() + kept_begin[s] + kept_size[s]);
@@ -241,6 +257,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
       mark[x] = 0;
       if (important(x)) out.push_back(x);
     }
+    std::sort(out.begin() + before, out.end());
     if (kept.size() + (out.size() - before) <= kMaxKeptEntries) {
       kept_begin[s] = static_cast<uint32_t>(kept.size());
       kept_size[s] = static_cast<uint32_t>(out.size() - before);
@@ -271,6 +288,7 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
   next.reserve(std::min(size_t{std::min(nfa_states, max_states) + 1} * num_classes, kMaxReservedEntries));
   std::vector<uint8_t> accepting(2, 0);
   SubsetPool subsets;  // subset k is DFA state k + 1
+  subsets.Reserve(std::min(nfa_states, max_states) / 2);
   std::vector<uint32_t> start;
   append_closure(0, start);
   normalize(start);
@@ -334,13 +352,14 @@ absl::StatusOr<ClassDfa> DeterminizeToClasses(const ByteNfa& nfa, uint32_t max_s
         } else {
           t.clear();
           for (uint32_t x : raw) append_closure(x, t);
+          const bool one_closure = raw.size() == 1;  // then `t` is sorted and distinct
           // Remembered in the next free slot (past kSeen, in the last one).
           const size_t slot = std::min(seen, kSeen - 1);
           seen = std::min(seen + 1, kSeen);
           seen_raw[slot].swap(raw);
           seen_to[slot] = 0;
           if (!t.empty()) {  // else nothing matters past here: dead
-            normalize(t);
+            if (!one_closure) normalize(t);
             const auto [k, inserted] = subsets.Insert(t);
             if (inserted) {
               if (subsets.size() + 1 > max_states) {  // the new subset and the dead state
@@ -448,22 +467,31 @@ absl::StatusOr<ClassDfa> WithoutEmptyString(const ClassDfa& dfa, uint32_t max_st
   if (std::all_of(start_row, start_row + k, [](uint32_t to) { return to == 0; })) return out;
   std::vector<uint32_t> id(dfa.num_states(), 0);  // old state -> new number (0: not reached)
   std::vector<uint32_t> old_of = {0, 1};          // new number -> old state (1: the new start's row)
-  for (uint32_t i = 1; i < old_of.size(); ++i) {
-    for (uint32_t c = 0; c < k; ++c) {
-      const uint32_t to = dfa.step(old_of[i], c);
-      if (to == 0 || id[to] != 0) continue;
+  // Rows are mostly dead: only live columns are visited (in order, so
+  // states are still met in class order), and dead entries stay as
+  // resize left them.
+  bool over_limit = false;
+  for (uint32_t i = 1; i < old_of.size() && !over_limit; ++i) {
+    ForEachLiveColumn(&dfa.next[size_t{old_of[i]} * k], k, [&](uint32_t, uint32_t to) {
+      if (id[to] != 0 || over_limit) return;
       if (old_of.size() + 1 > max_states) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
+        over_limit = true;
+        return;
       }
       id[to] = static_cast<uint32_t>(old_of.size());
       old_of.push_back(to);
-    }
+    });
+  }
+  if (over_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "terminal automaton exceeds the state limit (max_dfa_states = ", max_states, ")"));
   }
   out.next.resize(old_of.size() * size_t{k});
   out.accepting.resize(old_of.size(), 0);
   for (uint32_t i = 1; i < old_of.size(); ++i) {
-    for (uint32_t c = 0; c < k; ++c) out.next[size_t{i} * k + c] = id[dfa.step(old_of[i], c)];
+    uint32_t* row = &out.next[size_t{i} * k];
+    ForEachLiveColumn(&dfa.next[size_t{old_of[i]} * k], k,
+                      [&](uint32_t c, uint32_t to) { row[c] = id[to]; });
     out.accepting[i] = i == 1 ? 0 : dfa.accepting[old_of[i]];
   }
   return out;
@@ -560,7 +588,18 @@ void ByteClassPartition::RefineByRanges(const ByteNfa& nfa) {
     index += boundary[b];
     interval[b] = index;
   }
-  Refine(interval);
+  if (num_classes_ > 1) return Refine(interval);
+  // One class so far (a fresh partition, as determinization's): the
+  // intervals are the classes, numbered in byte order as Refine would
+  // number them, without its per-byte search of the new classes.
+  const uint32_t first = interval[0];
+  uint8_t smallest = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (b > 0 && interval[b] != interval[b - 1]) smallest = static_cast<uint8_t>(b);
+    class_[b] = interval[b] - first;
+    smallest_in_class_[b] = smallest;
+  }
+  num_classes_ = interval[255] - first + 1;
 }
 
 std::vector<uint8_t> ByteClassPartition::Representatives() const {

@@ -128,11 +128,19 @@ struct ClassDfa {
 
 // Calls f(column, row[column]) for each column < k whose entry is not 0
 // (not the dead state), in column order. Rows of class tables are mostly
-// dead (a literal chain's state has one live column), so four columns are
-// tested at once and a dead group costs one test.
+// dead (a literal chain's state has one live column), so eight columns,
+// then four, are tested at once and a dead group costs one test.
 template <class F>
 inline void ForEachLiveColumn(const uint32_t* row, uint32_t k, F&& f) {
   uint32_t c = 0;
+  for (; c + 8 <= k; c += 8) {
+    uint64_t group[4];
+    std::memcpy(group, row + c, sizeof(group));
+    if ((group[0] | group[1] | group[2] | group[3]) == 0) continue;
+    for (uint32_t i = c; i < c + 8; ++i) {
+      if (row[i] != 0) f(i, row[i]);
+    }
+  }
   for (; c + 4 <= k; c += 4) {
     uint64_t group[2];
     std::memcpy(group, row + c, sizeof(group));

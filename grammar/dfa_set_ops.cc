@@ -102,16 +102,16 @@ enum class Combine { kIntersect, kSubtract };
 // start); an empty language leaves only the dead state.
 ClassDfa Trim(const ClassDfa& dfa) {
   const uint32_t n = dfa.num_states(), k = dfa.num_classes;
-  // Predecessors (one per distinct edge source and target), compressed.
+  // Predecessors (one per run of live columns with one target; a pair met
+  // again is listed again, which the walk ignores), compressed.
   std::vector<uint32_t> begin(n + 1, 0), preds;
   auto each_edge = [&](auto visit) {
     for (uint32_t s = 1; s < n; ++s) {
       uint32_t last = 0;
-      for (uint32_t c = 0; c < k; ++c) {
-        const uint32_t t = dfa.step(s, c);
-        if (t != 0 && t != last) visit(s, t);
+      ForEachLiveColumn(&dfa.next[size_t{s} * k], k, [&](uint32_t, uint32_t t) {
+        if (t != last) visit(s, t);
         last = t;
-      }
+      });
     }
   };
   each_edge([&](uint32_t, uint32_t t) { ++begin[t + 1]; });
@@ -138,14 +138,15 @@ ClassDfa Trim(const ClassDfa& dfa) {
   for (uint32_t s = 1; s < n; ++s) {
     if (!useful[s]) continue;
     uint32_t* row = &out.next[size_t{renumber[s]} * k];
-    for (uint32_t c = 0; c < k; ++c) row[c] = renumber[dfa.step(s, c)];
+    ForEachLiveColumn(&dfa.next[size_t{s} * k], k,
+                      [&](uint32_t c, uint32_t t) { row[c] = renumber[t]; });
   }
   return out;
 }
 
-// The product of `a` and `b` over `columns`, trimmed, widened to bytes.
+// The product of `a` and `b` over `columns`, trimmed, in those columns.
 template <typename Operand>
-absl::StatusOr<ByteDfa> Product(const PlainOperand& a, const Operand& b, const Columns& columns,
+absl::StatusOr<ClassDfa> Product(const PlainOperand& a, const Operand& b, const Columns& columns,
                                 Combine combine, uint32_t max_states) {
   const uint32_t k = static_cast<uint32_t>(columns.first_byte.size());
   ClassDfa out;
@@ -153,7 +154,7 @@ absl::StatusOr<ByteDfa> Product(const PlainOperand& a, const Operand& b, const C
   out.num_classes = k;
   out.next.assign(k, 0);
   out.accepting.push_back(0);
-  if (a.Empty()) return out.Widen();
+  if (a.Empty()) return out;
   using Pair = std::pair<uint32_t, uint64_t>;
   absl::flat_hash_map<Pair, uint32_t> ids;
   std::vector<Pair> pairs;
@@ -175,7 +176,7 @@ absl::StatusOr<ByteDfa> Product(const PlainOperand& a, const Operand& b, const C
   };
   absl::StatusOr<uint32_t> start = intern({1, b.Start()});
   if (!start.ok()) return start.status();
-  if (*start == 0) return out.Widen();
+  if (*start == 0) return out;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Pair at = pairs[i];
     const size_t row = (i + 1) * k;
@@ -195,24 +196,29 @@ absl::StatusOr<ByteDfa> Product(const PlainOperand& a, const Operand& b, const C
       out.next[row + c] = last_id;
     }
   }
-  return Trim(out).Widen();
+  return Trim(out);
+}
+
+absl::StatusOr<ByteDfa> Widened(absl::StatusOr<ClassDfa> dfa) {
+  if (!dfa.ok()) return dfa.status();
+  return dfa->Widen();
 }
 
 }  // namespace
 
 absl::StatusOr<ByteDfa> IntersectDfas(const ByteDfa& a, const ByteDfa& b, uint32_t max_states) {
-  return Product(PlainOperand(a), PlainOperand(b), Columns::AllBytes(), Combine::kIntersect,
-                 max_states);
+  return Widened(Product(PlainOperand(a), PlainOperand(b), Columns::AllBytes(),
+                         Combine::kIntersect, max_states));
 }
 
 absl::StatusOr<ByteDfa> SubtractDfa(const ByteDfa& universe, const ByteDfa& removed,
                                     uint32_t max_states) {
-  return Product(PlainOperand(universe), PlainOperand(removed), Columns::AllBytes(),
-                 Combine::kSubtract, max_states);
+  return Widened(Product(PlainOperand(universe), PlainOperand(removed), Columns::AllBytes(),
+                         Combine::kSubtract, max_states));
 }
 
-absl::StatusOr<ByteDfa> SubtractDfa(const ClassDfa& universe, const ClassDfa& removed,
-                                    uint32_t max_states) {
+absl::StatusOr<ClassDfa> SubtractDfa(const ClassDfa& universe, const ClassDfa& removed,
+                                     uint32_t max_states) {
   return Product(PlainOperand(universe), PlainOperand(removed),
                  Columns::Joint(universe.class_of, removed.class_of), Combine::kSubtract,
                  max_states);
@@ -230,11 +236,11 @@ absl::StatusOr<ByteDfa> IntersectCounted(const ByteDfa& a, const ByteDfa& one_co
     }
   }
   if (max != kUnbounded && min > max) return ByteDfa{{{}}, {0}};
-  return Product(PlainOperand(a), CountedOperand(one_codepoint, min, max), Columns::AllBytes(),
-                 Combine::kIntersect, max_states);
+  return Widened(Product(PlainOperand(a), CountedOperand(one_codepoint, min, max),
+                         Columns::AllBytes(), Combine::kIntersect, max_states));
 }
 
-uint32_t StampDfa(ByteNfa& nfa, uint32_t from, const ByteDfa& dfa) {
+uint32_t StampDfa(ByteNfa& nfa, uint32_t from, const ClassDfa& dfa) {
   const uint32_t end_of_empty = nfa.AddState();
   if (dfa.empty()) return end_of_empty;  // nothing reaches it
   // The start gets a fresh state reached by an epsilon move, so that edges
@@ -243,16 +249,27 @@ uint32_t StampDfa(ByteNfa& nfa, uint32_t from, const ByteDfa& dfa) {
   for (uint32_t s = 1; s < dfa.num_states(); ++s) state_of[s] = nfa.AddState();
   nfa.AddEpsilon(from, state_of[1]);
   const uint32_t end = end_of_empty;
+  // The maximal byte runs inside one class, in byte order: a row's ranges
+  // join consecutive runs with the same target, as a scan of its 256 bytes
+  // would, in a few dozen steps.
+  struct Run {
+    uint8_t lo, hi, cls;
+  };
+  std::vector<Run> runs;
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (b > 0 && dfa.class_of[b] == dfa.class_of[b - 1]) {
+      runs.back().hi = static_cast<uint8_t>(b);
+    } else {
+      runs.push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), dfa.class_of[b]});
+    }
+  }
   for (uint32_t s = 1; s < dfa.num_states(); ++s) {
-    const std::array<uint32_t, 256>& row = dfa.next[s];
-    for (uint32_t lo = 0; lo < 256;) {
-      uint32_t hi = lo;
-      while (hi + 1 < 256 && row[hi + 1] == row[lo]) ++hi;
-      if (row[lo] != 0) {
-        nfa.AddRange(state_of[s], static_cast<uint8_t>(lo), static_cast<uint8_t>(hi),
-                     state_of[row[lo]]);
-      }
-      lo = hi + 1;
+    for (size_t i = 0; i < runs.size();) {
+      const uint32_t to = dfa.step(s, runs[i].cls);
+      size_t j = i + 1;
+      while (j < runs.size() && dfa.step(s, runs[j].cls) == to) ++j;
+      if (to != 0) nfa.AddRange(state_of[s], runs[i].lo, runs[j - 1].hi, state_of[to]);
+      i = j;
     }
     if (dfa.accepting[s]) nfa.AddEpsilon(state_of[s], end);
   }

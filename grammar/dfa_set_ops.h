@@ -44,9 +44,9 @@ absl::StatusOr<ByteDfa> SubtractDfa(const ByteDfa& universe, const ByteDfa& remo
                                     uint32_t max_states);
 // The same read by the operands' joint byte classes rather than by byte
 // (the same automaton, state for state: classes are read in order of their
-// smallest bytes).
-absl::StatusOr<ByteDfa> SubtractDfa(const ClassDfa& universe, const ClassDfa& removed,
-                                    uint32_t max_states);
+// smallest bytes), and kept in them: its Widen() is the byte-read result.
+absl::StatusOr<ClassDfa> SubtractDfa(const ClassDfa& universe, const ClassDfa& removed,
+                                     uint32_t max_states);
 
 // Strings `a` accepts that are sequences of min..max code points (max may
 // be kUnbounded), each spelled as `one_codepoint` accepts: the DFA of
@@ -57,8 +57,9 @@ absl::StatusOr<ByteDfa> IntersectCounted(const ByteDfa& a, const ByteDfa& one_co
 
 // Copies `dfa` into `nfa` as a fragment entered at `from` (its start state
 // becomes `from`); returns the fresh end state every accepting state reaches
-// by an epsilon move. Byte columns with one target become one range.
-uint32_t StampDfa(ByteNfa& nfa, uint32_t from, const ByteDfa& dfa);
+// by an epsilon move. Each maximal run of bytes with one target becomes one
+// range, in byte order (the same ranges as from dfa.Widen()).
+uint32_t StampDfa(ByteNfa& nfa, uint32_t from, const ClassDfa& dfa);
 
 }  // namespace zapgram::grammar
 

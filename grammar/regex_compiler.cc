@@ -54,6 +54,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/dfa_set_ops.h"
 #include "grammar/shared_regex_dfas.h"
@@ -74,9 +75,10 @@ struct RegexPieces {
   // The NFA fragment of one code point of a class, stamped at each use.
   // Key: the spelling byte, then each range's lo and hi (native bytes).
   absl::node_hash_map<std::string, Fragment> class_fragments;
-  // The minimal DFA of each set operation that was built without error.
+  // The DFA of each set operation that was built without error, in its
+  // byte classes (stamped from them).
   // Key: the limits and the flags it was opened under, then its text.
-  absl::node_hash_map<std::string, ByteDfa> set_ops;
+  absl::node_hash_map<std::string, ClassDfa> set_ops;
   // What set operations complement within and counted operands start from
   // (all text spelled as the flags say), by the flags and the limits: one
   // automaton for every set operation of a compilation.
@@ -446,7 +448,7 @@ absl::StatusOr<uint32_t> Parser::ParseClass() {
   const size_t end = pieces_ != nullptr ? ClassEnd(p_, offset) : std::string_view::npos;
   std::string key;
   if (end != std::string_view::npos) {
-    key = absl::StrFormat("%d/%s", flags_, p_.substr(offset, end - offset));
+    key = absl::StrCat(flags_, "/", absl::string_view(p_.data() + offset, end - offset));
     if (auto it = pieces_->classes.find(key); it != pieces_->classes.end()) {
       pos_ = end;
       return AddClass(it->second, offset);
@@ -1043,7 +1045,7 @@ struct EmitContext {
   RegexPieces own;
   RegexPieces* pieces;
   absl::flat_hash_map<uint32_t, const RegexPieces::Fragment*> class_fragments;  // by node
-  absl::flat_hash_map<uint32_t, const ByteDfa*> set_op_dfas;  // owned by `pieces`
+  absl::flat_hash_map<uint32_t, const ClassDfa*> set_op_dfas;  // owned by `pieces`
 };
 
 // Thompson construction, explicit stack (see the file comment). Set
@@ -1200,9 +1202,8 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     if (n.kind != NodeKind::kAnd && n.kind != NodeKind::kNot) continue;
     // The same group text under the same flags and limits is the same
     // automaton (nested set operations included): built once per RegexPieces.
-    std::string key = absl::StrFormat("%d/%d/%d/%d/%d/", n.open_flags, limits.max_nesting,
-                                      limits.max_repeat, limits.max_nfa_states,
-                                      limits.max_dfa_states);
+    std::string key = absl::StrCat(n.open_flags, "/", limits.max_nesting, "/", limits.max_repeat,
+                                   "/", limits.max_nfa_states, "/", limits.max_dfa_states, "/");
     key.append(parser.pattern().substr(n.offset, n.end - n.offset));
     if (auto it = ctx.pieces->set_ops.find(key); it != ctx.pieces->set_ops.end()) {
       ctx.set_op_dfas.emplace(id, &it->second);
@@ -1225,14 +1226,15 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
       }
       return it->second;
     };
-    absl::StatusOr<ByteDfa> result;
+    absl::StatusOr<ClassDfa> built = absl::UnknownError("unset");
     if (n.kind == NodeKind::kNot) {
       absl::StatusOr<ClassDfa> removed = OperandClassDfa(parser, n.children[0], limits, ctx);
       if (!removed.ok()) return fail(removed.status());
       const absl::StatusOr<ClassDfa>& all = universe();
       if (!all.ok()) return fail(all.status());
-      result = SubtractDfa(*all, *removed, limits.max_dfa_states);
+      built = SubtractDfa(*all, *removed, limits.max_dfa_states);
     } else {
+      absl::StatusOr<ByteDfa> result;
       // Plain operands first (their product is usually small), counted
       // classes last.
       std::vector<uint32_t> order;
@@ -1264,9 +1266,10 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
         }
         if (result.ok()) result = MinimizeDfa(*result);
       }
+      built = result.ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(*result)) : result.status();
     }
-    if (!result.ok()) return fail(result.status());
-    auto [it, inserted] = ctx.pieces->set_ops.emplace(std::move(key), *std::move(result));
+    if (!built.ok()) return fail(built.status());
+    auto [it, inserted] = ctx.pieces->set_ops.emplace(std::move(key), *std::move(built));
     ctx.set_op_dfas.emplace(id, &it->second);
   }
   return absl::OkStatus();
@@ -1409,8 +1412,8 @@ std::string RegexDfaCache::KeyOf(std::string_view pattern, uint32_t flags,
   // the same under any larger one, and a pattern that overflowed a limit
   // overflows every smaller one. Only a result that says nothing about the
   // asked limit is built again (and replaces the entry).
-  std::string key = absl::StrFormat("%d/%d/%d/%d/", flags, limits.max_nesting, limits.max_repeat,
-                                    limits.max_nfa_states);
+  std::string key = absl::StrCat(flags, "/", limits.max_nesting, "/", limits.max_repeat, "/",
+                                 limits.max_nfa_states, "/");
   key.append(pattern);
   return key;
 }
@@ -1510,13 +1513,22 @@ std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t fla
 }
 
 std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {
-  std::string out = "/";
-  bool escaped = false;  // the previous character is an unescaped backslash
-  for (char c : pattern) {
-    if (c == '/' && !escaped) out += '\\';  // \/ is / in the dialect
-    out += c;
-    escaped = c == '\\' && !escaped;
+  std::string out;
+  out.reserve(pattern.size() + 8);
+  out += '/';
+  // Copied in runs between slashes; a slash gets a backslash (\/ is / in
+  // the dialect) unless an odd run of backslashes already escapes it.
+  size_t from = 0;
+  for (size_t slash = pattern.find('/'); slash != std::string_view::npos;
+       slash = pattern.find('/', slash + 1)) {
+    size_t backslashes = 0;
+    while (backslashes < slash && pattern[slash - 1 - backslashes] == '\\') ++backslashes;
+    out.append(pattern.data() + from, slash - from);
+    if (backslashes % 2 == 0) out += '\\';
+    out += '/';
+    from = slash + 1;
   }
+  out.append(pattern.data() + from, pattern.size() - from);
   out += "/";
   if (flags & kRegexIgnoreCase) out += "i";
   if (flags & kRegexMultiline) out += "m";

@@ -2,6 +2,7 @@
 // live state can still reach acceptance) and the state cap.
 #include "grammar/byte_automaton.h"
 
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -224,7 +225,7 @@ TEST(ByteAutomatonTest, ForEachLiveColumnVisitsTheNonZeroColumnsInOrder) {
   std::mt19937 rng(7);
   int visited = 0;
   for (int round = 0; round < 2000; ++round) {
-    const uint32_t k = static_cast<uint32_t>(round % 14);
+    const uint32_t k = static_cast<uint32_t>(round % 22);  // groups of 8 and 4, and a tail
     const uint32_t dead_in_8 = 1 + static_cast<uint32_t>(rng() % 8);
     std::vector<uint32_t> row(k);
     for (uint32_t& to : row) to = rng() % 8 < dead_in_8 ? 0 : 1 + static_cast<uint32_t>(rng() % 50);
@@ -237,6 +238,60 @@ TEST(ByteAutomatonTest, ForEachLiveColumnVisitsTheNonZeroColumnsInOrder) {
     visited += static_cast<int>(got.size());
   }
   EXPECT_GT(visited, 2000);
+}
+
+// A partition refined by an NFA's ranges, fresh (determinization's case)
+// or already split: two bytes share a class exactly when they shared one
+// before and no range boundary lies between them (classes are intervals
+// of the ranges' end points, so a range covers whole classes), and classes
+// are numbered in order of their smallest bytes.
+TEST(ByteAutomatonTest, RefineByRangesSplitsExactlyWhereRangesDiffer) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    ByteNfa nfa;
+    const int ranges = static_cast<int>(rng() % 12);
+    std::vector<std::pair<uint32_t, uint32_t>> spans;
+    for (int i = 0; i < ranges; ++i) {
+      uint32_t lo = rng() % 256, hi = rng() % 256;
+      if (rng() % 3 == 0) hi = lo;
+      if (lo > hi) std::swap(lo, hi);
+      nfa.AddRange(0, static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), nfa.AddState());
+      spans.push_back({lo, hi});
+    }
+    // Round 1 in 2 starts from a partition split by an arbitrary row.
+    std::array<uint32_t, 256> before{};
+    if (round % 2 == 1) {
+      for (uint32_t& v : before) v = rng() % 3;
+    }
+    ByteClassPartition classes;
+    classes.Refine(before);
+    classes.RefineByRanges(nfa);
+    for (uint32_t x = 0; x < 256; ++x) {
+      for (uint32_t y = x + 1; y < 256; y += 1 + static_cast<uint32_t>(rng() % 7)) {
+        // No range starts or ends between them (its first byte or the one
+        // past its last lies in x+1..y).
+        bool same = before[x] == before[y];
+        for (const auto& [lo, hi] : spans) {
+          same = same && !(x < lo && lo <= y) && !(x <= hi && hi < y);
+        }
+        ASSERT_EQ(classes.class_of(static_cast<uint8_t>(x)) == classes.class_of(static_cast<uint8_t>(y)),
+                  same)
+            << "round " << round << " bytes " << x << " " << y;
+      }
+    }
+    const std::vector<uint8_t> firsts = classes.Representatives();
+    ASSERT_EQ(firsts.size(), classes.num_classes());
+    uint32_t seen = 0;  // classes met so far, in byte order
+    for (uint32_t b = 0; b < 256; ++b) {
+      const uint32_t c = classes.class_of(static_cast<uint8_t>(b));
+      ASSERT_LE(c, seen) << "round " << round << " byte " << b;
+      if (c == seen) {
+        EXPECT_EQ(firsts[c], b);
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, classes.num_classes());
+  }
 }
 
 }  // namespace

@@ -270,6 +270,27 @@ TEST(RegexCompilerTest, AddRegexAppendsAFragment) {
   EXPECT_EQ(RegexDisplayName("a+", kRegexIgnoreCase | kRegexDotAll), "/a+/is");
 }
 
+// A display name writes an unescaped / as \/ (a slash after an odd run of
+// backslashes is escaped already): checked against a character-by-character
+// walk that tracks "the previous character is an unescaped backslash".
+TEST(RegexCompilerTest, DisplayNamesEscapeExactlyTheBareSlashes) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 2000; ++round) {
+    std::string pattern;
+    const int length = static_cast<int>(rng() % 9);
+    for (int i = 0; i < length; ++i) pattern += "/\\a"[rng() % 3];
+    std::string expected = "/";
+    bool escaped = false;
+    for (char c : pattern) {
+      if (c == '/' && !escaped) expected += '\\';
+      expected += c;
+      escaped = c == '\\' && !escaped;
+    }
+    expected += "/J";
+    ASSERT_EQ(RegexDisplayName(pattern, kRegexJsonString), expected) << pattern;
+  }
+}
+
 TEST(RegexCompilerTest, EmptyLanguageAndLiveStates) {
   ByteDfa never = Compile(R"([^\x00-\x{10FFFF}])");
   EXPECT_TRUE(never.empty());
