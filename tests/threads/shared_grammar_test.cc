@@ -18,14 +18,19 @@
 // equal walks. Checked: every thread's walk of a seed equals the walk of the
 // same seed on one thread afterwards (masks and accepted tokens), and
 // BatchMasker/ComputeMasks rows equal the single-matcher masks.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "api/grammar_data.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "parser/flat_grammar.h"
 #include "tests/support/test_paths.h"
 #include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
@@ -230,6 +235,69 @@ TEST(SharedGrammar, BatchMaskerAndComputeMasksMatchSingleMasks) {
       ASSERT_TRUE(batch[i]->AcceptToken(id));
     }
   }
+}
+
+// The compiled grammar's productions and terminal table, hashed.
+uint64_t TablesDigest(const Grammar& g) {
+  const parser::FlatGrammar& flat = g.data().flat;
+  const std::string productions = parser::DumpFlatGrammar(flat);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : productions) h = (h ^ c) * 1099511628211ull;
+  for (uint32_t w : flat.terminals.next) h = (h ^ w) * 1099511628211ull;
+  for (uint32_t w : flat.terminals.start) h = (h ^ w) * 1099511628211ull;
+  return h;
+}
+
+// Loads of JSON Schemas on several threads at once, each thread in its own
+// order, through the shared regex store at a 256 KiB budget: every load
+// gives the tables one load gives alone with the store off.
+TEST(SharedRegexStore, ConcurrentLoadsCompileToTheSameTables) {
+  std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  ASSERT_TRUE(in.good());
+  std::vector<std::string> specs;
+  std::string line;
+  const size_t wanted = testing::Scaled<size_t>(24, 10);
+  for (size_t n = 0; std::getline(in, line) && specs.size() < wanted; ++n) {
+    if (n % 32 != 0) continue;
+    const std::string spec = nlohmann::json::parse(line)["grammar"].get<std::string>();
+    if (spec.rfind("schema:", 0) == 0 && std::find(specs.begin(), specs.end(), spec) == specs.end()) {
+      specs.push_back(spec);
+    }
+  }
+  LoadOptions options;
+  options.schema.lenient = true;
+  Grammar::SetSharedRegexCacheBytes(0);
+  std::vector<uint64_t> reference(specs.size(), 0);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    absl::StatusOr<Grammar> g = Grammar::Load(specs[i], testing::DataPath(""), options);
+    if (g.ok()) reference[i] = TablesDigest(*g);
+  }
+  Grammar::SetSharedRegexCacheBytes(size_t{256} << 10);
+  const uint64_t hits_before = Grammar::GetSharedRegexCacheStats().hits;
+  constexpr int kLoaders = 4;
+  std::vector<std::vector<uint64_t>> got(kLoaders, std::vector<uint64_t>(specs.size(), 0));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kLoaders; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < specs.size(); ++k) {
+        // An order per thread: rotated, and reversed on odd threads.
+        const size_t r = (k + static_cast<size_t>(t) * specs.size() / kLoaders) % specs.size();
+        const size_t i = t % 2 == 1 ? specs.size() - 1 - r : r;
+        absl::StatusOr<Grammar> g = Grammar::Load(specs[i], testing::DataPath(""), options);
+        if (g.ok()) got[t][i] = TablesDigest(*g);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  const SharedRegexCacheStats stats = Grammar::GetSharedRegexCacheStats();
+  std::printf("%zu schemas x %d threads: %llu DFAs served by the store, %llu evictions\n", specs.size(), kLoaders,
+              static_cast<unsigned long long>(stats.hits - hits_before),
+              static_cast<unsigned long long>(stats.evictions));
+  for (int t = 0; t < kLoaders; ++t) {
+    for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(got[t][i], reference[i]) << specs[i] << " thread " << t;
+  }
+  EXPECT_GT(stats.hits, hits_before);
+  Grammar::SetSharedRegexCacheBytes(size_t{16} << 20);  // the default again
 }
 
 }  // namespace
