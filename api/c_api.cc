@@ -69,6 +69,15 @@ zapgram_grammar* zapgram_grammar_compile(const char* spec, const char* data_root
   return zapgram_grammar_compile_with_options(spec, data_root, vocab, nullptr, error);
 }
 
+void zapgram_set_regex_cache_bytes(size_t bytes) { zapgram::Grammar::SetSharedRegexCacheBytes(bytes); }
+
+void zapgram_regex_cache_stats(uint64_t* hits, uint64_t* misses, size_t* bytes) {
+  const zapgram::SharedRegexCacheStats stats = zapgram::Grammar::GetSharedRegexCacheStats();
+  if (hits != nullptr) *hits = stats.hits;
+  if (misses != nullptr) *misses = stats.misses;
+  if (bytes != nullptr) *bytes = static_cast<size_t>(stats.bytes);
+}
+
 void zapgram_grammar_options_init(zapgram_grammar_options* options) {
   const zapgram::SchemaOptions defaults;
   options->schema_validation = defaults.purpose == zapgram::SchemaPurpose::kValidation ? 1 : 0;

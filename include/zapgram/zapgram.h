@@ -75,6 +75,17 @@ ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_compile_structural_tags(const ch
                                                                         const zapgram_grammar_options* options,
                                                                         char** error);
 ZAPGRAM_EXPORT void zapgram_grammar_free(zapgram_grammar* grammar);
+
+/* The process-wide store of determinized regex DFAs that every grammar read
+ * consults before it determinizes a terminal, and fills (a new JSON Schema
+ * then pays only for the patterns no earlier grammar had; C++:
+ * zapgram::Grammar::SetSharedRegexCacheBytes). Its byte budget: 16 MiB by
+ * default, least recently used out first, 0 empties it and turns it off.
+ * Compiled grammars are the same either way. Thread-safe. */
+ZAPGRAM_EXPORT void zapgram_set_regex_cache_bytes(size_t bytes);
+/* What the store holds and has served since the process began; any
+ * pointer may be NULL. */
+ZAPGRAM_EXPORT void zapgram_regex_cache_stats(uint64_t* hits, uint64_t* misses, size_t* bytes);
 ZAPGRAM_EXPORT size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar);
 
 ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar);

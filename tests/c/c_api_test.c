@@ -197,6 +197,32 @@ static void check_structural_tags(const zapgram_vocab* vocab) {
   zapgram_vocab_free(small);
 }
 
+/* The shared regex store: off, nothing kept; on, a second read of the same
+ * pattern is served by it. */
+static void check_regex_cache(const zapgram_vocab* vocab) {
+  char* error = NULL;
+  uint64_t hits = 0, misses = 0, hits_after = 0;
+  size_t bytes = 1;
+  zapgram_set_regex_cache_bytes(0);
+  zapgram_regex_cache_stats(&hits, &misses, &bytes);
+  CHECK(bytes == 0);
+  zapgram_grammar* off = zapgram_grammar_compile("regex:[a-f]{3,9}x", NULL, vocab, &error);
+  CHECK(off != NULL);
+  zapgram_regex_cache_stats(NULL, NULL, &bytes);
+  CHECK(bytes == 0);
+  zapgram_set_regex_cache_bytes((size_t)1 << 20);
+  zapgram_grammar* first = zapgram_grammar_compile("regex:[a-f]{3,9}x", NULL, vocab, &error);
+  zapgram_grammar* second = zapgram_grammar_compile("regex:[a-f]{3,9}x", NULL, vocab, &error);
+  CHECK(first != NULL && second != NULL);
+  zapgram_regex_cache_stats(&hits_after, NULL, &bytes);
+  CHECK(bytes > 0);
+  CHECK(hits_after > hits);
+  zapgram_grammar_free(off);
+  zapgram_grammar_free(first);
+  zapgram_grammar_free(second);
+  zapgram_set_regex_cache_bytes((size_t)16 << 20); /* the default again */
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: c_api_test TOKENIZER.json SCHEMA.json\n");
@@ -221,6 +247,7 @@ int main(int argc, char** argv) {
 
   check_schema_purpose(vocab, argv[2]);
   check_structural_tags(vocab);
+  check_regex_cache(vocab);
 
   zapgram_grammar* broken = zapgram_grammar_compile("regex:(ab", NULL, vocab, &error);
   CHECK(broken == NULL);
