@@ -385,10 +385,9 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
   // nested root may be found again from an enclosing one: walked once.
   const size_t top = roots_.size();
   nested_.clear();
-  // The deep roots' part goes to split_words_ while the walk has a cut
-  // (partial_masks.h).
+  // The deep roots' part goes to split_words_ (partial_masks.h), zeroed at
+  // the first deep root: a walk without one splits nothing.
   const size_t n_words = grammar_->mask_words();
-  if (walk_cut_ != 0) split_words_.assign(n_words, 0u);
   deep_roots_.clear();
   uint32_t last = TokenTrie::kRoot;
   for (size_t next = 0; next < top || !nested_.empty();) {
@@ -404,7 +403,10 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
     last = root;
     const std::vector<parser::Recognizer::LaneView>& lanes = LexedViewsAt(root);
     const bool deep = view_deep_[trie.nodes()[root].depth] != 0;
-    if (deep) deep_roots_.push_back(root);
+    if (deep) {
+      if (deep_roots_.empty()) split_words_.assign(n_words, 0u);
+      deep_roots_.push_back(root);
+    }
     if (lanes.empty()) continue;  // the whole subtree is rejected
     uint32_t* part = deep ? split_words_.data() : words;
     for (TokenId id : trie.TokensAt(root)) SetBit(part, id);
@@ -418,8 +420,10 @@ void Matcher::WalkLexedRoots(uint32_t* words) {
   roots_.clear();
   EndLexedViews();
   // The mask is both parts; split_words_ keeps the one without the deep
-  // roots, for the partial.
-  partial_taken_ = walk_cut_ != 0;
+  // roots, for the partial. A walk with no deep root keeps none (only a
+  // walk that read below its cut stores one, and such a walk asked a deep
+  // history on some root's path).
+  partial_taken_ = !deep_roots_.empty();
   if (!partial_taken_) return;
   for (size_t w = 0; w < n_words; ++w) {
     const uint32_t fixed = words[w];

@@ -396,7 +396,7 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     // A pointer always leads to a longer key; the test guards against a
     // cycle all the same.
     if (found.deeper_sets <= spelled.older_sets || spelled.cut == 0) break;
-    partial_key_.assign(key_.begin(), key_.end());
+    std::swap(partial_key_, key_);  // kept, not copied: key_ is spelled afresh
     pointed = true;
     recognizer_.CanonicalState(&key_, classes, {.max_sets = found.deeper_sets}, &spelled);
   }

@@ -395,7 +395,7 @@ class Matcher {
   std::vector<uint32_t> class_words_;
   std::vector<uint32_t> key_;
   std::vector<uint32_t> deeper_key_;  // spelled as far down as a walk read
-  std::vector<uint32_t> partial_key_;  // the last key found pointing deeper
+  std::vector<uint32_t> partial_key_;  // the last key found pointing deeper (swapped out of key_)
   std::vector<uint32_t> states_;
   std::vector<uint32_t> roots_;
   std::string pushed_;
@@ -440,7 +440,8 @@ class Matcher {
   // whether a view there descends from a deep history's answer (dead ones
   // too); split_words_: during a walk the deep roots' part of the mask, kept
   // apart, after it the mask without that part (the partial words); the
-  // deep roots walked, and whether the last walk took a partial.
+  // deep roots walked, and whether the last walk took a partial (it had a
+  // deep root).
   uint32_t walk_cut_ = 0;
   std::vector<uint8_t> view_deep_;
   bool step_deep_ = false;  // LexedViewsAt: a step asked a deep history
