@@ -33,9 +33,9 @@ bool SharedRegexDfas::Find(const std::string& key, uint32_t max_dfa_states, absl
 void SharedRegexDfas::Add(const std::string& key, uint32_t max_dfa_states, const absl::StatusOr<ClassDfa>& built) {
   size_t bytes = key.size() + 160;
   if (built.ok()) bytes += 4 * built->next.size() + built->accepting.size() + sizeof(ClassDfa);
-  auto copy = std::make_shared<const absl::StatusOr<ClassDfa>>(built);
   std::lock_guard<std::mutex> lock(mu_);
-  if (bytes > budget_bytes_) return;
+  if (bytes > budget_bytes_) return;  // also when the store is off: no copy made
+  auto copy = std::make_shared<const absl::StatusOr<ClassDfa>>(built);
   auto [it, fresh] = entries_.try_emplace(key);
   Entry& entry = it->second;
   if (fresh) {
