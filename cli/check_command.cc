@@ -259,40 +259,6 @@ bool PrintTokenClasses(const Grammar& compiled, const std::string& tokenizer) {
   return true;
 }
 
-// FNV-1a over the compiled grammar's productions and terminal tables.
-uint64_t TablesDigest(const Grammar& compiled) {
-  uint64_t h = 1469598103934665603ull;
-  auto bytes = [&](const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
-  auto vec = [&](const auto& v) {
-    const uint64_t n = v.size();
-    bytes(&n, sizeof n);
-    if (n != 0) bytes(v.data(), n * sizeof(v[0]));
-  };
-  const parser::FlatGrammar& flat = compiled.data().flat;
-  const std::string productions = parser::DumpFlatGrammar(flat);
-  vec(productions);
-  const parser::TerminalTable& t = flat.terminals;
-  vec(t.start);
-  bytes(t.byte_class.data(), t.byte_class.size());
-  bytes(&t.num_classes, sizeof t.num_classes);
-  vec(t.next);
-  vec(t.eager_accepting);
-  vec(t.eager_has_next);
-  for (const parser::ByteSet& live : t.eager_live_bytes) vec(live.to_string());
-  for (const parser::TerminalTable::CountedSegment& seg : t.counted) {
-    bytes(&seg.base, sizeof seg.base);
-    bytes(&seg.twin_offset, sizeof seg.twin_offset);
-  }
-  bytes(&t.counted_end, sizeof t.counted_end);
-  const uint8_t lazy = t.lazy != nullptr;
-  bytes(&lazy, 1);
-  for (const std::string& name : t.names) vec(name);
-  return h;
-}
-
 int RunCheck(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   std::string data_root;
@@ -434,7 +400,7 @@ int RunCheck(const std::vector<std::string>& args) {
                   Count(stats.rhs_symbols, "rhs symbol").c_str(),
                   Count(stats.terminals, "terminal").c_str(),
                   Count(stats.terminal_states, "terminal automaton state").c_str());
-      if (digest) std::printf("tables digest: %016llx\n", static_cast<unsigned long long>(TablesDigest(*compiled)));
+      if (digest) std::printf("tables digest: %016llx\n", static_cast<unsigned long long>(parser::TablesDigest(compiled->data().flat)));
       if (classes && !PrintTokenClasses(*compiled, tokenizer)) ++errors;
     }
   }

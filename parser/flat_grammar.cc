@@ -931,6 +931,38 @@ std::string DumpDottedProduction(const FlatGrammar& g, uint32_t dot) {
   return out;
 }
 
+uint64_t TablesDigest(const FlatGrammar& flat) {
+  uint64_t h = 1469598103934665603ull;
+  auto bytes = [&](const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  auto vec = [&](const auto& v) {
+    const uint64_t n = v.size();
+    bytes(&n, sizeof n);
+    if (n != 0) bytes(v.data(), n * sizeof(v[0]));
+  };
+  const std::string productions = DumpFlatGrammar(flat);
+  vec(productions);
+  const TerminalTable& t = flat.terminals;
+  vec(t.start);
+  bytes(t.byte_class.data(), t.byte_class.size());
+  bytes(&t.num_classes, sizeof t.num_classes);
+  vec(t.next);
+  vec(t.eager_accepting);
+  vec(t.eager_has_next);
+  for (const ByteSet& live : t.eager_live_bytes) vec(live.to_string());
+  for (const TerminalTable::CountedSegment& seg : t.counted) {
+    bytes(&seg.base, sizeof seg.base);
+    bytes(&seg.twin_offset, sizeof seg.twin_offset);
+  }
+  bytes(&t.counted_end, sizeof t.counted_end);
+  const uint8_t lazy = t.lazy != nullptr;
+  bytes(&lazy, 1);
+  for (const std::string& name : t.names) vec(name);
+  return h;
+}
+
 std::string DumpFlatGrammar(const FlatGrammar& g) {
   std::string out;
   for (uint32_t nt = 0; nt < g.num_nonterminals(); ++nt) {

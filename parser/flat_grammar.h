@@ -230,6 +230,12 @@ std::array<uint32_t, 256> InputByteClasses(const FlatGrammar& g);
 
 // One production per line, `A -> x y "lit" [class]`, with a `.` at `dot` if given.
 std::string DumpFlatGrammar(const FlatGrammar& g);
+// A 64-bit FNV-1a digest of the productions (DumpFlatGrammar) and the
+// terminal table (starts, byte classes, transitions, accepting and live
+// bytes of eager states, counted segments, whether a lazy part exists,
+// names): equal digests before and after a compile-time change show the
+// change left the tables alone (`zapgram check --digest`, tests).
+uint64_t TablesDigest(const FlatGrammar& g);
 std::string DumpDottedProduction(const FlatGrammar& g, uint32_t dot);
 
 }  // namespace zapgram::parser

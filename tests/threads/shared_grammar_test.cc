@@ -237,17 +237,6 @@ TEST(SharedGrammar, BatchMaskerAndComputeMasksMatchSingleMasks) {
   }
 }
 
-// The compiled grammar's productions and terminal table, hashed.
-uint64_t TablesDigest(const Grammar& g) {
-  const parser::FlatGrammar& flat = g.data().flat;
-  const std::string productions = parser::DumpFlatGrammar(flat);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : productions) h = (h ^ c) * 1099511628211ull;
-  for (uint32_t w : flat.terminals.next) h = (h ^ w) * 1099511628211ull;
-  for (uint32_t w : flat.terminals.start) h = (h ^ w) * 1099511628211ull;
-  return h;
-}
-
 // Loads of JSON Schemas on several threads at once, each thread in its own
 // order, through the shared regex store at a 256 KiB budget: every load
 // gives the tables one load gives alone with the store off.
@@ -270,7 +259,7 @@ TEST(SharedRegexStore, ConcurrentLoadsCompileToTheSameTables) {
   std::vector<uint64_t> reference(specs.size(), 0);
   for (size_t i = 0; i < specs.size(); ++i) {
     absl::StatusOr<Grammar> g = Grammar::Load(specs[i], testing::DataPath(""), options);
-    if (g.ok()) reference[i] = TablesDigest(*g);
+    if (g.ok()) reference[i] = parser::TablesDigest(g->data().flat);
   }
   Grammar::SetSharedRegexCacheBytes(size_t{256} << 10);
   const uint64_t hits_before = Grammar::GetSharedRegexCacheStats().hits;
@@ -284,7 +273,7 @@ TEST(SharedRegexStore, ConcurrentLoadsCompileToTheSameTables) {
         const size_t r = (k + static_cast<size_t>(t) * specs.size() / kLoaders) % specs.size();
         const size_t i = t % 2 == 1 ? specs.size() - 1 - r : r;
         absl::StatusOr<Grammar> g = Grammar::Load(specs[i], testing::DataPath(""), options);
-        if (g.ok()) got[t][i] = TablesDigest(*g);
+        if (g.ok()) got[t][i] = parser::TablesDigest(g->data().flat);
       }
     });
   }
