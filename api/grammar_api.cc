@@ -1,6 +1,7 @@
 // The public Grammar and Recognizer: thin wrappers over the readers, the
 // regular-terminal merge (transforms/regular_terminals.h), the lowering
 // (parser/flat_grammar.h) and the pruned recognizer (pruning/compact.h).
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -160,29 +161,42 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
 
 namespace {
 
+// Milliseconds since `start` on the steady clock.
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// `read_ms`: what reading the text to `ir` took.
 absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
-    absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits,
+    absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits, double read_ms,
     std::vector<std::string> warnings = {}) {
   if (!ir.ok()) return ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
   data->warnings = std::move(warnings);
   data->ir = *std::move(ir);
+  data->times.read_ms = read_ms;
   // Normalized (transforms/pipeline.h), then regular parts (strings,
   // numbers, whitespace) become single DFA terminals:
   // one Earley item per string instead of an item per character, and token
   // masks can use per-terminal-state token sets.
+  auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> normalized = transforms::NormalizeForCompile(data->ir);
   if (!normalized.ok()) return normalized.status();
+  data->times.normalize_ms = MsSince(start);
   // The merge compiles its candidate regexes; the lowering reuses them.
+  start = std::chrono::steady_clock::now();
   grammar::RegexDfaCache dfa_cache;
   transforms::RegularTerminalOptions merge_options;
   merge_options.dfa_cache = &dfa_cache;
   absl::StatusOr<grammar::Grammar> merged =
       transforms::MergeRegularTerminals(*normalized, nullptr, merge_options);
   if (!merged.ok()) return merged.status();
+  data->times.merge_ms = MsSince(start);
+  start = std::chrono::steady_clock::now();
   absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits, &dfa_cache);
   if (!flat.ok()) return flat.status();
   data->flat = *std::move(flat);
+  data->times.lower_ms = MsSince(start);
   return data;
 }
 
@@ -198,14 +212,16 @@ absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view da
 absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view data_root,
                                       const LoadOptions& options) {
   std::vector<std::string> warnings;
+  const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> ir =
       internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings);
-  auto data = Compile(std::move(ir), options.limits, std::move(warnings));
+  auto data = Compile(std::move(ir), options.limits, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
 }
 
 const std::vector<std::string>& Grammar::warnings() const { return data_->warnings; }
+const CompileTimes& Grammar::compile_times() const { return data_->times; }
 
 void Grammar::SetSharedRegexCacheBytes(size_t bytes) { grammar::SharedRegexDfas::Process().set_budget_bytes(bytes); }
 
@@ -225,6 +241,7 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
                                           const LoadOptions& options,
                                           std::string_view source_name) {
   std::vector<std::string> warnings;
+  const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> ir = absl::InvalidArgumentError("unknown grammar format");
   switch (format) {
     case GrammarFormat::kGbnf:
@@ -243,7 +260,7 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
       ir = internal::ReadStructuralTags(text, source_name, options.schema, &warnings);
       break;
   }
-  auto data = Compile(std::move(ir), options.limits, std::move(warnings));
+  auto data = Compile(std::move(ir), options.limits, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
 }

@@ -17,6 +17,7 @@ struct CompiledGrammarData {
   grammar::Grammar ir;
   parser::FlatGrammar flat;
   std::vector<std::string> warnings;  // Grammar::warnings()
+  CompileTimes times;                 // Grammar::compile_times()
 };
 
 struct RecognizerState {

@@ -24,7 +24,7 @@ absl::StatusOr<Vocabulary> Vocabulary::Load(const std::string& path,
   }
   absl::StatusOr<masks::Vocabulary> v = masks::Vocabulary::LoadFromFile(path, internal_options);
   if (!v.ok()) return v.status();
-  return Vocabulary(std::make_shared<const masks::Vocabulary>(*std::move(v)));
+  return WithTrie(std::make_shared<const masks::Vocabulary>(*std::move(v)));
 }
 
 absl::StatusOr<Vocabulary> Vocabulary::FromTokens(const std::vector<std::string>& tokens,
@@ -32,7 +32,16 @@ absl::StatusOr<Vocabulary> Vocabulary::FromTokens(const std::vector<std::string>
   absl::StatusOr<masks::Vocabulary> v = masks::Vocabulary::FromTokenBytes(
       tokens, std::vector<masks::TokenId>(eos_ids.begin(), eos_ids.end()));
   if (!v.ok()) return v.status();
-  return Vocabulary(std::make_shared<const masks::Vocabulary>(*std::move(v)));
+  return WithTrie(std::make_shared<const masks::Vocabulary>(*std::move(v)));
+}
+
+absl::StatusOr<Vocabulary> Vocabulary::WithTrie(std::shared_ptr<const masks::Vocabulary> impl) {
+  // The token trie depends on the tokens only: built here, with the
+  // vocabulary (as a tokenizer is loaded once per server), so that no
+  // grammar's compile, and no request's first mask, waits for it.
+  absl::StatusOr<std::shared_ptr<const masks::TokenTrie>> trie = impl->SharedTrie();
+  if (!trie.ok()) return trie.status();
+  return Vocabulary(std::move(impl));
 }
 
 int32_t Vocabulary::size() const { return impl_->size(); }

@@ -61,10 +61,13 @@ constexpr std::string_view kHelp =
     "Teacher-forced mask benchmark: for every document of the trace, compute the\n"
     "token mask before each of its real tokens, check the token is allowed, accept it.\n"
     "\n"
-    "prints: docs, tokens, docs accepted, valid docs, compile ms (p50, p90, max),\n"
-    "mask us per token (mean, p50, p90, p99, max), time to first mask (compile +\n"
-    "first mask, p50, p99), bytes per compiled grammar (p50, max; measured after\n"
-    "its first document), peak RSS.\n"
+    "prints: docs, tokens, docs accepted, valid docs, compile ms (p50, p90, p99,\n"
+    "max), mask us per token (mean, p50, p90, p99, max), time to first mask (compile\n"
+    "+ first mask, p50, p90, p99, max), compile time by stage summed over the\n"
+    "grammars (read, normalize, merge, lower: Grammar::compile_times; join: the\n"
+    "vocabulary join and first Matcher; first mask), the vocabulary's load time\n"
+    "(its token trie included: never part of a compile), bytes per compiled grammar\n"
+    "(p50, max; measured after its first document), peak RSS.\n"
     "\n"
     "options:\n"
     "  --tokenizer T.json  Hugging Face tokenizer.json of the trace's token ids\n"
@@ -74,8 +77,9 @@ constexpr std::string_view kHelp =
     "  --per-doc OUT       one line per document: {\"id\",\"valid\",\"accepted\",\n"
     "                      \"rejected_at_token\",\"error\"} and \"grammar\", \"mask_us_total\",\n"
     "                      \"mask_us_max\", \"mask_us_each\" (every mask, 0.01 us), and\n"
-    "                      \"compile_ms\", \"first_mask_ms\" on the document that compiled\n"
-    "                      its grammar (perf/mask_report.py --plots draws them)\n"
+    "                      \"compile_ms\", \"first_mask_ms\", \"compile_stages_ms\" on the\n"
+    "                      document that compiled its grammar (perf/mask_report.py\n"
+    "                      --plots draws them)\n"
     "  --no-pruning        switch ZapFormat compaction off (ablation; also no cache)\n"
     "  --no-cache          switch the state cache off (ablation)\n"
     "  --no-ci-sets        switch the context-independent token sets off (ablation)\n"
@@ -113,6 +117,8 @@ double Percentile(std::vector<double> v, double q) {
   const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(k, v.size() - 1)];
 }
+
+double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
 
 // Non-empty lines of the trace: the documents to expect, for the progress line.
 uint64_t CountLines(const std::string& path) {
@@ -254,7 +260,10 @@ int RunBench(const std::vector<std::string>& args) {
     std::fprintf(stderr, "zapgram bench: cannot read trace '%s'\n", trace.c_str());
     return kExitError;
   }
+  const auto vocab_start = std::chrono::steady_clock::now();
   absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(tokenizer, vocabulary_options);
+  const double vocab_load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - vocab_start).count();
   if (!vocab.ok()) {
     std::fprintf(stderr, "zapgram bench: %s\n", std::string(vocab.status().message()).c_str());
     return kExitError;
@@ -295,6 +304,11 @@ int RunBench(const std::vector<std::string>& args) {
   uint64_t budget_inexact = 0;
   std::map<std::string, CompiledEntry> compiled;
   std::vector<double> compile_ms, mask_us, first_mask_ms, grammar_bytes;
+  // Summed over the grammars compiled (wall clock, ms): Grammar::compile_times,
+  // then the vocabulary join (CompiledGrammar::Compile and a first Matcher),
+  // then the first masks.
+  double stage_read = 0, stage_normalize = 0, stage_merge = 0, stage_lower = 0, stage_join = 0,
+         stage_first_mask = 0;
   size_t docs = 0, tokens = 0, accepted = 0, valid = 0;
   std::vector<uint32_t> words;
   std::string line;
@@ -318,9 +332,12 @@ int RunBench(const std::vector<std::string>& args) {
     CompiledEntry& entry = compiled[spec];
     entry.last_used = docs;
     double doc_compile_ms = 0;
+    nlohmann::json doc = {{"id", id}, {"valid", is_valid}, {"accepted", false},
+                          {"rejected_at_token", nullptr}, {"error", nullptr}, {"grammar", spec}};
     if (!entry.grammar.has_value() && entry.error.empty()) {
       const double start = now_us();
       absl::StatusOr<Grammar> g = Grammar::Load(spec, data_root, load_options);
+      const auto join_start = std::chrono::steady_clock::now();
       absl::StatusOr<CompiledGrammar> c =
           g.ok() ? CompiledGrammar::Compile(*g, *vocab) : absl::StatusOr<CompiledGrammar>(g.status());
       // A first Matcher builds the token classes and their masks' grammar
@@ -329,6 +346,18 @@ int RunBench(const std::vector<std::string>& args) {
       // would build them, untimed).
       if (c.ok()) Matcher(*c, matcher_options);
       doc_compile_ms = (now_us() - start) / 1000;
+      if (g.ok()) {
+        const CompileTimes& t = g->compile_times();
+        const double join_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - join_start).count();
+        stage_read += t.read_ms;
+        stage_normalize += t.normalize_ms;
+        stage_merge += t.merge_ms;
+        stage_lower += t.lower_ms;
+        stage_join += join_ms;
+        doc["compile_stages_ms"] = {{"read", t.read_ms}, {"normalize", t.normalize_ms},
+                                    {"merge", t.merge_ms}, {"lower", t.lower_ms}, {"join", join_ms}};
+      }
       compile_ms.push_back(doc_compile_ms);
       if (c.ok()) {
         entry.grammar = *std::move(c);
@@ -336,8 +365,6 @@ int RunBench(const std::vector<std::string>& args) {
         entry.error = std::string(c.status().message());
       }
     }
-    nlohmann::json doc = {{"id", id}, {"valid", is_valid}, {"accepted", false},
-                          {"rejected_at_token", nullptr}, {"error", nullptr}, {"grammar", spec}};
     if (doc_compile_ms > 0) doc["compile_ms"] = doc_compile_ms;
     if (!entry.grammar.has_value()) {
       doc["error"] = entry.error;
@@ -362,6 +389,7 @@ int RunBench(const std::vector<std::string>& args) {
         doc_each_us.push_back(std::round(us * 100) / 100);
         if (k == 0 && doc_compile_ms > 0) {
           first_mask_ms.push_back(doc_compile_ms + us / 1000);
+          stage_first_mask += us / 1000;
           doc["first_mask_ms"] = first_mask_ms.back();
         }
         ++tokens;
@@ -407,10 +435,9 @@ int RunBench(const std::vector<std::string>& args) {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   const double peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  const double max_us = mask_us.empty() ? 0 : *std::max_element(mask_us.begin(), mask_us.end());
-  const double max_ms = compile_ms.empty() ? 0 : *std::max_element(compile_ms.begin(), compile_ms.end());
-  const double max_grammar_bytes =
-      grammar_bytes.empty() ? 0 : *std::max_element(grammar_bytes.begin(), grammar_bytes.end());
+  const double max_us = Max(mask_us);
+  const double max_ms = Max(compile_ms);
+  const double max_grammar_bytes = Max(grammar_bytes);
   uint64_t hits = 0, lookups = 0;
   for (const auto& [spec, entry] : compiled) {
     if (!entry.grammar.has_value()) continue;
@@ -423,10 +450,15 @@ int RunBench(const std::vector<std::string>& args) {
   if (json) {
     nlohmann::json summary = {
         {"docs", docs}, {"tokens", tokens}, {"accepted", accepted}, {"valid", valid},
-        {"compile_ms", {{"p50", Percentile(compile_ms, 0.5)}, {"p90", Percentile(compile_ms, 0.9)}, {"max", max_ms}}},
+        {"compile_ms", {{"p50", Percentile(compile_ms, 0.5)}, {"p90", Percentile(compile_ms, 0.9)},
+                        {"p99", Percentile(compile_ms, 0.99)}, {"max", max_ms}}},
+        {"compile_stages_ms", {{"read", stage_read}, {"normalize", stage_normalize}, {"merge", stage_merge},
+                               {"lower", stage_lower}, {"join", stage_join}, {"first_mask", stage_first_mask}}},
+        {"vocab_load_ms", vocab_load_ms},
         {"mask_us", {{"mean", mean}, {"p50", Percentile(mask_us, 0.5)}, {"p90", Percentile(mask_us, 0.9)},
                      {"p99", Percentile(mask_us, 0.99)}, {"max", max_us}}},
-        {"first_mask_ms", {{"p50", Percentile(first_mask_ms, 0.5)}, {"p99", Percentile(first_mask_ms, 0.99)}}},
+        {"first_mask_ms", {{"p50", Percentile(first_mask_ms, 0.5)}, {"p90", Percentile(first_mask_ms, 0.9)},
+                           {"p99", Percentile(first_mask_ms, 0.99)}, {"max", Max(first_mask_ms)}}},
         {"bytes_per_grammar", {{"p50", Percentile(grammar_bytes, 0.5)}, {"max", max_grammar_bytes}}},
         {"peak_rss_mb", peak_rss_mb}, {"cache_hit_rate", hit_rate},
         {"regex_cache", {{"hits", regex_cache.hits}, {"misses", regex_cache.misses}, {"bytes", regex_cache.bytes}}}};
@@ -441,8 +473,13 @@ int RunBench(const std::vector<std::string>& args) {
                 Percentile(compile_ms, 0.9), max_ms);
     std::printf("mask us: mean %.1f, p50 %.1f, p90 %.1f, p99 %.1f, max %.1f\n", mean,
                 Percentile(mask_us, 0.5), Percentile(mask_us, 0.9), Percentile(mask_us, 0.99), max_us);
-    std::printf("first mask ms (compile + first mask): p50 %.2f, p99 %.2f\n",
-                Percentile(first_mask_ms, 0.5), Percentile(first_mask_ms, 0.99));
+    std::printf("first mask ms (compile + first mask): p50 %.2f, p90 %.2f, p99 %.2f, max %.2f\n",
+                Percentile(first_mask_ms, 0.5), Percentile(first_mask_ms, 0.9),
+                Percentile(first_mask_ms, 0.99), Max(first_mask_ms));
+    std::printf("compile ms by stage (summed): read %.1f, normalize %.1f, merge %.1f, lower %.1f, "
+                "join %.1f, first mask %.1f; vocabulary load %.1f\n",
+                stage_read, stage_normalize, stage_merge, stage_lower, stage_join, stage_first_mask,
+                vocab_load_ms);
     std::printf("bytes per compiled grammar: p50 %.0f, max %.0f\n", Percentile(grammar_bytes, 0.5),
                 max_grammar_bytes);
     std::printf("peak RSS: %.1f MB\n", peak_rss_mb);

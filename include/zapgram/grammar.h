@@ -44,6 +44,17 @@ struct GrammarStats {
   size_t terminal_states = 0;
 };
 
+// Where a Grammar's load spent its time (wall clock, ms): reading the text
+// to IR (a JSON Schema's conversion included), the normalizing transforms,
+// the merge of regular parts into regex terminals, and the lowering to the
+// parser's tables (terminal automata included).
+struct CompileTimes {
+  double read_ms = 0;
+  double normalize_ms = 0;
+  double merge_ms = 0;
+  double lower_ms = 0;
+};
+
 // What a schema grammar is for.
 enum class SchemaPurpose {
   // Generation (the default; masks, sampling, bench): canonical JSON with
@@ -130,6 +141,7 @@ class ZAPGRAM_EXPORT Grammar {
   // What loading dropped or approximated (lenient schema keywords), one
   // line each: "dropped <keyword> at <pointer>: <why>". Empty otherwise.
   const std::vector<std::string>& warnings() const;
+  const CompileTimes& compile_times() const;
   const internal::CompiledGrammarData& data() const { return *data_; }
   const std::shared_ptr<const internal::CompiledGrammarData>& shared_data() const { return data_; }
 

@@ -52,6 +52,8 @@ struct VocabularyOptions {
   size_t token_set_cache_bytes = size_t{64} << 20;
 };
 
+// Loading builds the vocabulary's token trie (~50-100 ms for a 128k-token
+// vocabulary), shared by every grammar compiled against it and its copies.
 class ZAPGRAM_EXPORT Vocabulary {
  public:
   static absl::StatusOr<Vocabulary> Load(const std::string& tokenizer_json_path,
@@ -70,6 +72,7 @@ class ZAPGRAM_EXPORT Vocabulary {
 
  private:
   explicit Vocabulary(std::shared_ptr<const masks::Vocabulary> impl) : impl_(std::move(impl)) {}
+  static absl::StatusOr<Vocabulary> WithTrie(std::shared_ptr<const masks::Vocabulary> impl);
   std::shared_ptr<const masks::Vocabulary> impl_;
 };
 
