@@ -51,7 +51,6 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const parser::FlatGrammar> gram
   const size_t states = grammar_->lexed() ? 0 : grammar_->terminals.eager_states();
   sets_once_ = std::make_unique<std::once_flag[]>(states);
   sets_.resize(states);
-  if (!grammar_->lexed()) mask_class_ = BoundedEquivalence(grammar_->terminals, trie_->max_depth());
   if (grammar_->lexed()) {
     // Per lexer state, the bytes it steps to itself on (WalkLexedSubtree's
     // whole-subtree shortcut): one row scan per state.
@@ -78,6 +77,14 @@ std::string CompiledGrammar::NodeString(uint32_t node) const {
   return bytes;
 }
 
+void CompiledGrammar::EnsureMaskClasses() const {
+  if (grammar_->lexed()) return;
+  std::call_once(mask_class_once_, [&] {
+    mask_class_storage_ = BoundedEquivalence(grammar_->terminals, trie_->max_depth());
+    mask_class_.store(&mask_class_storage_, std::memory_order_release);
+  });
+}
+
 uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
   const parser::TerminalTable& t = grammar_->terminals;
   if (t.is_counted(state)) {
@@ -90,7 +97,8 @@ uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
     }
     state = seg.twin_offset + cls;
   }
-  return state < mask_class_.size() ? mask_class_[state] : state;
+  const absl::Span<const uint32_t> classes = mask_classes();
+  return state < classes.size() ? classes[state] : state;
 }
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
@@ -124,7 +132,7 @@ const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
         if (base != 0 && base != state && base < sets_.size() && MajorityStep(t, base) == base) {
           const StateTokenSets& base_sets = TokenSets(base);
           built = true;
-          return BorrowTokenSets(*trie_, t, mask_class_, state, base, base_sets, mask_words());
+          return BorrowTokenSets(*trie_, t, mask_classes(), state, base, base_sets, mask_words());
         }
         const TerminalCore core = SpellTerminalCore(t, state);
         if (core.empty() || !core.leaves) return build();
@@ -181,7 +189,7 @@ std::shared_ptr<const ClassMasks> CompiledGrammar::class_masks() const {
 
 CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
-  m.grammar = grammar_->memory_bytes() + 4 * mask_class_.capacity() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
+  m.grammar = grammar_->memory_bytes() + 4 * mask_classes().size() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
               sets_.capacity() * (sizeof(sets_[0]) + sizeof(std::once_flag));
   for (const std::vector<uint32_t>& words : token_terminal_words_) m.grammar += 4 * words.capacity();
   m.grammar += classes_bytes_.load(std::memory_order_relaxed);
@@ -413,12 +421,14 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
     if (spelled.cut == 0 || lowest == parser::kNoParent || lowest >= spelled.cut) {
       g.CacheStore(key_, words, allowed);
+      g.NoteCacheMiss();
     } else {
       parser::KeyCut deeper;
       recognizer_.CanonicalState(&deeper_key_, classes, {.down_to_group = lowest}, &deeper);
       g.CacheStoreDeeper(key_, deeper.older_sets);
       g.CacheStore(deeper_key_, words, allowed);
       if (partial_taken_) WalkedGrammar().partial_masks().Store(key_, split_words_, deep_roots_);
+      g.NoteCacheMiss();
     }
   }
   return allowed;

@@ -152,7 +152,29 @@ class CompiledGrammar {
   StateTokenSets BuildOnDemandSets(uint32_t state) const;
   // Per eager terminal state, the representative of the states that no
   // token can tell apart (BoundedEquivalence); keys the cache and the sets.
-  absl::Span<const uint32_t> mask_classes() const { return mask_class_; }
+  // Empty until computed: every state is then its own class. Computed once
+  // the grammar recurs (NoteCacheMiss) or on request (EnsureMaskClasses),
+  // not at Build: a fresh grammar's first masks do not wait for it.
+  //
+  // Keys spelled before and after may mix in the cache: a class is keyed by
+  // its smallest member, a state itself, whose mask every member shares;
+  // so a key names the same masks whichever way it was spelled.
+  absl::Span<const uint32_t> mask_classes() const {
+    const std::vector<uint32_t>* classes = mask_class_.load(std::memory_order_acquire);
+    return classes == nullptr ? absl::Span<const uint32_t>() : absl::Span<const uint32_t>(*classes);
+  }
+  // Computes the classes now (once; thread-safe). Readers meanwhile go on
+  // with the identity.
+  void EnsureMaskClasses() const;
+  // A Matcher of this grammar missed the mask cache: after
+  // kMaskMissesBeforeClasses of them the classes are computed (by the
+  // caller, once), when the grammar has shown it recurs.
+  void NoteCacheMiss() const {
+    if (mask_misses_.fetch_add(1, std::memory_order_relaxed) + 1 == kMaskMissesBeforeClasses) {
+      EnsureMaskClasses();
+    }
+  }
+  static constexpr uint64_t kMaskMissesBeforeClasses = 256;
   // The class of any terminal state (eager ones through mask_classes(),
   // counted ones through grammar/counted_automaton.h, lazy ones themselves).
   uint32_t MaskClass(uint32_t state) const;
@@ -259,7 +281,12 @@ class CompiledGrammar {
   std::shared_ptr<const parser::FlatGrammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::shared_ptr<const TokenTrie> trie_;  // shared through Vocabulary::SharedTrie
-  std::vector<uint32_t> mask_class_;
+  // mask_classes(): computed into mask_class_storage_ under the once flag,
+  // then published through mask_class_.
+  mutable std::once_flag mask_class_once_;
+  mutable std::vector<uint32_t> mask_class_storage_;
+  mutable std::atomic<const std::vector<uint32_t>*> mask_class_{nullptr};
+  mutable std::atomic<uint64_t> mask_misses_{0};
   // Per eager terminal state, found in the vocabulary's TokenSetStore or
   // built, once, on first use.
   std::shared_ptr<TokenSetStore> set_store_;

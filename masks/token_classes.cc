@@ -337,6 +337,7 @@ void BehaviourClasses::RefineByState(uint32_t state) {
 }
 
 TokenClasses BehaviourClasses::Run() {
+  g_.EnsureMaskClasses();  // one refinement per class, not per state
   absl::Span<const uint32_t> mask_class = g_.mask_classes();
   const parser::FlatGrammar& flat = g_.grammar();
   for (uint32_t s = 1; s < t_.eager_states(); ++s) {

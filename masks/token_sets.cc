@@ -805,7 +805,8 @@ StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTabl
   for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes; i = nodes[i].subtree_end) {
     children.push_back(i);
     const uint32_t next = t.Step(state, nodes[i].byte), base_next = t.Step(base, nodes[i].byte);
-    borrowed.push_back(next != 0 && base_next != 0 && mask_class[next] == mask_class[base_next]);
+    const auto class_of = [&](uint32_t s) { return s < mask_class.size() ? mask_class[s] : s; };
+    borrowed.push_back(next != 0 && base_next != 0 && class_of(next) == class_of(base_next));
   }
   auto is_borrowed = [&](uint32_t node) {
     const size_t k = static_cast<size_t>(std::upper_bound(children.begin(), children.end(), node) - children.begin());

@@ -156,8 +156,16 @@ void CheckRecord(const std::shared_ptr<const CompiledGrammar>& g, const TraceRec
   }
 }
 
+// How a trace's grammars get their mask classes (CompiledGrammar::mask_classes).
+enum class ClassesWhen {
+  kDeferred,    // as compiled: computed only once the grammar recurs
+  kUpFront,     // computed before the first mask
+  kHalfway,     // each record checked twice: before and after they are computed
+                // (the second pass reads masks cached under keys of the first)
+};
+
 void CheckTrace(const std::string& tokenizer, const std::string& set, size_t docs, size_t steps,
-                const MatcherOptions& options = {}) {
+                const MatcherOptions& options = {}, ClassesWhen when = ClassesWhen::kDeferred) {
   if (const char* d = std::getenv("ZAPGRAM_BRUTE_FORCE_DOCS")) docs = std::strtoull(d, nullptr, 10);
   if (const char* s = std::getenv("ZAPGRAM_BRUTE_FORCE_STEPS")) steps = std::strtoull(s, nullptr, 10);
   auto vocab = LoadVocabulary(tokenizer);
@@ -165,7 +173,16 @@ void CheckTrace(const std::string& tokenizer, const std::string& set, size_t doc
   int checked = 0, mismatches = 0;
   for (const TraceRecord& rec : ReadTrace(tokenizer, set, docs)) {
     auto& g = grammars[rec.grammar];
-    if (g == nullptr) g = CompileFor(rec.grammar, vocab);
+    if (when == ClassesWhen::kHalfway) g = nullptr;  // each record sees the switch
+    if (g == nullptr) {
+      g = CompileFor(rec.grammar, vocab);
+      if (when == ClassesWhen::kUpFront) g->EnsureMaskClasses();
+    }
+    if (when == ClassesWhen::kHalfway) {
+      EXPECT_TRUE(g->mask_classes().empty()) << rec.id;
+      CheckRecord(g, rec, steps, options, rec.id + " (no classes)", &checked, &mismatches);
+      g->EnsureMaskClasses();
+    }
     CheckRecord(g, rec, steps, options, rec.id, &checked, &mismatches);
   }
   std::printf("%s/%s: %d masks checked against the brute force, %d mismatches\n", tokenizer.c_str(),
@@ -181,6 +198,40 @@ TEST(MatcherTrace, GoQwen) { CheckTrace("qwen2_5", "go", 1, 12); }
 TEST(MatcherTrace, SqlQwen) { CheckTrace("qwen2_5", "sql", 3, 12); }
 // JSON Schema grammars (schema:PATH): the first maskbench records.
 TEST(MatcherTrace, MaskbenchLlama3) { CheckTrace("llama3", "maskbench", 4, 16); }
+// Mask classes (BoundedEquivalence) are computed only once a grammar recurs;
+// masks are the same with them, without them, and when the cache holds
+// masks keyed both ways.
+TEST(MatcherTrace, MaskbenchWithClassesUpFront) {
+  CheckTrace("llama3", "maskbench", 4, 16, {}, ClassesWhen::kUpFront);
+}
+TEST(MatcherTrace, MaskbenchClassesComputedHalfway) {
+  CheckTrace("llama3", "maskbench", 6, 12, {}, ClassesWhen::kHalfway);
+}
+TEST(MatcherTrace, JsonDocsClassesComputedHalfway) {
+  CheckTrace("llama3", "json-docs", 2, 20, {}, ClassesWhen::kHalfway);
+}
+// The classes are computed by the matcher that makes a grammar's
+// kMaskMissesBeforeClasses-th cache miss, not before; masks stay exact
+// across the switch.
+TEST(Matcher, MaskClassesComputedOnceTheGrammarRecurs) {
+  auto vocab = LoadVocabulary("llama3");
+  auto g = CompileFor("schema:jsonschema/maskbench/BFCL_java_10.schema.json", vocab);
+  ASSERT_TRUE(g->mask_classes().empty());
+  for (uint64_t k = 1; k < CompiledGrammar::kMaskMissesBeforeClasses; ++k) g->NoteCacheMiss();
+  EXPECT_TRUE(g->mask_classes().empty());
+  std::vector<uint32_t> words(g->mask_words()), again(g->mask_words());
+  Matcher m(g);
+  ASSERT_TRUE(m.AcceptBytes("{\""));
+  m.ComputeMask(words.data());  // a miss: the 256th
+  ASSERT_EQ(g->cache_stats().misses, 1u);
+  EXPECT_EQ(g->mask_classes().size(), g->grammar().terminals.eager_states());
+  EXPECT_EQ(CompareMasks(*g, words, ReferenceMask(*g, "{\""), "the switching mask"), 0);
+  // The same state keyed by classes now: found or computed, the same mask.
+  Matcher other(g);
+  ASSERT_TRUE(other.AcceptBytes("{\""));
+  other.ComputeMask(again.data());
+  EXPECT_EQ(again, words);
+}
 
 // Every `stride`-th MaskBench record's schema compiled as `zapgram bench
 // --lenient` compiles it (Grammar::Load, every transform) on `vocab`, and
@@ -1018,6 +1069,7 @@ TEST(TokenSets, SubtreeShortcutMatchesNodeWalkOnRandomGrammars) {
     auto shared_flat = std::make_shared<const parser::FlatGrammar>(*std::move(flat));
     absl::StatusOr<std::shared_ptr<const CompiledGrammar>> g = CompiledGrammar::Build(shared_flat, vocab);
     ASSERT_TRUE(g.ok()) << g.status();
+    (*g)->EnsureMaskClasses();  // the borrowing builds read them
     ++grammars;
     for (uint32_t state = 0; state < shared_flat->terminals.eager_states(); ++state) {
       const size_t accepted = CheckStateSets(**g, state, "round " + std::to_string(round));
@@ -1051,6 +1103,7 @@ TEST(TokenSets, SubtreeShortcutMatchesOracleOnJsonGrammars) {
       continue;  // not in this data snapshot
     }
     auto g = CompileFor(spec, vocab);
+    g->EnsureMaskClasses();  // the borrowing builds below read them
     // The states of an open string, then an even spread of the others.
     std::vector<uint32_t> states;
     RecognizerOptions options;
@@ -1295,6 +1348,8 @@ TEST(TokenSets, JsonGrammarsShareSetsThroughTheVocabularyStore) {
   auto vocab = LoadVocabulary("llama3");
   auto first = CompileFor("schema:jsonschema/maskbench/BFCL_java_10.schema.json", vocab);
   auto second = CompileFor("schema:jsonschema/maskbench/BFCL_java_11.schema.json", vocab);
+  first->EnsureMaskClasses();
+  second->EnsureMaskClasses();
   const parser::TerminalTable& a = first->grammar().terminals;
   const parser::TerminalTable& b = second->grammar().terminals;
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> in_first;
