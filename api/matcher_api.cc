@@ -87,9 +87,12 @@ Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
   internal_options.recognizer.pruning = options.pruning;
   internal_options.use_cache = options.use_cache;
   internal_options.use_token_sets = options.use_token_sets;
-  internal_options.use_token_classes =
-      options.token_classes == TokenClassUse::kAlways ||
-      (options.token_classes == TokenClassUse::kAuto && grammar.impl()->grammar().lexed());
+  using Classes = masks::MatcherOptions::TokenClasses;
+  internal_options.token_classes =
+      options.token_classes == TokenClassUse::kAlways ? Classes::kNow
+      : options.token_classes == TokenClassUse::kAuto && grammar.impl()->grammar().lexed()
+          ? Classes::kOnceRecurring
+          : Classes::kOff;
   internal_options.recognizer.max_rollback = options.max_rollback_bytes;
   internal_options.recognizer.limits = options.limits;
   impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);

@@ -9,7 +9,7 @@
 // class (Llama 3: ~5-7k tokens for a SynCode Lark grammar, ~500 for JSON,
 // instead of 128k), so the uncertain walk and the token-set builds of the
 // Matcher touch ~20x fewer nodes. The Matcher keeps one recognizer: with
-// MatcherOptions::use_token_classes, a mask missing from the cache is
+// MatcherOptions::token_classes, a mask missing from the cache is
 // computed with the representatives' grammar (its trie and token sets) on
 // the same parser state and expanded here: per allowed class, its member
 // ids (a CSR list), so the cost is that of the allowed ids (~50 us for

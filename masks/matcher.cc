@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <functional>
 #include <utility>
 
@@ -187,6 +188,21 @@ std::shared_ptr<const ClassMasks> CompiledGrammar::class_masks() const {
   return class_masks_;
 }
 
+std::shared_ptr<const ClassMasks> CompiledGrammar::AdvanceClassMasks(uint64_t work) const {
+  if (std::shared_ptr<const ClassMasks> built = class_masks_if_built()) return built;
+  std::unique_lock<std::mutex> lock(classes_progress_mu_, std::try_to_lock);
+  if (!lock.owns_lock() || classes_progress_done_) return nullptr;
+  if (classes_progress_ == nullptr) classes_progress_ = std::make_unique<TokenClassesInProgress>(*this);
+  if (!classes_progress_->Step(work)) return nullptr;
+  std::call_once(classes_once_, [&] {
+    classes_ = std::make_unique<const TokenClasses>(classes_progress_->Finish());
+    classes_bytes_.store(classes_->bytes(), std::memory_order_relaxed);
+  });
+  classes_progress_.reset();
+  classes_progress_done_ = true;
+  return class_masks();  // null for grammars with token terminals
+}
+
 CompiledGrammar::Memory CompiledGrammar::memory() const {
   Memory m;
   m.grammar = grammar_->memory_bytes() + 4 * mask_classes().size() + sizeof(TrieByteSet) * lexer_loops_.capacity() +
@@ -360,9 +376,27 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherOp
     : grammar_(std::move(grammar)),
       recognizer_(pruning::MakeRecognizer(&grammar_->grammar(), options.recognizer)),
       options_(options) {
-  if (options.use_token_classes) {
+  if (options.token_classes == MatcherOptions::TokenClasses::kNow) {
     class_masks_ = grammar_->class_masks();
     if (class_masks_ != nullptr) class_grammar_ = class_masks_->representatives;
+  }
+}
+
+void Matcher::NoteMiss(double walk_us) {
+  const CompiledGrammar& g = *grammar_;
+  g.NoteCacheMiss();
+  if (options_.token_classes != MatcherOptions::TokenClasses::kOnceRecurring) return;
+  g.AddMissTime(walk_us);
+  if (g.TokenClassesDue()) {
+    g.AdvanceClassMasks(CompiledGrammar::kClassWorkPerStep);  // taken up by the next mask
+  }
+}
+
+void Matcher::MaybeAdoptTokenClasses() {
+  class_masks_ = grammar_->class_masks_if_built();
+  if (class_masks_ != nullptr) {
+    class_grammar_ = class_masks_->representatives;
+    options_.token_classes = MatcherOptions::TokenClasses::kNow;
   }
 }
 
@@ -381,6 +415,8 @@ void Matcher::PopBytes(size_t n) {
 
 size_t Matcher::ComputeMask(uint32_t* words) {
   const CompiledGrammar& g = *grammar_;
+  // Adopted between masks only: one mask walks one grammar throughout.
+  if (options_.token_classes == MatcherOptions::TokenClasses::kOnceRecurring) MaybeAdoptTokenClasses();
   rejected_nodes_.clear();
   rejected_nodes_known_ = false;
   if (finished_ || !recognizer_.status().ok()) {
@@ -398,6 +434,7 @@ size_t Matcher::ComputeMask(uint32_t* words) {
   const bool cached = options_.use_cache &&
                       recognizer_.CanonicalState(&key_, classes, {.max_sets = options_.key_sets}, &spelled);
   bool pointed = false;  // partial_key_ holds the last key that pointed deeper
+  uint32_t pointing_cut = 0;  // and this is where it was cut
   while (cached) {
     const MaskCache::Found found = g.CacheLookup(key_, words);
     if (found.allowed >= 0) return static_cast<size_t>(found.allowed);
@@ -406,30 +443,41 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     if (found.deeper_sets <= spelled.older_sets || spelled.cut == 0) break;
     std::swap(partial_key_, key_);  // kept, not copied: key_ is spelled afresh
     pointed = true;
+    pointing_cut = spelled.cut;
     recognizer_.CanonicalState(&key_, classes, {.max_sets = found.deeper_sets}, &spelled);
   }
   // A state whose longer key missed walks from the partial mask of the key
   // that pointed there, when one is kept (partial_masks.h).
   std::shared_ptr<const PartialMasks::Partial> partial;
   if (pointed) partial = WalkedGrammar().partial_masks().Find(partial_key_);
+  // When none is kept (a budget cleared it, or it was kept by the grammar
+  // walked before the token classes were taken up: partials belong to the
+  // walked grammar), this walk takes it again, split at the pointing key's
+  // cut, and keeps it under that key; else every later state under the
+  // pointer would walk the whole trie.
+  const bool retake = pointed && partial == nullptr && g.grammar().lexed();
   recognizer_.ResetConsulted();
-  walk_cut_ = cached ? spelled.cut : 0;
+  walk_cut_ = !cached ? 0 : retake ? pointing_cut : spelled.cut;
   partial_taken_ = false;
+  const auto walk_start = std::chrono::steady_clock::now();
   const size_t allowed = ComputeUncached(words, partial.get());
+  const double walk_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - walk_start).count();
   // A mask cut short by a budget is not cached.
   if (cached && recognizer_.status().ok()) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
     if (spelled.cut == 0 || lowest == parser::kNoParent || lowest >= spelled.cut) {
       g.CacheStore(key_, words, allowed);
-      g.NoteCacheMiss();
+      NoteMiss(walk_us);
     } else {
       parser::KeyCut deeper;
       recognizer_.CanonicalState(&deeper_key_, classes, {.down_to_group = lowest}, &deeper);
       g.CacheStoreDeeper(key_, deeper.older_sets);
       g.CacheStore(deeper_key_, words, allowed);
-      if (partial_taken_) WalkedGrammar().partial_masks().Store(key_, split_words_, deep_roots_);
-      g.NoteCacheMiss();
+      if (partial_taken_ && !retake) WalkedGrammar().partial_masks().Store(key_, split_words_, deep_roots_);
+      NoteMiss(walk_us);
     }
+    if (retake && partial_taken_) WalkedGrammar().partial_masks().Store(partial_key_, split_words_, deep_roots_);
   }
   return allowed;
 }

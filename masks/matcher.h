@@ -175,6 +175,36 @@ class CompiledGrammar {
     }
   }
   static constexpr uint64_t kMaskMissesBeforeClasses = 256;
+  // Mask-cache misses so far (the matchers' computed masks), and after how
+  // many the token classes pay for themselves (MatcherOptions::TokenClasses).
+  uint64_t mask_misses() const { return mask_misses_.load(std::memory_order_relaxed); }
+  // Time its matchers spent computing masks afresh without token classes.
+  void AddMissTime(double us) const {
+    miss_ns_.fetch_add(static_cast<uint64_t>(us * 1000), std::memory_order_relaxed);
+  }
+  // Whether the token classes are due (MatcherOptions::TokenClasses::
+  // kOnceRecurring): once the masks computed without them have cost what
+  // they are expected to cost (the rule of renting skis until the rent
+  // reaches the price: never more than twice the better choice's time).
+  // Expected: ~2.5 us per id of the vocabulary (a SynCode Lark grammar on
+  // Llama 3's 128k ids: 0.2-0.45 s).
+  bool TokenClassesDue() const {
+    return miss_ns_.load(std::memory_order_relaxed) >= kClassNsPerId * static_cast<uint64_t>(vocabulary_->padded_size());
+  }
+  static constexpr uint64_t kClassNsPerId = 2500;
+  // class_masks() if built already, else null (never builds).
+  std::shared_ptr<const ClassMasks> class_masks_if_built() const {
+    if (class_masks_built_.load(std::memory_order_acquire) == nullptr) return nullptr;
+    return class_masks();
+  }
+  // One step of `work` units of this grammar's token classes
+  // (TokenClassesInProgress::Step), unless another thread is taking one or
+  // they are complete; the step that completes them builds the class
+  // masks. Returns class_masks_if_built().
+  std::shared_ptr<const ClassMasks> AdvanceClassMasks(uint64_t work) const;
+  // A matcher's step after a miss (~25 units a microsecond with Llama 3 on
+  // a SynCode grammar: ~15 ms; a SynCode grammar's classes take ~20 steps).
+  static constexpr uint64_t kClassWorkPerStep = 393216;
   // The class of any terminal state (eager ones through mask_classes(),
   // counted ones through grammar/counted_automaton.h, lazy ones themselves).
   uint32_t MaskClass(uint32_t state) const;
@@ -287,6 +317,7 @@ class CompiledGrammar {
   mutable std::vector<uint32_t> mask_class_storage_;
   mutable std::atomic<const std::vector<uint32_t>*> mask_class_{nullptr};
   mutable std::atomic<uint64_t> mask_misses_{0};
+  mutable std::atomic<uint64_t> miss_ns_{0};
   // Per eager terminal state, found in the vocabulary's TokenSetStore or
   // built, once, on first use.
   std::shared_ptr<TokenSetStore> set_store_;
@@ -301,6 +332,10 @@ class CompiledGrammar {
   std::shared_ptr<GrammarAccount> account_ = std::make_shared<GrammarAccount>();
   mutable std::once_flag classes_once_;
   mutable std::unique_ptr<const TokenClasses> classes_;
+  // AdvanceClassMasks' computation in progress, under its mutex.
+  mutable std::mutex classes_progress_mu_;
+  mutable std::unique_ptr<TokenClassesInProgress> classes_progress_;
+  mutable bool classes_progress_done_ = false;
   mutable std::atomic<size_t> classes_bytes_{0};
   mutable std::once_flag class_masks_once_;
   mutable std::shared_ptr<const ClassMasks> class_masks_;
@@ -322,9 +357,18 @@ struct MatcherOptions {
   // Masks computed over token classes (masks/class_masks.h): a cache miss
   // walks the representatives' trie and expands the mask to ids. Same
   // masks; misses faster on lexed grammars, but the classes cost up to
-  // ~0.35 s per grammar up front (figures in class_masks.h). The Matcher's
-  // construction builds them (once per grammar).
-  bool use_token_classes = false;
+  // ~0.4 s per grammar (figures in class_masks.h), built once per grammar.
+  enum class TokenClasses : uint8_t {
+    kOff,
+    kNow,             // built (or found built) by the Matcher's construction
+    kOnceRecurring,   // adopted once built: once they are due
+                      // (CompiledGrammar::TokenClassesDue: the grammar's
+                      // masks have cost what the classes would), each miss
+                      // of its matchers also takes one bounded step of the
+                      // computation (AdvanceClassMasks), so no mask waits
+                      // for the whole of it, nor the first ones for any
+  };
+  TokenClasses token_classes = TokenClasses::kOff;
   // Pruning, budgets; max_rollback counts *bytes* here (the recognizer's
   // unit): Rollback(n tokens) works while their bytes fit.
   RecognizerOptions recognizer{.pruning = true, .max_rollback = 512, .limits = {}};
@@ -397,12 +441,18 @@ class Matcher {
                  std::vector<uint32_t>* rejected);
   size_t MaskFromTokenSets(uint32_t* words, const PartialMasks::Partial* partial);  // token sets + uncertain subtrees
   // A mask not found in the cache: MaskFromTokenSets or WalkTrie, over the
-  // token classes' representatives with use_token_classes; from `partial`
+  // token classes' representatives once adopted (token_classes); from `partial`
   // when not null (lexed grammars: its words, then its deep roots walked).
   size_t ComputeUncached(uint32_t* words, const PartialMasks::Partial* partial);
   // The grammar whose trie a miss walks (the class grammar with token
   // classes): its PartialMasks hold words and roots of that trie.
   const CompiledGrammar& WalkedGrammar() const { return class_grammar_ ? *class_grammar_ : *grammar_; }
+  // TokenClasses::kOnceRecurring: takes up the grammar's token classes
+  // once they are built.
+  void MaybeAdoptTokenClasses();
+  // After a mask computed afresh in `walk_us`: counts it for the grammar,
+  // and with kOnceRecurring takes a step of the grammar's token classes.
+  void NoteMiss(double walk_us);
   // Pushes `bytes` speculatively; returns how many were taken (all pushed
   // sets stay: the caller pops them).
   size_t PushBytes(std::string_view bytes);
@@ -415,7 +465,7 @@ class Matcher {
   std::vector<uint32_t> rejected_nodes_;
   bool rejected_nodes_known_ = false;  // the last mask came from a full walk
   MatcherOptions options_;
-  // use_token_classes: the class masks and their grammar (swapped into
+  // Token classes adopted: the class masks and their grammar (swapped into
   // grammar_ while a class mask is computed), the class mask.
   std::shared_ptr<const ClassMasks> class_masks_;
   std::shared_ptr<const CompiledGrammar> class_grammar_;

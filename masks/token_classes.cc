@@ -413,6 +413,11 @@ class LexedBehaviourClasses : BehaviourRefinement {
   }
 
   TokenClasses Run();
+  // Goes on refining for about `budget` units of work (a trie node
+  // visited, a token keyed), stopping anywhere in a state's walk; true
+  // when every representative state is done (Finish then gives the classes).
+  bool Step(uint64_t budget);
+  TokenClasses Finish() const { return BehaviourRefinement::Finish(TokenClasses::Method::kLexedBehaviour); }
 
  private:
   static constexpr uint32_t kDead = 0xFFFFFFFFu;  // the lexer path dies inside the bytes
@@ -427,6 +432,10 @@ class LexedBehaviourClasses : BehaviourRefinement {
   uint32_t Key(uint32_t s, std::string_view w, TokenId id = -1);
   uint32_t TokenSuffixRestart(TokenId id, std::string_view w, size_t offset);
   void RefineByState(uint32_t state);
+  // RefineByState in pieces: BeginState, then ContinueState until it says
+  // the state's walk is done (it spends `budget`, and stops when it is 0).
+  void BeginState(uint32_t state);
+  bool ContinueState(uint64_t* budget);
 
   const parser::LexerTable& lexer_;
   std::vector<uint32_t> lane_, representative_;
@@ -444,6 +453,15 @@ class LexedBehaviourClasses : BehaviourRefinement {
   std::deque<Scratch> scratch_;  // grows at the end: references stay valid
   std::vector<uint32_t> direct_key_;
   size_t nesting_ = 0;
+  uint32_t next_state_ = 1;  // Step's next lexer state to begin
+  uint64_t key_work_ = 0;    // units spent in Key (ContinueState's budget)
+  // The walk of the state being refined (ContinueState's place).
+  struct Walk {
+    bool active = false;
+    uint32_t state = 0, node = 0;
+    std::vector<uint32_t> states, threshold, reach, live, live_begin;
+  };
+  Walk walk_;
 };
 
 uint32_t LexedBehaviourClasses::TokenSuffixRestart(TokenId id, std::string_view w, size_t offset) {
@@ -455,6 +473,7 @@ uint32_t LexedBehaviourClasses::TokenSuffixRestart(TokenId id, std::string_view 
 uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w, TokenId id) {
   if (scratch_.size() <= nesting_) scratch_.resize(nesting_ + 1);
   Scratch& scratch = scratch_[nesting_++];
+  key_work_ += w.size() + 8;  // the bytes stepped, the key's sorting and interning
   std::vector<uint32_t>& path = scratch.path;
   std::vector<uint32_t>& key = scratch.key;
   std::vector<uint32_t>& emits = scratch.emits;
@@ -506,27 +525,62 @@ uint32_t LexedBehaviourClasses::Key(uint32_t s, std::string_view w, TokenId id) 
   return keys_.Intern(key);
 }
 
-void LexedBehaviourClasses::RefineByState(uint32_t state) {
+void LexedBehaviourClasses::BeginState(uint32_t state) {
   refiner_.NextRound();
-  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
   const size_t height = trie_.max_depth() + 1u;
+  Walk& w = walk_;
+  w.state = state;
+  w.node = TokenTrie::kRoot + 1;
+  w.states.assign(height, 0);
+  w.threshold.assign(height, parser::kNoRank);
+  w.reach.assign(height, 0);
+  w.live.clear();
+  w.live_begin.assign(height + 1, 0);
+  w.states[0] = state;
+  w.active = true;
+}
+
+void LexedBehaviourClasses::RefineByState(uint32_t state) {
+  BeginState(state);
+  uint64_t unlimited = UINT64_MAX;
+  ContinueState(&unlimited);
+}
+
+bool LexedBehaviourClasses::ContinueState(uint64_t* budget) {
+  absl::Span<const TokenTrieNode> nodes = trie_.nodes();
   // Per depth d of the current path: the lexer state, the guard threshold
   // so far and the best rank reachable before (Key's running values), and
   // the emits still in the key, as the ranks of their pending guards
   // (kSettled: no guard, or one that can no longer fire) in
-  // live_[live_begin[d] .. live_begin[d + 1]). While none is live, a key
+  // live[live_begin[d] .. live_begin[d + 1]). While none is live, a key
   // does not depend on the bytes after the path: a subtree where the path
   // dies, or loops on one state whose own emits are undone by their guards
-  // at the next byte, has one key for all its tokens.
+  // at the next byte, has one key for all its tokens. Kept in walk_, so
+  // that the walk can stop after any node and go on at the next call.
   constexpr uint32_t kSettled = 0xFFFFFFFFu;
-  std::vector<uint32_t> states(height, 0), threshold(height, parser::kNoRank), reach(height, 0);
-  std::vector<uint32_t> live, live_begin(height + 1, 0);
-  states[0] = state;
+  Walk& w = walk_;
+  const uint32_t state = w.state;
+  std::vector<uint32_t>& states = w.states;
+  std::vector<uint32_t>& threshold = w.threshold;
+  std::vector<uint32_t>& reach = w.reach;
+  std::vector<uint32_t>& live = w.live;
+  std::vector<uint32_t>& live_begin = w.live_begin;
+  // A node visited costs one unit, a token keyed its length and a few
+  // more (Key counts its own, its suffixes' included, in key_work_).
+  const auto spend = [budget](uint64_t units) { *budget -= std::min(*budget, units); };
+  uint64_t key_work_seen = key_work_;
   const auto assign_one_key = [&](uint32_t node) {
     absl::Span<const TokenId> ids = trie_.SubtreeTokens(node);
     if (!ids.empty()) refiner_.Assign(ids, Key(state, vocab_.token_bytes(ids[0]), ids[0]));
+    spend(ids.size() / 4);  // a whole subtree's ids assigned
   };
-  for (uint32_t i = TokenTrie::kRoot + 1; i < nodes.size();) {
+  const auto assign_each = [&](absl::Span<const TokenId> ids) {
+    for (TokenId id : ids) refiner_.Assign(id, Key(state, vocab_.token_bytes(id), id));
+  };
+  uint32_t& i = w.node;
+  while (i < nodes.size() && *budget > 0) {
+    spend(1 + (key_work_ - key_work_seen));
+    key_work_seen = key_work_;
     const TokenTrieNode& node = nodes[i];
     const uint32_t d = node.depth;
     const uint32_t parent = states[d - 1];
@@ -535,9 +589,7 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
     const bool live_before = live_begin[d] > live_begin[d - 1];
     if (u == 0) {
       if (live_before) {
-        for (uint32_t k = i; k < node.subtree_end; ++k) {
-          for (TokenId id : trie_.TokensAt(k)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id), id));
-        }
+        for (uint32_t k = i; k < node.subtree_end; ++k) assign_each(trie_.TokensAt(k));
       } else if (threshold[d - 1] != parser::kNoRank) {
         assign_one_key(i);
       }  // else: the default key (nothing emitted, no guard can fire)
@@ -571,7 +623,7 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
       if (emitted != parser::kNoToken) direct_key_.insert(direct_key_.end(), {lane_[parent], emitted, kEnd});
       refiner_.Assign(trie_.TokensAt(i), keys_.Intern(direct_key_));
     } else {
-      for (TokenId id : trie_.TokensAt(i)) refiner_.Assign(id, Key(state, vocab_.token_bytes(id), id));
+      assign_each(trie_.TokensAt(i));
     }
     if (emitted != parser::kNoToken) live.push_back(lexer_.NeedsGuard(u) ? lexer_.emit_rank[u] : kSettled);
     states[d] = u;
@@ -579,13 +631,27 @@ void LexedBehaviourClasses::RefineByState(uint32_t state) {
     live_begin[d + 1] = static_cast<uint32_t>(live.size());
     ++i;
   }
+  w.active = i < nodes.size();
+  return !w.active;
+}
+
+bool LexedBehaviourClasses::Step(uint64_t budget) {
+  while (budget > 0) {
+    if (!walk_.active) {
+      while (next_state_ < lexer_.num_states() && representative_[next_state_] != next_state_) ++next_state_;
+      if (next_state_ >= lexer_.num_states()) return true;
+      BeginState(next_state_++);
+    }
+    ContinueState(&budget);
+  }
+  return !walk_.active && next_state_ >= lexer_.num_states();
 }
 
 TokenClasses LexedBehaviourClasses::Run() {
   for (uint32_t s = 1; s < lexer_.num_states(); ++s) {
     if (representative_[s] == s) RefineByState(s);
   }
-  return Finish(TokenClasses::Method::kLexedBehaviour);
+  return Finish();
 }
 
 }  // namespace
@@ -596,6 +662,34 @@ TokenClasses ComputeTokenClasses(const CompiledGrammar& g) {
   if (flat.lexed()) return LexedBehaviourClasses(g).Run();
   if (t.lazy != nullptr) return ByteClassStringClasses(g);
   return BehaviourClasses(g).Run();
+}
+
+struct TokenClassesInProgress::Lexed {
+  explicit Lexed(const CompiledGrammar& g) : classes(g) {}
+  LexedBehaviourClasses classes;
+};
+
+TokenClassesInProgress::TokenClassesInProgress(const CompiledGrammar& g) : g_(g) {
+  if (g.grammar().lexed()) lexed_ = std::make_unique<Lexed>(g);
+}
+
+TokenClassesInProgress::~TokenClassesInProgress() = default;
+
+bool TokenClassesInProgress::Step(uint64_t budget) {
+  if (done_) return true;
+  if (lexed_ != nullptr) {
+    done_ = lexed_->classes.Step(budget);
+  } else {
+    result_ = ComputeTokenClasses(g_);
+    done_ = true;
+  }
+  return done_;
+}
+
+TokenClasses TokenClassesInProgress::Finish() {
+  while (!Step(UINT64_MAX)) {
+  }
+  return lexed_ != nullptr ? lexed_->classes.Finish() : std::move(result_);
 }
 
 }  // namespace zapgram::masks

@@ -97,6 +97,7 @@
 #define ZAPGRAM_MASKS_TOKEN_CLASSES_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "masks/vocabulary.h"
@@ -125,6 +126,33 @@ struct TokenClasses {
 // eager terminal state it has not built yet (behaviour classes).
 // Thread-safe as CompiledGrammar is.
 TokenClasses ComputeTokenClasses(const CompiledGrammar& grammar);
+
+// The same computation in bounded steps, so that a grammar's first masks
+// need not wait for it (MatcherOptions::TokenClasses::kOnceRecurring): a
+// lexed grammar's classes are refined for `budget` units of work per Step
+// (a trie node visited or a token keyed; a step may stop inside a lexer
+// state's walk of the trie and go on there); any other grammar's are
+// computed whole by its first Step.
+// Finish() gives what ComputeTokenClasses would. Not thread-safe: one
+// caller at a time (CompiledGrammar holds it under a mutex).
+class TokenClassesInProgress {
+ public:
+  explicit TokenClassesInProgress(const CompiledGrammar& grammar);
+  ~TokenClassesInProgress();
+  TokenClassesInProgress(const TokenClassesInProgress&) = delete;
+  TokenClassesInProgress& operator=(const TokenClassesInProgress&) = delete;
+  // Refines for about `budget` more units; true once complete.
+  bool Step(uint64_t budget);
+  // Completes what is left, then the classes (once).
+  TokenClasses Finish();
+
+ private:
+  struct Lexed;
+  const CompiledGrammar& g_;
+  std::unique_ptr<Lexed> lexed_;
+  TokenClasses result_;  // non-lexed grammars: computed whole by the first Step
+  bool done_ = false;
+};
 
 }  // namespace zapgram::masks
 

@@ -452,6 +452,49 @@ TEST(MatcherLexed, UncachedMasksMatchBruteForce) {
   CheckTrace("llama3", "sql", 4 * docs, steps, uncached);  // short documents
 }
 
+// Token classes taken up mid-document (TokenClasses::kOnceRecurring): no
+// classes before the grammar's kMaskMissesBeforeTokenClasses-th miss, the
+// class masks after; each mask equal to the brute force, and a second
+// matcher of the grammar adopts the classes at its first mask.
+TEST(MatcherLexed, TokenClassesAdoptedOnceTheGrammarRecurs) {
+  auto vocab = LoadVocabulary("llama3");
+  const std::vector<TraceRecord> recs = ReadTrace("llama3", "java", 1);
+  ASSERT_FALSE(recs.empty());
+  const TraceRecord& rec = recs[0];
+  auto g = CompileFor(rec.grammar, vocab);
+  MatcherOptions options;
+  options.token_classes = MatcherOptions::TokenClasses::kOnceRecurring;
+  Matcher m(g, options);
+  std::vector<uint32_t> words(g->mask_words());
+  std::string text;
+  int checked = 0, mismatches = 0;
+  const size_t steps = std::min<size_t>(rec.tokens.size(), 16);
+  for (size_t k = 0; k < steps; ++k) {
+    if (k == steps / 2) {
+      EXPECT_EQ(g->class_masks_if_built(), nullptr);
+      // As if the grammar had served many masks by now, its classes
+      // computed step by step on the way but for the last step, which the
+      // next miss takes.
+      EXPECT_FALSE(g->TokenClassesDue());
+      g->AddMissTime(1e6);  // a second of masks computed without classes
+      EXPECT_TRUE(g->TokenClassesDue());
+      int steps_taken = 1;
+      while (g->AdvanceClassMasks(CompiledGrammar::kClassWorkPerStep / 64) == nullptr) ++steps_taken;
+      EXPECT_GT(steps_taken, 10);  // bounded steps, not all at once
+    }
+    m.ComputeMask(words.data());
+    EXPECT_EQ(g->class_masks_if_built() != nullptr, k >= steps / 2) << k;
+    mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), "step " + std::to_string(k));
+    ++checked;
+    ASSERT_TRUE(m.AcceptToken(rec.tokens[k])) << k;
+    text += vocab->token_bytes(rec.tokens[k]);
+  }
+  EXPECT_EQ(mismatches, 0) << checked << " masks";
+  Matcher second(g, options);
+  second.ComputeMask(words.data());
+  EXPECT_EQ(CompareMasks(*g, words, ReferenceMask(*g, ""), "second matcher"), 0);
+}
+
 // Uncached masks along the first `docs` documents of `set` on Llama 3, each
 // walked twice over one compiled grammar (set up by `configure` once
 // compiled), against the brute force; returns the grammar.
@@ -529,7 +572,8 @@ PartialStats CheckPartials(const char* set, size_t budget_bytes, bool classes = 
       walked->partial_masks().set_budget_bytes(budget_bytes);
     }
     MatcherOptions cached_options;
-    cached_options.use_token_classes = classes;
+    cached_options.token_classes =
+        classes ? MatcherOptions::TokenClasses::kNow : MatcherOptions::TokenClasses::kOff;
     Matcher cached(g, cached_options), reference(g, uncached);
     std::vector<uint32_t> got(g->mask_words()), want(g->mask_words());
     std::string text;

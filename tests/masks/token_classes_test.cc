@@ -281,5 +281,27 @@ TEST(TokenClasses, ShapeOfThePartition) {
   EXPECT_EQ(compiled.token_classes().size(), classes.class_of.size());
 }
 
+// The classes computed in bounded steps (TokenClassesInProgress, stopping
+// anywhere inside a lexer state's walk of the trie) are the classes
+// computed at once.
+TEST(TokenClasses, StepwiseEqualsWhole) {
+  const zapgram::Vocabulary& vocab = LoadTokenizer("llama3");
+  for (const char* spec : {"grammars/lark/syncode/go.lark", "grammars/lark/syncode/sql.lark"}) {
+    const zapgram::CompiledGrammar compiled = CompileSpec(spec, vocab);
+    const CompiledGrammar& g = *compiled.impl();
+    const TokenClasses whole = ComputeTokenClasses(g);
+    for (const uint64_t budget : {uint64_t{997}, uint64_t{65536}}) {
+      TokenClassesInProgress stepwise(g);
+      int steps = 1;
+      while (!stepwise.Step(budget)) ++steps;
+      const TokenClasses got = stepwise.Finish();
+      EXPECT_GT(steps, 2) << spec;
+      EXPECT_EQ(got.num_classes(), whole.num_classes()) << spec << " budget " << budget;
+      EXPECT_EQ(got.class_of, whole.class_of) << spec << " budget " << budget;
+      EXPECT_EQ(got.method, whole.method);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zapgram::masks
