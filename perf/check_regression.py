@@ -13,7 +13,9 @@ Cases (issue 12's workloads, Llama 3):
                      a fresh JSON Schema per document; also compile time (p50,
                      p90), time to first mask (p50, p90, p99: issue 30), bytes
                      per grammar and peak RSS
-  deep-json, ambiguous  perf/make_stress_traces.sh (written when missing)
+  deep-json, ambiguous, wide-schema  perf/make_stress_traces.sh (written when
+                     missing; wide-schema: time to first mask of a schema with
+                     5,000 required properties, issue 30)
   json-docs-budget, sql-budget  budget-aware masks (issue 14) at the tightest
                      budget the documents meet (--budget-slack 0; 20 json-docs,
                      5 sql): time, and budget_inexact (tokens masked only
@@ -65,6 +67,7 @@ CASES = {
     "sql-budget/llama3": ("sql.jsonl", 5, 1, ["--budget-slack", "0"], ["mask_mean", "budget_inexact"]),
     "deep-json/llama3": ("@stress/deep-json.jsonl", None, 1, [], ["mask_mean", "peak_rss_mb"]),
     "ambiguous/llama3": ("@stress/ambiguous.jsonl", None, 1, [], ["mask_mean"]),
+    "wide-schema/llama3": ("@stress/wide-schema.jsonl", None, 1, [], ["first_mask_p50", "mask_mean"]),
 }
 
 

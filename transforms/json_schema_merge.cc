@@ -112,6 +112,7 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
   for (auto it = conj.rbegin(); it != conj.rend(); ++it) work.push_back(it->node);
   absl::flat_hash_set<const Json*> seen;
   absl::flat_hash_set<const Json*> object_seen;
+  absl::flat_hash_set<std::string> required_seen;  // m.required's names
   while (!work.empty()) {
     const Json* node = work.back();
     work.pop_back();
@@ -248,10 +249,7 @@ absl::StatusOr<MergedSchema> Converter::Merge(const Conj& conj) {
           if (!v.is_array()) return NotA("an array", at, v);
           for (const Json& r : v) {
             if (!r.is_string()) return NotA("an array of strings", at, v);
-            if (std::find(m.required.begin(), m.required.end(), r.get<std::string>()) ==
-                m.required.end()) {
-              m.required.push_back(r.get<std::string>());
-            }
+            if (required_seen.insert(r.get<std::string>()).second) m.required.push_back(r.get<std::string>());
           }
         }
         if (object_seen.insert(node).second) m.object_nodes.push_back(node);

@@ -334,14 +334,22 @@ absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
     if (!(pm->types & kString)) pm->is_false = true;  // no key is a string it admits
     name_schemas.push_back(*std::move(pm));
   }
+  // Per object node, its properties by name: the schema's ordered map finds
+  // a key by a linear scan (5,000 properties made this quadratic).
+  std::vector<absl::flat_hash_map<std::string_view, const Json*>> properties_of(m.object_nodes.size());
+  for (size_t n = 0; n < m.object_nodes.size(); ++n) {
+    if (const Json* props = Find(*m.object_nodes[n], "properties")) {
+      properties_of[n].reserve(props->size());
+      for (auto it = props->begin(); it != props->end(); ++it) properties_of[n].emplace(it.key(), &*it);
+    }
+  }
   for (NamedKey& k : named) {
-    for (const Json* node : m.object_nodes) {
+    for (size_t n = 0; n < m.object_nodes.size(); ++n) {
+      const Json* node = m.object_nodes[n];
       bool covered = false;
-      if (const Json* props = Find(*node, "properties")) {
-        if (const Json* s = Find(*props, k.key)) {
-          k.value.push_back({s, 0});
-          covered = true;
-        }
+      if (auto it = properties_of[n].find(k.key); it != properties_of[n].end()) {
+        k.value.push_back({it->second, 0});
+        covered = true;
       }
       if (const Json* patterns = Find(*node, "patternProperties")) {
         for (auto it = patterns->begin(); it != patterns->end(); ++it) {

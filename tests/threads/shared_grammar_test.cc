@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "api/grammar_data.h"
+#include "masks/matcher.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "parser/flat_grammar.h"
@@ -287,6 +288,63 @@ TEST(SharedRegexStore, ConcurrentLoadsCompileToTheSameTables) {
   }
   EXPECT_GT(stats.hits, hits_before);
   Grammar::SetSharedRegexCacheBytes(size_t{16} << 20);  // the default again
+}
+
+// A Lark grammar's token classes built in steps by whichever threads'
+// matchers miss the cache (one step at a time, try-locked), and taken up
+// by each matcher between its masks: the walks equal those of a grammar
+// that never uses classes.
+TEST(SharedGrammar, TokenClassesBuiltAlongConcurrentMasks) {
+  Shared& shared = Load();
+  absl::StatusOr<Grammar> lark = Grammar::Load("grammars/lark/syncode/sql.lark", testing::DataPath(""));
+  ASSERT_TRUE(lark.ok()) << lark.status();
+  absl::StatusOr<CompiledGrammar> stepped = CompiledGrammar::Compile(*lark, shared.vocabulary);
+  absl::StatusOr<CompiledGrammar> plain = CompiledGrammar::Compile(*lark, shared.vocabulary);
+  ASSERT_TRUE(stepped.ok() && plain.ok());
+  // Due at once, as if its masks had already cost what the classes will.
+  stepped->impl()->AddMissTime(1e7);
+  ASSERT_TRUE(stepped->impl()->TokenClassesDue());
+  // Thread t walks seeds t, t + kThreads, ...: many distinct states, so
+  // many misses, each a chance to take a step.
+  // Rounds of walks until the classes are complete (and one more, where
+  // every matcher starts with them).
+  constexpr int kSeedsPerRound = 4;
+  std::vector<Walk> walks;
+  bool complete_before = false;
+  for (int round = 0; round < 40 && !complete_before; ++round) {
+    complete_before = stepped->impl()->class_masks_if_built() != nullptr;
+    const int first = static_cast<int>(walks.size());
+    walks.resize(walks.size() + kThreads * kSeedsPerRound);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < kSeedsPerRound; ++k) {
+          const int seed = first + t + k * kThreads;
+          walks[seed] = WalkGrammar(*stepped, seed);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+  }
+  EXPECT_TRUE(complete_before) << "classes not complete after " << stepped->impl()->mask_misses() << " misses";
+  std::printf("token classes built along %zu walks (%llu misses)\n", walks.size(),
+              static_cast<unsigned long long>(stepped->impl()->mask_misses()));
+  MatcherOptions never;
+  never.token_classes = TokenClassUse::kNever;
+  for (int seed = 0; seed < static_cast<int>(walks.size()); ++seed) {
+    Walk reference;
+    Matcher matcher(*plain, never);
+    std::vector<uint32_t> words(plain->mask_words());
+    for (int step = 0; step < kSteps; ++step) {
+      const size_t allowed = matcher.ComputeMask(words.data());
+      const int32_t id = Pick(words, allowed, StepKey(seed, step));
+      reference.allowed.push_back(allowed);
+      reference.digest.push_back(Digest(words));
+      reference.taken.push_back(id);
+      if (id < 0 || !matcher.AcceptToken(id) || matcher.IsFinished()) break;
+    }
+    EXPECT_TRUE(walks[seed] == reference) << "seed " << seed;
+  }
 }
 
 }  // namespace
