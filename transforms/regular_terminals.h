@@ -32,22 +32,18 @@
 
 namespace zapgram::transforms {
 
-// How large a merge may be. Lexeme-sized merges are what masks need: a JSON
-// string, number, key or a run of literals becomes one terminal whose token
-// sets answer most of a mask, while the structure around them (an object's
-// members, an array's items) is as cheap for the parser as for one DFA,
-// whose states the mask cache and token-set store share less well. Caps of
-// 4,096 states and 64 KiB had the merge determinize whole objects, and
-// objects that then overflowed the cap, before it fell back to their parts:
-// on every 5th MaskBench schema (Llama 3, one run each, CPU clock), 256
-// states and 2 KiB took compile p90 from 16.4 to 10.2 ms, max from 618 to
-// 324 ms and first mask p99 from 145 to 71 ms, with mask mean 43 -> 39 us
-// and p99 370 -> 347 us (json-docs unchanged). 256 bytes was too tight: JSON
-// strings with their escapes render longer, and builtin:json's mask mean
-// rose 50x.
+// How large a merge may be. Smaller caps compile faster but cost masks:
+// with 256 states and 2 KiB (measured on every 5th MaskBench schema, Llama
+// 3, CPU clock) compile p90 fell from 16.4 to ~10 ms and first mask p99
+// from 145 to ~60-70 ms, but mask time over the trace rose 17%, and 2-7x on
+// schemas whose large enums or arrays of enums stop being one DFA (their
+// masks inside a name, hits at ~1 us as one terminal, became ~200 us
+// parser walks over every alternative). A choice-only exception did not
+// recover it. Kept at the old caps until the merge decides by something
+// cheaper than determinizing its candidates (issue 30).
 struct RegularTerminalOptions {
-  size_t max_regex_bytes = 2048;   // rendered regex length
-  uint32_t max_dfa_states = 256;   // DFA states of one merged terminal
+  size_t max_regex_bytes = size_t{1} << 16;  // rendered regex length
+  uint32_t max_dfa_states = 4096;            // DFA states of one merged terminal
   // Where the compiled candidates go, for the lowering to reuse (it asks for
   // the same patterns with the same limits); null = a private cache.
   grammar::RegexDfaCache* dfa_cache = nullptr;
