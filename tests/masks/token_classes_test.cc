@@ -19,6 +19,7 @@
 #include "masks/matcher.h"
 #include "pruning/compact.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
@@ -286,7 +287,8 @@ TEST(TokenClasses, ShapeOfThePartition) {
 // computed at once.
 TEST(TokenClasses, StepwiseEqualsWhole) {
   const zapgram::Vocabulary& vocab = LoadTokenizer("llama3");
-  for (const char* spec : {"grammars/lark/syncode/go.lark", "grammars/lark/syncode/sql.lark"}) {
+  for (const char* spec : {"grammars/lark/syncode/sql.lark", "grammars/lark/syncode/go.lark"}) {
+    if (testing::kSanitized && std::string(spec).find("go.lark") != std::string::npos) continue;  // sql alone there
     const zapgram::CompiledGrammar compiled = CompileSpec(spec, vocab);
     const CompiledGrammar& g = *compiled.impl();
     const TokenClasses whole = ComputeTokenClasses(g);
