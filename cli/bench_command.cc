@@ -120,6 +120,11 @@ double Percentile(std::vector<double> v, double q) {
 
 double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
 
+// Wall-clock milliseconds since `start`.
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Non-empty lines of the trace: the documents to expect, for the progress line.
 uint64_t CountLines(const std::string& path) {
   std::ifstream in(path);
@@ -262,8 +267,7 @@ int RunBench(const std::vector<std::string>& args) {
   }
   const auto vocab_start = std::chrono::steady_clock::now();
   absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(tokenizer, vocabulary_options);
-  const double vocab_load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - vocab_start).count();
+  const double vocab_load_ms = MsSince(vocab_start);
   if (!vocab.ok()) {
     std::fprintf(stderr, "zapgram bench: %s\n", std::string(vocab.status().message()).c_str());
     return kExitError;
@@ -349,8 +353,7 @@ int RunBench(const std::vector<std::string>& args) {
       doc_compile_ms = (now_us() - start) / 1000;
       if (g.ok()) {
         const CompileTimes& t = g->compile_times();
-        const double join_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - join_start).count();
+        const double join_ms = MsSince(join_start);
         stage_read += t.read_ms;
         stage_normalize += t.normalize_ms;
         stage_merge += t.merge_ms;

@@ -98,8 +98,7 @@ uint32_t CompiledGrammar::MaskClass(uint32_t state) const {
     }
     state = seg.twin_offset + cls;
   }
-  const absl::Span<const uint32_t> classes = mask_classes();
-  return state < classes.size() ? classes[state] : state;
+  return parser::StateClasses{mask_classes()}(state);
 }
 
 const StateTokenSets& CompiledGrammar::TokenSets(uint32_t state) const {
@@ -468,16 +467,15 @@ size_t Matcher::ComputeMask(uint32_t* words) {
     const uint32_t lowest = recognizer_.LowestConsultedGroup();
     if (spelled.cut == 0 || lowest == parser::kNoParent || lowest >= spelled.cut) {
       g.CacheStore(key_, words, allowed);
-      NoteMiss(walk_us);
     } else {
       parser::KeyCut deeper;
       recognizer_.CanonicalState(&deeper_key_, classes, {.down_to_group = lowest}, &deeper);
       g.CacheStoreDeeper(key_, deeper.older_sets);
       g.CacheStore(deeper_key_, words, allowed);
       if (partial_taken_ && !retake) WalkedGrammar().partial_masks().Store(key_, split_words_, deep_roots_);
-      NoteMiss(walk_us);
     }
     if (retake && partial_taken_) WalkedGrammar().partial_masks().Store(partial_key_, split_words_, deep_roots_);
+    NoteMiss(walk_us);
   }
   return allowed;
 }

@@ -175,8 +175,7 @@ class CompiledGrammar {
     }
   }
   static constexpr uint64_t kMaskMissesBeforeClasses = 256;
-  // Mask-cache misses so far (the matchers' computed masks), and after how
-  // many the token classes pay for themselves (MatcherOptions::TokenClasses).
+  // Mask-cache misses so far (the masks its matchers computed and stored).
   uint64_t mask_misses() const { return mask_misses_.load(std::memory_order_relaxed); }
   // Time its matchers spent computing masks afresh without token classes.
   void AddMissTime(double us) const {

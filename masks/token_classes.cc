@@ -431,9 +431,9 @@ class LexedBehaviourClasses : BehaviourRefinement {
   // by the suffix's bytes only).
   uint32_t Key(uint32_t s, std::string_view w, TokenId id = -1);
   uint32_t TokenSuffixRestart(TokenId id, std::string_view w, size_t offset);
-  void RefineByState(uint32_t state);
-  // RefineByState in pieces: BeginState, then ContinueState until it says
-  // the state's walk is done (it spends `budget`, and stops when it is 0).
+  // Refines by one lexer state's keys, in pieces: BeginState, then
+  // ContinueState until it says the state's walk is done (it spends
+  // `budget`, and stops when it is 0).
   void BeginState(uint32_t state);
   bool ContinueState(uint64_t* budget);
 
@@ -540,12 +540,6 @@ void LexedBehaviourClasses::BeginState(uint32_t state) {
   w.active = true;
 }
 
-void LexedBehaviourClasses::RefineByState(uint32_t state) {
-  BeginState(state);
-  uint64_t unlimited = UINT64_MAX;
-  ContinueState(&unlimited);
-}
-
 bool LexedBehaviourClasses::ContinueState(uint64_t* budget) {
   absl::Span<const TokenTrieNode> nodes = trie_.nodes();
   // Per depth d of the current path: the lexer state, the guard threshold
@@ -648,9 +642,7 @@ bool LexedBehaviourClasses::Step(uint64_t budget) {
 }
 
 TokenClasses LexedBehaviourClasses::Run() {
-  for (uint32_t s = 1; s < lexer_.num_states(); ++s) {
-    if (representative_[s] == s) RefineByState(s);
-  }
+  Step(UINT64_MAX);  // every representative state, no stop
   return Finish();
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "grammar/utf8.h"
+#include "parser/recognizer.h"
 
 namespace zapgram::masks {
 
@@ -802,10 +803,10 @@ StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTabl
   // Root children in DFS order, and whether each is taken from `base`.
   std::vector<uint32_t> children;
   std::vector<uint8_t> borrowed;
+  const parser::StateClasses class_of{mask_class};  // a state past the table is its own class
   for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes; i = nodes[i].subtree_end) {
     children.push_back(i);
     const uint32_t next = t.Step(state, nodes[i].byte), base_next = t.Step(base, nodes[i].byte);
-    const auto class_of = [&](uint32_t s) { return s < mask_class.size() ? mask_class[s] : s; };
     borrowed.push_back(next != 0 && base_next != 0 && class_of(next) == class_of(base_next));
   }
   auto is_borrowed = [&](uint32_t node) {
