@@ -1424,7 +1424,8 @@ bool RegexDfaCache::Answers(const absl::StatusOr<ClassDfa>& built, uint32_t buil
 }
 
 RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t flags,
-                                          const RegexLimits& limits) {
+                                          const RegexLimits& limits,
+                                          absl::FunctionRef<absl::StatusOr<ClassDfa>()>* build) {
   auto [it, inserted] = entries_.try_emplace(KeyOf(pattern, flags, limits));
   Entry& entry = it->second;
   if (!inserted && Answers(entry.determinized, entry.max_dfa_states, limits.max_dfa_states)) {
@@ -1432,10 +1433,15 @@ RegexDfaCache::Entry& RegexDfaCache::Find(std::string_view pattern, uint32_t fla
     return entry;
   }
   // An earlier grammar of the process may have built it (shared_regex_dfas.h).
+  // `build` may ask this cache for other patterns: entries are nodes (they
+  // stay put), iterators are not kept across it.
+  const std::string& key = it->first;
   SharedRegexDfas& shared = SharedRegexDfas::Process();
-  if (!shared.Find(it->first, limits.max_dfa_states, &entry.determinized)) {
-    entry.determinized = DeterminizeRegexToClasses(pattern, flags, limits, pieces_.get());
-    shared.Add(it->first, limits.max_dfa_states, entry.determinized);
+  if (!shared.Find(key, limits.max_dfa_states, &entry.determinized)) {
+    entry.determinized = build != nullptr ? (*build)()
+                                          : DeterminizeRegexToClasses(pattern, flags, limits,
+                                                                      pieces_.get());
+    shared.Add(key, limits.max_dfa_states, entry.determinized);
   }
   entry.max_dfa_states = limits.max_dfa_states;
   entry.minimal.reset();
@@ -1446,6 +1452,12 @@ const absl::StatusOr<ClassDfa>& RegexDfaCache::Determinized(std::string_view pat
                                                             uint32_t flags,
                                                             const RegexLimits& limits) {
   return Find(pattern, flags, limits).determinized;
+}
+
+const absl::StatusOr<ClassDfa>& RegexDfaCache::Determinized(
+    std::string_view pattern, uint32_t flags, const RegexLimits& limits,
+    absl::FunctionRef<absl::StatusOr<ClassDfa>()> build) {
+  return Find(pattern, flags, limits, &build).determinized;
 }
 
 const absl::StatusOr<ByteDfa>& RegexDfaCache::Compile(std::string_view pattern, uint32_t flags,

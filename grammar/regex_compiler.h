@@ -65,6 +65,7 @@
 #include <string_view>
 
 #include "absl/container/node_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include <optional>
 
@@ -145,6 +146,14 @@ class RegexDfaCache {
   // checked during determinization. Minimized later only if Compile asks.
   const absl::StatusOr<ClassDfa>& Determinized(std::string_view pattern, uint32_t flags,
                                                const RegexLimits& limits);
+  // The same, but built by `build` when neither this cache nor the
+  // process's (shared_regex_dfas.h) holds it: `build` must return a trimmed
+  // DFA of the pattern's language within limits.max_dfa_states, or the
+  // error compiling the pattern would give (the regular-terminal merge
+  // builds its candidates from the expression tree, not from their text).
+  const absl::StatusOr<ClassDfa>& Determinized(
+      std::string_view pattern, uint32_t flags, const RegexLimits& limits,
+      absl::FunctionRef<absl::StatusOr<ClassDfa>()> build);
   // Compile's result moved out, for a caller that keeps the DFA (the
   // lowering, which asks once per pattern): the entry is dropped, so asking
   // for the pattern again builds it again.
@@ -173,7 +182,8 @@ class RegexDfaCache {
     std::optional<absl::StatusOr<ByteDfa>> minimal;
   };
   static std::string KeyOf(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
-  Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits);
+  Entry& Find(std::string_view pattern, uint32_t flags, const RegexLimits& limits,
+              absl::FunctionRef<absl::StatusOr<ClassDfa>()>* build = nullptr);
   absl::node_hash_map<std::string, Entry> entries_;
   uint64_t hits_ = 0;
   std::unique_ptr<RegexPieces> pieces_;  // shared by every pattern built here

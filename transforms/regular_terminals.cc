@@ -1,7 +1,8 @@
 // Merging regular parts into regex terminals (see regular_terminals.h).
 //
-// Steps, each linear in the grammar (plus one regex compilation per tried
-// distinct pattern text; texts are memoized per node in one RegexRenderMemo,
+// Steps, each linear in the grammar (plus one determinization per tried
+// distinct pattern text, of the NFA grammar/expression_nfa.h builds from
+// the expressions; texts are memoized per node in one RegexRenderMemo,
 // compile verdicts per node, with a rule reference standing for its rule's
 // body, and per pattern text):
 //  1. Regular rules, by Kahn's algorithm on the rule reference graph: a rule
@@ -9,7 +10,7 @@
 //     are never settled, hence not regular.
 //  2. Regular expression nodes, bottom-up (explicit stack).
 //  3. A rebuild of every rule body, top-down: a regular composite node
-//     (sequence, choice, repetition, reference) whose regex compiles within
+//     (sequence, choice, repetition, reference) whose automaton fits within
 //     the limits becomes one kRegex; otherwise its children are rebuilt, and
 //     in a sequence each run of two or more adjacent regular children is
 //     tried as one regex.
@@ -23,6 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
+#include "grammar/expression_nfa.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/regex_render.h"
 #include "grammar/rendered_anchors.h"
@@ -49,7 +51,7 @@ class Merger {
  private:
   void FindRegularRules();
   void FindRegularNodes();
-  // The regex of the concatenation of `parts` if it compiles within the limits.
+  // The regex of the concatenation of `parts` if its automaton fits within the limits.
   std::optional<std::string> TryRegex(const std::vector<ExprId>& parts);
   // A rule reference's regex is its rule body's (following chains of
   // references), so both share one compile verdict.
@@ -99,6 +101,15 @@ class Merger {
       options_.dfa_cache != nullptr ? *options_.dfa_cache : own_dfa_cache_;
   // Candidates refused for a misplaced anchor, known without parsing them.
   grammar::RenderedAnchors anchors_{g_, [this](RuleId r) { return g_.rules[r].body; }};
+  // Each candidate's automaton, from its expressions; regex leaves compiled
+  // once each through dfa_cache_.
+  grammar::RegexLimits limits_ = [this] {
+    grammar::RegexLimits limits;
+    limits.max_dfa_states = options_.max_dfa_states;
+    return limits;
+  }();
+  grammar::ExpressionNfaBuilder nfa_builder_{
+      g_, [this](RuleId r) { return g_.rules[r].body; }, &dfa_cache_, limits_};
 };
 
 void Merger::FindRegularRules() {
@@ -206,10 +217,11 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
   // (PlanSequence retries the run of a sequence's children then).
   if (anchors_.Refused(parts)) return fail(kFailed);
   if (key == kUnbuilt || verdict_[key] == kUntried) {
-    grammar::RegexLimits limits;
-    limits.max_dfa_states = options_.max_dfa_states;
+    const grammar::RegexLimits& limits = limits_;
     const uint64_t hits_before = dfa_cache_.hits();
-    const absl::StatusOr<grammar::ClassDfa>& dfa = dfa_cache_.Determinized(pattern, 0, limits);
+    // Built from the expressions, not from the text (grammar/expression_nfa.h).
+    const absl::StatusOr<grammar::ClassDfa>& dfa = dfa_cache_.Determinized(
+        pattern, 0, limits, [&] { return nfa_builder_.Determinize(parts); });
     if (stats_ != nullptr && dfa_cache_.hits() == hits_before) ++stats_->compiles;
     if (!dfa.ok() || dfa->empty()) return fail(kFailed);
     if (key != kUnbuilt) verdict_[key] = kCompiled;

@@ -12,8 +12,11 @@
 // between, and token masks can answer from per-(terminal, DFA state) token
 // sets (masks/) instead of walking the parser through every byte.
 //
-// A merge is kept only when the regex compiles within `max_dfa_states`
-// (else its parts are tried separately), so the pass never fails on size.
+// A merge is kept only when its automaton determinizes within
+// `max_dfa_states` (else its parts are tried separately), so the pass never
+// fails on size. The automaton is built from the expressions themselves
+// (grammar/expression_nfa.h: regex leaves as their minimal DFAs, no text
+// parsed), not from the regex text, which is only written for the output.
 // Each node's regex text is written at most once and each expression (a rule
 // reference counts as its rule's body) compiled at most once; a node whose
 // text is too long fails everything containing it without more writing, so
