@@ -148,6 +148,10 @@ zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar) {
 
 void zapgram_matcher_free(zapgram_matcher* matcher) { delete matcher; }
 
+zapgram_matcher* zapgram_matcher_fork(const zapgram_matcher* matcher) {
+  return new zapgram_matcher{matcher->matcher.Fork()};
+}
+
 size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uint32_t* words) {
   return matcher->matcher.ComputeMask(words);
 }

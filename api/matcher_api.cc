@@ -98,6 +98,11 @@ Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
   impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);
   budget_options_ = options.budget;
 }
+Matcher::Matcher(const Matcher& other)
+    : grammar_(other.grammar_),
+      impl_(std::make_unique<masks::Matcher>(*other.impl_)),
+      budget_options_(other.budget_options_) {}
+Matcher Matcher::Fork() const { return Matcher(*this); }
 Matcher::~Matcher() = default;
 Matcher::Matcher(Matcher&&) noexcept = default;
 Matcher& Matcher::operator=(Matcher&&) noexcept = default;

@@ -97,6 +97,9 @@ class ChartCompactor {
   virtual ~ChartCompactor() = default;
   // Derives the bookkeeping of `chart` from scratch (after a restore).
   virtual void Reset(const FlatGrammar& grammar, const Chart& chart) = 0;
+  // A compactor in the same state, for a copy of the recognizer (a forked
+  // matcher: masks/matcher.h).
+  virtual std::unique_ptr<ChartCompactor> Clone() const = 0;
   // A new newest set was pushed onto `chart` (whose older sets the compactor
   // has seen). Updates liveness (LiveItems, LiveSets). Then exactly one of:
   // Commit (may rewrite `chart` to drop dead entries) or Undo (back to the
@@ -324,7 +327,25 @@ class Recognizer {
   RecognizerOptions options_;
   absl::Status status_;
   Chart chart_;
-  std::unique_ptr<ChartCompactor> compactor_;
+  // Owned; a copy of the recognizer clones it (so recognizers copy).
+  class OwnedCompactor {
+   public:
+    explicit OwnedCompactor(std::unique_ptr<ChartCompactor> c) : c_(std::move(c)) {}
+    OwnedCompactor(const OwnedCompactor& o) : c_(o.c_ ? o.c_->Clone() : nullptr) {}
+    OwnedCompactor& operator=(const OwnedCompactor& o) {
+      if (this != &o) c_ = o.c_ ? o.c_->Clone() : nullptr;
+      return *this;
+    }
+    OwnedCompactor(OwnedCompactor&&) noexcept = default;
+    OwnedCompactor& operator=(OwnedCompactor&&) noexcept = default;
+    ChartCompactor* operator->() const { return c_.get(); }
+    bool operator==(std::nullptr_t) const { return c_ == nullptr; }
+    explicit operator bool() const { return c_ != nullptr; }
+
+   private:
+    std::unique_ptr<ChartCompactor> c_;
+  };
+  OwnedCompactor compactor_;
   // Rollback with a compactor: compacted copies of the chart taken every
   // kCheckpointInterval bytes (more when the chart is large), oldest first,
   // and the bytes fed since the oldest.

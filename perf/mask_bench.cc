@@ -20,10 +20,13 @@
 // prefix), with the whole-subtree shortcut (1) or node by node (0).
 // BM_CompileForVocabulary: CompiledGrammar::Compile alone (builtin:json).
 // BM_LoadVocabulary: tokenizer.json to Vocabulary (Llama 3, Qwen 2.5, Gemma 3).
+// BM_Fork: Matcher::Fork of MaskBench states (see above it).
 //
 // Run e.g. build/zapgram_bench --benchmark_filter=Mask
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -217,5 +220,58 @@ void BM_LoadVocabulary(benchmark::State& state) {
   state.SetLabel(kNames[state.range(0)]);
 }
 BENCHMARK(BM_LoadVocabulary)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// BM_Fork: Matcher::Fork on MaskBench states: 48 documents (every 229th
+// record of the trace whose schema compiles), each cut at half its tokens.
+// An iteration forks every state once; counters: per fork, mean (us) over
+// the iterations and the p50 / max of each state's best of 5 timings.
+void BM_Fork(benchmark::State& state) {
+  struct Case {
+    std::unique_ptr<zapgram::CompiledGrammar> grammar;
+    std::unique_ptr<zapgram::Matcher> matcher;
+  };
+  std::vector<Case> cases;
+  std::ifstream in(DataPath("traces/llama3/maskbench.jsonl"));
+  std::string line;
+  zapgram::LoadOptions options;
+  options.schema.lenient = true;
+  for (size_t n = 0; std::getline(in, line) && cases.size() < 48; ++n) {
+    if (n % 229 != 0) continue;
+    nlohmann::json record = nlohmann::json::parse(line);
+    auto grammar = zapgram::Grammar::Load(record.at("grammar").get<std::string>(), ZAPGRAM_DATA_DIR, options);
+    if (!grammar.ok()) continue;
+    auto compiled = zapgram::CompiledGrammar::Compile(*grammar, Llama3());
+    if (!compiled.ok()) continue;
+    Case c;
+    c.grammar = std::make_unique<zapgram::CompiledGrammar>(*std::move(compiled));
+    c.matcher = std::make_unique<zapgram::Matcher>(*c.grammar);
+    const auto tokens = record.at("tokens").get<std::vector<int32_t>>();
+    for (size_t k = 0; k < tokens.size() / 2 && c.matcher->AcceptToken(tokens[k]); ++k) {
+    }
+    cases.push_back(std::move(c));
+  }
+  std::vector<double> best(cases.size(), 1e30);
+  for (int round = 0; round < 5; ++round) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      zapgram::Matcher fork = cases[i].matcher->Fork();
+      benchmark::DoNotOptimize(&fork);
+      best[i] = std::min(best[i], std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  for (auto _ : state) {
+    for (const Case& c : cases) {
+      zapgram::Matcher fork = c.matcher->Fork();
+      benchmark::DoNotOptimize(&fork);
+    }
+  }
+  std::sort(best.begin(), best.end());
+  state.counters["states"] = static_cast<double>(cases.size());
+  state.counters["p50_us"] = best[best.size() / 2];
+  state.counters["max_us"] = best.back();
+  state.counters["us_per_fork"] = benchmark::Counter(static_cast<double>(state.iterations() * cases.size()),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Fork)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -68,6 +68,9 @@ namespace zapgram::pruning {
 class ZapFormatCompactor final : public parser::ChartCompactor {
  public:
   void Reset(const parser::FlatGrammar& grammar, const parser::Chart& chart) override;
+  std::unique_ptr<parser::ChartCompactor> Clone() const override {
+    return std::make_unique<ZapFormatCompactor>(*this);
+  }
   void AfterPush(const parser::FlatGrammar& grammar, const parser::Chart& chart) override;
   void Commit(const parser::FlatGrammar& grammar, parser::Chart* chart) override;
   void Undo() override;

@@ -176,6 +176,14 @@ class ZAPGRAM_EXPORT Matcher {
   // only AcceptToken passes.
   bool AcceptBytes(std::string_view bytes);
   bool Rollback(size_t n_tokens);             // false: beyond the rollback budget
+  // An independent matcher in this one's state: the text so far, its
+  // rollback window, finished or not, its options, the same compiled grammar
+  // (shared, not copied). The two then accept, roll back and mask
+  // separately, and may be used from different threads. The budget-aware
+  // masks' search memo is not shared (ShareBudgetSearch does that on
+  // purpose) and BudgetMaskInexact() starts at 0. Cost: a copy of the pruned
+  // chart and the rollback checkpoints (perf/mask_bench.cc, BM_Fork).
+  Matcher Fork() const;
   void Reset();
   bool IsAccepting() const;                   // the text so far is a sentence
   bool IsFinished() const;                    // EOS accepted
@@ -188,6 +196,7 @@ class ZAPGRAM_EXPORT Matcher {
   masks::Matcher& impl() { return *impl_; }
 
  private:
+  Matcher(const Matcher& other);  // Fork
   CompiledGrammar grammar_;
   std::unique_ptr<masks::Matcher> impl_;
   BudgetMaskOptions budget_options_;

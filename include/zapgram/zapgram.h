@@ -90,6 +90,10 @@ ZAPGRAM_EXPORT size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar)
 
 ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar);
 ZAPGRAM_EXPORT void zapgram_matcher_free(zapgram_matcher* matcher);
+/* A new matcher in `matcher`'s state (text, rollback window, finished or
+ * not) sharing its compiled grammar; the two then go their own ways. Free
+ * it with zapgram_matcher_free. */
+ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_fork(const zapgram_matcher* matcher);
 /* Fills the mask; returns the number of allowed ids. */
 ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uint32_t* words);
 /* Budget-aware mask: allows a token only if, after it, the text can still be

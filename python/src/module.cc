@@ -85,6 +85,13 @@ struct PyMatcher {
         vocab_size(grammar.vocabulary().padded_size()),
         eos_ids(grammar.vocabulary().eos_ids()),
         terminate_without_stop_token(terminate_without_stop) {}
+  // fork(): the matcher's state forked, the same settings, in no batch.
+  explicit PyMatcher(const PyMatcher& other, Matcher forked)
+      : matcher(std::move(forked)),
+        mask_words(other.mask_words),
+        vocab_size(other.vocab_size),
+        eos_ids(other.eos_ids),
+        terminate_without_stop_token(other.terminate_without_stop_token) {}
 
   // Every call but the batch's own checks that no batch holds the matcher
   // (the flag is read and written with the GIL held).
@@ -445,6 +452,14 @@ cache=False turns off the mask cache (for measurements).)")
              m.CheckFree();
              m.matcher.Reset();
            })
+      .def(
+          "fork",
+          [](const PyMatcher& m) {
+            m.CheckFree();
+            return std::make_unique<PyMatcher>(m, m.matcher.Fork());
+          },
+          "A new GrammarMatcher in this one's state (text, rollback window, termination),\n"
+          "sharing the compiled grammar; the two then accept, roll back and fill masks apart.")
       .def("is_terminated",
            [](const PyMatcher& m) {
              m.CheckFree();

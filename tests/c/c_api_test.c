@@ -149,8 +149,19 @@ static void check_structural_tags(const zapgram_vocab* vocab) {
     CHECK(zapgram_matcher_accept_bytes(m, "hi <f>12", 8) == 1);
     CHECK(zapgram_matcher_accept_bytes(m, "x", 1) == 0); /* inside the tag: digits only */
     CHECK(zapgram_matcher_is_accepting(m) == 0);
+    /* A fork goes on from "hi <f>12" alone: the original closing the tag
+     * does not close the fork's, nor does the fork's digit move the original. */
+    zapgram_matcher* fork = zapgram_matcher_fork(m);
+    CHECK(fork != NULL);
     CHECK(zapgram_matcher_accept_bytes(m, "</f> bye", 8) == 1);
     CHECK(zapgram_matcher_is_accepting(m) == 1);
+    CHECK(zapgram_matcher_is_accepting(fork) == 0);
+    CHECK(zapgram_matcher_accept_bytes(fork, "3", 1) == 1);
+    CHECK(zapgram_matcher_accept_bytes(m, "3", 1) == 1); /* free text after the tag */
+    CHECK(zapgram_matcher_accept_bytes(fork, "x", 1) == 0);
+    CHECK(zapgram_matcher_accept_bytes(fork, "</f>", 4) == 1);
+    CHECK(zapgram_matcher_is_accepting(fork) == 1);
+    zapgram_matcher_free(fork);
     zapgram_matcher_free(m);
     zapgram_grammar_free(g);
   }

@@ -253,6 +253,25 @@ def test_accept_string_rollback_and_validate(list_matcher):
     assert mask(m) == ids_of(b"[")  # validate_tokens leaves the state alone
 
 
+def test_fork_goes_its_own_way(list_matcher):
+    m = list_matcher
+    assert m.accept_string("[1")
+    f = m.fork()
+    assert mask(f) == mask(m)
+    assert m.accept_string("]")  # the original closes the list
+    assert m.is_completed() and not f.is_completed()
+    assert f.accept_string(b"2")  # the fork goes on inside it
+    assert mask(f) == ids_of(b"]", b"1", b"2", b"12")
+    assert mask(m) == [0]  # the stop token only
+    f.rollback(1)
+    assert mask(f) == ids_of(b"]", b"1", b"2", b"12")
+    f.rollback(1)  # back to the fork point: the original's "]" is not there
+    assert mask(f) == ids_of(b"[")
+    g = m.fork()  # a fork of a completed matcher is completed
+    assert g.is_completed()
+    assert g.accept_token(0) and g.is_terminated() and not m.is_terminated()
+
+
 def test_rollback_budget_is_in_bytes(small_compiler):
     m = zapgram.GrammarMatcher(small_compiler.compile_regex("1*"), max_rollback_bytes=4)
     for _ in range(10):

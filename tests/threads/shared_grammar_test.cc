@@ -81,11 +81,11 @@ uint64_t StepKey(int seed, int step) {
   return (static_cast<uint64_t>(seed) + 1) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step) * 7919;
 }
 
-Walk WalkGrammar(const CompiledGrammar& grammar, int seed) {
+// Up to `steps` random steps of `matcher` (each: mask, pick, accept).
+Walk WalkMatcher(Matcher& matcher, size_t mask_words, int seed, int steps = kSteps) {
   Walk walk;
-  Matcher matcher(grammar);
-  std::vector<uint32_t> words(grammar.mask_words());
-  for (int step = 0; step < kSteps; ++step) {
+  std::vector<uint32_t> words(mask_words);
+  for (int step = 0; step < steps; ++step) {
     const size_t allowed = matcher.ComputeMask(words.data());
     EXPECT_TRUE(matcher.status().ok()) << matcher.status();
     const int32_t id = Pick(words, allowed, StepKey(seed, step));
@@ -95,6 +95,11 @@ Walk WalkGrammar(const CompiledGrammar& grammar, int seed) {
     if (id < 0 || !matcher.AcceptToken(id) || matcher.IsFinished()) break;
   }
   return walk;
+}
+
+Walk WalkGrammar(const CompiledGrammar& grammar, int seed) {
+  Matcher matcher(grammar);
+  return WalkMatcher(matcher, grammar.mask_words(), seed);
 }
 
 struct Shared {
@@ -183,6 +188,37 @@ TEST(SharedGrammar, ManyThreadsOneCompiledGrammar) {
 }
 
 // The batch calls fill the same rows as one matcher at a time.
+// Forks of one matcher walked on threads at once, each its own way, while
+// the original walks on too: every walk equals the same walk of a fork
+// taken and walked alone.
+TEST(SharedGrammar, ForksWalkApartOnThreads) {
+  Shared& shared = Load();
+  for (const Grammar& grammar : shared.grammars) {
+    absl::StatusOr<CompiledGrammar> g = CompiledGrammar::Compile(grammar, shared.vocabulary);
+    ASSERT_TRUE(g.ok()) << g.status();
+    Matcher root(*g);
+    WalkMatcher(root, g->mask_words(), /*seed=*/99, kSteps / 2);
+    std::vector<Walk> expected;
+    for (int t = 0; t <= kThreads; ++t) {
+      Matcher alone = root.Fork();
+      expected.push_back(WalkMatcher(alone, g->mask_words(), t));
+    }
+    std::vector<Matcher> forks;
+    for (int t = 0; t < kThreads; ++t) forks.push_back(root.Fork());
+    std::vector<Walk> got(kThreads + 1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] { got[t] = WalkMatcher(forks[t], g->mask_words(), t); });
+    }
+    got[kThreads] = WalkMatcher(root, g->mask_words(), kThreads);
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t <= kThreads; ++t) {
+      EXPECT_EQ(got[t].digest, expected[t].digest) << "fork " << t;
+      EXPECT_EQ(got[t].taken, expected[t].taken) << "fork " << t;
+    }
+  }
+}
+
 TEST(SharedGrammar, BatchMaskerAndComputeMasksMatchSingleMasks) {
   Shared& shared = Load();
   std::vector<std::unique_ptr<CompiledGrammar>> compiled;
