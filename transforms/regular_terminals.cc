@@ -217,11 +217,10 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
   // (PlanSequence retries the run of a sequence's children then).
   if (anchors_.Refused(parts)) return fail(kFailed);
   if (key == kUnbuilt || verdict_[key] == kUntried) {
-    const grammar::RegexLimits& limits = limits_;
     const uint64_t hits_before = dfa_cache_.hits();
     // Built from the expressions, not from the text (grammar/expression_nfa.h).
     const absl::StatusOr<grammar::ClassDfa>& dfa = dfa_cache_.Determinized(
-        pattern, 0, limits, [&] { return nfa_builder_.Determinize(parts); });
+        pattern, 0, limits_, [&] { return nfa_builder_.Determinize(parts); });
     if (stats_ != nullptr && dfa_cache_.hits() == hits_before) ++stats_->compiles;
     if (!dfa.ok() || dfa->empty()) return fail(kFailed);
     if (key != kUnbuilt) verdict_[key] = kCompiled;
