@@ -58,6 +58,7 @@
 #include "grammar/gbnf_reader.h"
 #include "grammar/xgrammar_macros.h"
 #include "nlohmann/json.hpp"
+#include "transforms/ordered_json_reader.h"
 
 namespace zapgram::internal {
 namespace {
@@ -270,7 +271,7 @@ absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
                                                     std::string_view source_name,
                                                     const SchemaOptions& schema,
                                                     std::vector<std::string>* warnings) {
-  const Json spec = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  const Json spec = transforms::ReadOrderedJson(text);
   if (spec.is_discarded() || !spec.is_object()) {
     return ErrorAt(source_name, "", "expected a JSON object with \"tags\" and \"triggers\", or "
                                     "\"format\" and \"tools\"");

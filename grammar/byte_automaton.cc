@@ -534,6 +534,32 @@ absl::StatusOr<ByteDfa> LiteralDfa(std::string_view bytes) {
   return Determinize(nfa, static_cast<uint32_t>(bytes.size() + 8));
 }
 
+ClassDfa LiteralClassDfa(std::string_view bytes) {
+  std::array<bool, 256> in_literal{};
+  for (const char c : bytes) in_literal[static_cast<uint8_t>(c)] = true;
+  ClassDfa out;
+  out.num_classes = 0;
+  int other_class = -1;  // the class of the bytes absent from `bytes`
+  for (uint32_t b = 0; b < 256; ++b) {
+    if (in_literal[b]) {
+      out.class_of[b] = static_cast<uint8_t>(out.num_classes++);
+    } else {
+      if (other_class < 0) other_class = static_cast<int>(out.num_classes++);
+      out.class_of[b] = static_cast<uint8_t>(other_class);
+    }
+  }
+  const uint32_t num_states = static_cast<uint32_t>(bytes.size()) + 2;
+  out.next.assign(size_t{num_states} * out.num_classes, 0);
+  out.accepting.assign(num_states, 0);
+  for (uint32_t i = 0; i < bytes.size(); ++i) {
+    const uint32_t state = i + 1;
+    out.next[size_t{state} * out.num_classes + out.class_of[static_cast<uint8_t>(bytes[i])]] =
+        state + 1;
+  }
+  out.accepting[num_states - 1] = 1;
+  return out;
+}
+
 absl::StatusOr<ByteDfa> CodepointClassDfa(const std::vector<CodepointRange>& ranges) {
   ByteNfa nfa;
   nfa.SetAccepting(nfa.AddCodepoints(0, ranges));

@@ -348,13 +348,15 @@ absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
   }
   auto it = terminal_ids_.find(key);
   if (it != terminal_ids_.end()) return kTerminalTag | it->second;
-  absl::StatusOr<grammar::ByteDfa> dfa = e.kind == ExprKind::kLiteral
-                                             ? grammar::LiteralDfa(e.literal)
-                                             : grammar::CodepointClassDfa(e.ranges);
-  if (!dfa.ok()) return dfa.status();
-  if (dfa->empty()) return NeverNonterminal();
-  uint32_t id = static_cast<uint32_t>(dfas_.size());
-  dfas_.push_back(grammar::ClassDfa::Narrow(*dfa));
+  if (e.kind == ExprKind::kLiteral) {
+    dfas_.push_back(grammar::LiteralClassDfa(e.literal));
+  } else {
+    absl::StatusOr<grammar::ByteDfa> dfa = grammar::CodepointClassDfa(e.ranges);
+    if (!dfa.ok()) return dfa.status();
+    if (dfa->empty()) return NeverNonterminal();
+    dfas_.push_back(grammar::ClassDfa::Narrow(*dfa));
+  }
+  const uint32_t id = static_cast<uint32_t>(dfas_.size() - 1);
   Expr copy = e;
   copy.children.clear();
   grammar::Grammar scratch;

@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "transforms/json_schema_internal.h"
+#include "transforms/ordered_json_reader.h"
 
 namespace zapgram::transforms {
 namespace json_schema_internal {
@@ -485,8 +486,7 @@ absl::StatusOr<JsonSchemaGrammar> JsonSchemaToGrammar(std::string_view schema_te
         absl::StrFormat("%s: byte %d: the schema nests arrays and objects deeper than max_depth = %d",
                         std::string(source_name), at, options.max_depth));
   }
-  json_schema_internal::Json document =
-      json_schema_internal::Json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
+  json_schema_internal::Json document = ReadOrderedJson(schema_text);
   if (document.is_discarded()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: not valid JSON text", std::string(source_name)));

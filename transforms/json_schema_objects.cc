@@ -571,6 +571,21 @@ ExprId Converter::ObjectTree(const std::vector<NamedKey>& named, const std::vect
     bool some_ok = false;
   };
   auto member = [&](size_t i) { return NamedMember(named[i]); };
+  // Every member required and nothing else allowed: the one shape is the
+  // members in order, written flat. (The tree below would give the same
+  // language through three rules per member, half its member copies dead.)
+  const bool all_required = std::all_of(present.begin(), present.end(),
+                                        [&](size_t i) { return named[i].required; });
+  if (all_required && !extra_rule && !present.empty()) {
+    std::vector<ExprId> parts = {Literal("{"), Ws()};
+    for (size_t i : present) {
+      if (parts.size() > 2) parts.push_back(Token(","));
+      parts.push_back(member(i));
+    }
+    parts.push_back(Ws());
+    parts.push_back(Literal("}"));
+    return g.AddSequence(std::move(parts));
+  }
   // Leaves.
   std::vector<Range> level;
   for (size_t i : present) {

@@ -20,7 +20,9 @@
 // (then min = 0) becomes empty; a productive sequence has only productive
 // parts, so nothing else changes. Reachability is a walk from the root over
 // the rebuilt bodies, and the kept rules are copied into a fresh grammar with
-// new ids. Nothing is mutated in place (expressions may be shared).
+// new ids. Nothing is mutated in place (expressions may be shared). When no
+// productive rule's body holds an unproductive part (the usual case), the
+// rebuild would copy every body unchanged and is skipped.
 //
 // The language is unchanged: every dropped part matched nothing.
 // Tests: tests/transforms/transforms_test.cc (UselessRules.*, LanguagePreservation.*).
@@ -43,6 +45,57 @@ using grammar::ExprKind;
 using grammar::Grammar;
 using grammar::RuleId;
 
+namespace {
+
+// Whether every node of every productive rule's body is productive: then the
+// rebuild below changes nothing.
+bool EveryPartProductive(const Grammar& g, const grammar::Productivity& prod) {
+  std::vector<uint8_t> seen(g.exprs.size(), 0);
+  std::vector<ExprId> stack;
+  for (RuleId r = 0; r < g.rules.size(); ++r) {
+    if (!prod.rule[r]) continue;
+    stack = {g.rules[r].body};
+    while (!stack.empty()) {
+      const ExprId id = stack.back();
+      stack.pop_back();
+      if (seen[id]) continue;
+      seen[id] = 1;
+      if (!prod.expr[id]) return false;
+      for (ExprId c : g.exprs[id].children) stack.push_back(c);
+    }
+  }
+  return true;
+}
+
+// The rules reachable from g's root.
+std::vector<uint8_t> ReachedRules(const Grammar& g) {
+  std::vector<uint8_t> reached(g.rules.size(), 0);
+  std::vector<uint8_t> seen(g.exprs.size(), 0);
+  std::vector<RuleId> rule_work = {g.root};
+  reached[g.root] = 1;
+  std::vector<ExprId> stack;
+  while (!rule_work.empty()) {
+    RuleId r = rule_work.back();
+    rule_work.pop_back();
+    stack = {g.rules[r].body};
+    while (!stack.empty()) {
+      ExprId id = stack.back();
+      stack.pop_back();
+      if (seen[id]) continue;
+      seen[id] = 1;
+      const Expr& e = g.exprs[id];
+      if (e.kind == ExprKind::kRuleRef && !reached[e.rule]) {
+        reached[e.rule] = 1;
+        rule_work.push_back(e.rule);
+      }
+      for (ExprId c : e.children) stack.push_back(c);
+    }
+  }
+  return reached;
+}
+
+}  // namespace
+
 absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report) {
   if (absl::Status st = g.Validate(); !st.ok()) return st;
   grammar::Productivity prod = grammar::ComputeProductivity(g);
@@ -54,73 +107,57 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
         g.source_name, root.loc.line, root.loc.col, root.name));
   }
 
-  // Rebuild the productive rules' bodies (old rule ids) into `tmp`.
+  // Rebuild the productive rules' bodies (old rule ids) into `tmp`, unless
+  // nothing in them would change.
   Grammar tmp;
-  tmp.source_name = g.source_name;
-  tmp.tokens = g.tokens;
-  tmp.root = g.root;
-  tmp.rules = g.rules;
   uint64_t alternatives_dropped = 0;
   uint64_t repeats_emptied = 0;
-  internal::PostOrderMemo memo(g.exprs.size());
-  auto children = [&](ExprId id) {
-    // Nothing below an unproductive node is needed.
-    return prod.expr[id] ? absl::Span<const ExprId>(g.exprs[id].children)
-                         : absl::Span<const ExprId>();
-  };
-  auto build = [&](ExprId id, const std::vector<ExprId>& kids) -> ExprId {
-    const Expr& e = g.exprs[id];
-    if (!prod.expr[id]) return kNever;
-    switch (e.kind) {
-      case ExprKind::kChoice: {
-        std::vector<ExprId> kept;
-        for (ExprId k : kids) {
-          if (k != kNever) kept.push_back(k);
+  const bool unchanged = EveryPartProductive(g, prod);
+  if (!unchanged) {
+    tmp.source_name = g.source_name;
+    tmp.tokens = g.tokens;
+    tmp.root = g.root;
+    tmp.rules = g.rules;
+    internal::PostOrderMemo memo(g.exprs.size());
+    auto children = [&](ExprId id) {
+      // Nothing below an unproductive node is needed.
+      return prod.expr[id] ? absl::Span<const ExprId>(g.exprs[id].children)
+                           : absl::Span<const ExprId>();
+    };
+    auto build = [&](ExprId id, const std::vector<ExprId>& kids) -> ExprId {
+      const Expr& e = g.exprs[id];
+      if (!prod.expr[id]) return kNever;
+      switch (e.kind) {
+        case ExprKind::kChoice: {
+          std::vector<ExprId> kept;
+          for (ExprId k : kids) {
+            if (k != kNever) kept.push_back(k);
+          }
+          alternatives_dropped += kids.size() - kept.size();
+          if (kept.size() == 1) return kept[0];
+          return internal::CopyNode(e, kept, 0, tmp);
         }
-        alternatives_dropped += kids.size() - kept.size();
-        if (kept.size() == 1) return kept[0];
-        return internal::CopyNode(e, kept, 0, tmp);
+        case ExprKind::kRepeat:
+          if (kids[0] == kNever) {
+            ++repeats_emptied;
+            return tmp.AddEmpty(e.loc);
+          }
+          return internal::CopyNode(e, kids, 0, tmp);
+        default:
+          return internal::CopyNode(e, kids, e.rule, tmp);
       }
-      case ExprKind::kRepeat:
-        if (kids[0] == kNever) {
-          ++repeats_emptied;
-          return tmp.AddEmpty(e.loc);
-        }
-        return internal::CopyNode(e, kids, 0, tmp);
-      default:
-        return internal::CopyNode(e, kids, e.rule, tmp);
+    };
+    for (RuleId r = 0; r < g.rules.size(); ++r) {
+      if (!prod.rule[r]) continue;
+      absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, g.rules[r].body, memo, children, build);
+      if (!body.ok()) return body.status();
+      tmp.rules[r].body = *body;  // productive rule: never kNever
     }
-  };
-  for (RuleId r = 0; r < g.rules.size(); ++r) {
-    if (!prod.rule[r]) continue;
-    absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, g.rules[r].body, memo, children, build);
-    if (!body.ok()) return body.status();
-    tmp.rules[r].body = *body;  // productive rule: never kNever
   }
+  const Grammar& reduced = unchanged ? g : tmp;
 
   // Reachability from the root over the rebuilt bodies.
-  std::vector<uint8_t> reached(g.rules.size(), 0);
-  std::vector<uint8_t> seen(tmp.exprs.size(), 0);
-  std::vector<RuleId> rule_work = {g.root};
-  reached[g.root] = 1;
-  std::vector<ExprId> stack;
-  while (!rule_work.empty()) {
-    RuleId r = rule_work.back();
-    rule_work.pop_back();
-    stack = {tmp.rules[r].body};
-    while (!stack.empty()) {
-      ExprId id = stack.back();
-      stack.pop_back();
-      if (seen[id]) continue;
-      seen[id] = 1;
-      const Expr& e = tmp.exprs[id];
-      if (e.kind == ExprKind::kRuleRef && !reached[e.rule]) {
-        reached[e.rule] = 1;
-        rule_work.push_back(e.rule);
-      }
-      for (ExprId c : e.children) stack.push_back(c);
-    }
-  }
+  const std::vector<uint8_t> reached = ReachedRules(reduced);
 
   std::vector<RuleId> kept;
   std::vector<RuleId> new_id(g.rules.size(), kNoRule);
@@ -140,7 +177,7 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
     report->Count("alternatives dropped", alternatives_dropped);
     report->Count("repeats emptied", repeats_emptied);
   }
-  return internal::CopyRules(tmp, kept, new_id, new_id[g.root]);
+  return internal::CopyRules(reduced, kept, new_id, new_id[g.root]);
 }
 
 }  // namespace zapgram::transforms

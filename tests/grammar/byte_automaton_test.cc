@@ -27,6 +27,32 @@ TEST(ByteAutomatonTest, LiteralMatchesOnlyItself) {
   EXPECT_FALSE(dfa->Matches(""));
 }
 
+// LiteralClassDfa writes down what narrowing the determinized literal
+// gives: same states, same classes, same table.
+TEST(ByteAutomatonTest, LiteralClassDfaIsTheNarrowedLiteralDfa) {
+  std::mt19937 rng(7);
+  std::vector<std::string> literals = {"", "a", "aaaa", "true", "\"key\":", std::string(1, '\0')};
+  std::string every_byte;
+  for (int b = 255; b >= 0; --b) every_byte.push_back(static_cast<char>(b));
+  literals.push_back(every_byte);
+  for (int i = 0; i < 300; ++i) {
+    std::string s(rng() % 12, '\0');
+    const uint32_t alphabet = i % 3 == 0 ? 3 : 256;  // small alphabets repeat bytes
+    for (char& c : s) c = static_cast<char>(i % 3 == 0 ? 'x' + rng() % alphabet : rng() % alphabet);
+    literals.push_back(s);
+  }
+  for (const std::string& literal : literals) {
+    absl::StatusOr<ByteDfa> dfa = LiteralDfa(literal);
+    ASSERT_TRUE(dfa.ok());
+    const ClassDfa expected = ClassDfa::Narrow(*dfa);
+    const ClassDfa direct = LiteralClassDfa(literal);
+    EXPECT_EQ(direct.class_of, expected.class_of) << literal;
+    EXPECT_EQ(direct.num_classes, expected.num_classes) << literal;
+    EXPECT_EQ(direct.next, expected.next) << literal;
+    EXPECT_EQ(direct.accepting, expected.accepting) << literal;
+  }
+}
+
 TEST(ByteAutomatonTest, ClassMatchesEncodedCodepoints) {
   // [^"\\] over all of Unicode.
   std::vector<CodepointRange> ranges = NormalizeRanges({{'"', '"'}, {'\\', '\\'}}, true);
