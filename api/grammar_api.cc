@@ -27,7 +27,8 @@ namespace internal {
 
 absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::string_view source_name,
                                                 const SchemaOptions& schema, bool draft7,
-                                                std::vector<std::string>* warnings) {
+                                                std::vector<std::string>* warnings,
+                                                const CompileLimits& limits) {
   transforms::JsonSchemaOptions options;
   if (schema.purpose == SchemaPurpose::kValidation) {
     options = transforms::ValidationSchemaOptions(schema.lenient);
@@ -39,6 +40,7 @@ absl::StatusOr<grammar::Grammar> ReadSchemaText(std::string_view text, std::stri
         schema.any_order ? transforms::MemberOrder::kAny : transforms::MemberOrder::kSchema;
   }
   if (draft7) options.draft = transforms::JsonSchemaDraft::kDraft7;
+  options.max_grammar_bytes = limits.max_grammar_bytes;
   absl::StatusOr<transforms::JsonSchemaGrammar> converted =
       transforms::JsonSchemaToGrammar(text, source_name, options);
   if (!converted.ok()) return converted.status();
@@ -77,7 +79,8 @@ absl::StatusOr<std::string> ReadSpecFile(std::string_view path_text, std::string
 absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
                                                 std::string_view data_root,
                                                 const SchemaOptions& schema,
-                                                std::vector<std::string>* warnings) {
+                                                std::vector<std::string>* warnings,
+                                                const CompileLimits& limits) {
   std::string resolved;
   absl::StatusOr<std::string> text = ReadSpecFile(path_text, data_root, "schema", &resolved);
   if (!text.ok()) return text.status();
@@ -85,7 +88,7 @@ absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
   for (const std::filesystem::path& part : std::filesystem::path(resolved)) {
     draft7 = draft7 || part == "draft7" || part == "draft-07";
   }
-  return ReadSchemaText(*text, resolved, schema, draft7, warnings);
+  return ReadSchemaText(*text, resolved, schema, draft7, warnings, limits);
 }
 
 // regex:PATTERN: the whole text must match the pattern (Python `re`
@@ -109,16 +112,17 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
 
 absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::string_view data_root,
                                                  const SchemaOptions& schema,
-                                                 std::vector<std::string>* warnings) {
+                                                 std::vector<std::string>* warnings,
+                                                 const CompileLimits& limits) {
   if (spec.starts_with("schema:")) {
-    return ReadSchemaSpec(spec.substr(7), data_root, schema, warnings);
+    return ReadSchemaSpec(spec.substr(7), data_root, schema, warnings, limits);
   }
   if (spec.starts_with("structural:")) {
     std::string path;
     absl::StatusOr<std::string> text =
         ReadSpecFile(spec.substr(11), data_root, "structural-tag", &path);
     if (!text.ok()) return text.status();
-    return ReadStructuralTags(*text, path, schema, warnings);
+    return ReadStructuralTags(*text, path, schema, warnings, limits);
   }
   // Debian's abseil keeps its own string_view type: StrFormat takes
   // std::string_view, StrCat does not.
@@ -166,22 +170,35 @@ double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+// One form of the grammar against CompileLimits::max_grammar_bytes.
+absl::Status CheckGrammarBytes(const grammar::Grammar& g, const CompileLimits& limits,
+                               std::string_view form) {
+  const size_t bytes = g.memory_bytes();
+  if (bytes <= limits.max_grammar_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("%s: the grammar %s takes %d bytes, over max_grammar_bytes = %d",
+                      g.source_name, form, bytes, limits.max_grammar_bytes));
+}
+
 // `read_ms`: what reading the text to `ir` took.
 absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
     absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits, double read_ms,
     std::vector<std::string> warnings = {}) {
   if (!ir.ok()) return ir.status();
+  if (absl::Status st = CheckGrammarBytes(*ir, limits, "as read"); !st.ok()) return st;
   auto data = std::make_shared<internal::CompiledGrammarData>();
   data->warnings = std::move(warnings);
-  data->ir = *std::move(ir);
+  data->ir_rules = ir->rules.size();
   data->times.read_ms = read_ms;
   // Normalized (transforms/pipeline.h), then regular parts (strings,
   // numbers, whitespace) become single DFA terminals:
   // one Earley item per string instead of an item per character, and token
   // masks can use per-terminal-state token sets.
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<grammar::Grammar> normalized = transforms::NormalizeForCompile(data->ir);
+  // The IR is released once the first transform has read it.
+  absl::StatusOr<grammar::Grammar> normalized = transforms::NormalizeForCompile(*std::move(ir));
   if (!normalized.ok()) return normalized.status();
+  if (absl::Status st = CheckGrammarBytes(*normalized, limits, "normalized"); !st.ok()) return st;
   data->times.normalize_ms = MsSince(start);
   // The merge compiles its candidate regexes; the lowering reuses them.
   start = std::chrono::steady_clock::now();
@@ -191,6 +208,10 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
   absl::StatusOr<grammar::Grammar> merged =
       transforms::MergeRegularTerminals(*normalized, nullptr, merge_options);
   if (!merged.ok()) return merged.status();
+  normalized = absl::StatusOr<grammar::Grammar>();
+  if (absl::Status st = CheckGrammarBytes(*merged, limits, "with regular parts merged"); !st.ok()) {
+    return st;
+  }
   data->times.merge_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
   absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits, &dfa_cache);
@@ -214,7 +235,7 @@ absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view da
   std::vector<std::string> warnings;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> ir =
-      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings);
+      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings, options.limits);
   auto data = Compile(std::move(ir), options.limits, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
@@ -254,10 +275,11 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
       ir = internal::RegexGrammar(text, source_name, 1);
       break;
     case GrammarFormat::kJsonSchema:
-      ir = internal::ReadSchemaText(text, source_name, options.schema, /*draft7=*/false, &warnings);
+      ir = internal::ReadSchemaText(text, source_name, options.schema, /*draft7=*/false, &warnings,
+                                    options.limits);
       break;
     case GrammarFormat::kStructuralTags:
-      ir = internal::ReadStructuralTags(text, source_name, options.schema, &warnings);
+      ir = internal::ReadStructuralTags(text, source_name, options.schema, &warnings, options.limits);
       break;
   }
   auto data = Compile(std::move(ir), options.limits, MsSince(start), std::move(warnings));
@@ -267,7 +289,7 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
 
 GrammarStats Grammar::stats() const {
   GrammarStats s;
-  s.rules = data_->ir.rules.size();
+  s.rules = data_->ir_rules;
   s.nonterminals = data_->flat.num_nonterminals();
   s.productions = data_->flat.num_productions();
   s.rhs_symbols = data_->flat.rhs.size();

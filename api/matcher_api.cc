@@ -72,8 +72,7 @@ size_t CompiledGrammar::mask_words() const { return impl_->mask_words(); }
 absl::Span<const uint32_t> CompiledGrammar::token_classes() const { return impl_->token_classes().class_of; }
 
 size_t CompiledGrammar::memory_bytes() const {
-  // The grammar as read stays alive with its compiled form (grammar()).
-  return impl_->memory().own() + grammar_.data().ir.memory_bytes();
+  return impl_->memory().own();
 }
 
 CompiledGrammar::CacheStats CompiledGrammar::cache_stats() const {

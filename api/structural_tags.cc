@@ -270,7 +270,8 @@ absl::Status ReadExplicit(const Json& spec, std::string_view source, std::vector
 absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
                                                     std::string_view source_name,
                                                     const SchemaOptions& schema,
-                                                    std::vector<std::string>* warnings) {
+                                                    std::vector<std::string>* warnings,
+                                                    const CompileLimits& limits) {
   const Json spec = transforms::ReadOrderedJson(text);
   if (spec.is_discarded() || !spec.is_object()) {
     return ErrorAt(source_name, "", "expected a JSON object with \"tags\" and \"triggers\", or "
@@ -309,7 +310,7 @@ absl::StatusOr<grammar::Grammar> ReadStructuralTags(std::string_view text,
     const std::string body_source = std::string(source_name) + tag.pointer;
     absl::StatusOr<grammar::Grammar> body =
         tag.schema != nullptr
-            ? ReadSchemaText(tag.schema->dump(), body_source, schema, /*draft7=*/false, warnings)
+            ? ReadSchemaText(tag.schema->dump(), body_source, schema, /*draft7=*/false, warnings, limits)
             : grammar::ReadGbnf(tag.grammar, body_source);
     if (!body.ok()) return body.status();
     absl::StatusOr<grammar::RuleId> body_root =

@@ -397,6 +397,18 @@ absl::StatusOr<JsonSchemaGrammar> Converter::Run() {
           "%s: the grammar needs more than max_rules = %d rules", grammar_.source_name,
           options_.max_rules));
     }
+    // Records only (not their strings' and vectors' heap): checked per rule
+    // in constant time; the compile measures the whole IR afterwards.
+    const size_t bytes = grammar_.exprs.size() * sizeof(grammar::Expr) +
+                         grammar_.rules.size() * sizeof(grammar::Rule);
+    if (bytes > options_.max_grammar_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: the grammar outgrows max_grammar_bytes = %d (%d rules, %d expressions so far; "
+          "next: the schema at '%s')",
+          grammar_.source_name, options_.max_grammar_bytes, grammar_.rules.size(),
+          grammar_.exprs.size(),
+          pending_.back().first.empty() ? "#" : PointerOf(pending_.back().first[0].node)));
+    }
     auto [conj, rule] = std::move(pending_.back());
     pending_.pop_back();
     absl::StatusOr<grammar::ExprId> body = Build(conj);

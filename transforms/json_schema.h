@@ -69,6 +69,11 @@ struct JsonSchemaOptions {
   // Budget: grammar rules made (one per distinct subschema conjunction).
   // Exceeding it is a kResourceExhausted error.
   uint32_t max_rules = 1u << 20;
+  // Budget: bytes of the grammar being built, estimated as its expression
+  // and rule records (CompileLimits::max_grammar_bytes; the compile then
+  // measures the whole IR against the same budget). Exceeding it is a
+  // kResourceExhausted error naming the schema object being converted.
+  size_t max_grammar_bytes = size_t{1} << 28;
   // Budget: nesting of the schema document's arrays and objects (MaskBench's
   // deepest schema nests 63). Exceeding it is a kResourceExhausted error.
   uint32_t max_depth = 1000;

@@ -134,17 +134,27 @@ std::string FormatReport(const TransformReport& report, size_t max_names) {
   return out;
 }
 
-absl::StatusOr<Grammar> Normalize(const Grammar& grammar, TransformReport* report,
+namespace {
+
+// Normalize; `owned`, when not null, is `grammar` itself, given up by the
+// caller: it is emptied once the first pass has read it.
+absl::StatusOr<Grammar> RunPasses(const Grammar& grammar, Grammar* owned, TransformReport* report,
                                   const NormalizeOptions& options) {
   if (absl::Status st = grammar.Validate(); !st.ok()) return st;
-  Grammar current = grammar;
+  // The first pass reads the input itself (no copy of it: a schema's IR can
+  // run to tens of MB); each later one reads its predecessor's output, which
+  // is released as soon as the next exists.
+  Grammar current;
+  const Grammar* input = &grammar;
   auto run = [&](const char* name, auto pass) -> absl::Status {
     PassReport pass_report;
     pass_report.pass = name;
-    if (report != nullptr) pass_report.before = MeasureGrammar(current);
-    absl::StatusOr<Grammar> next = pass(current, &pass_report);
+    if (report != nullptr) pass_report.before = MeasureGrammar(*input);
+    absl::StatusOr<Grammar> next = pass(*input, &pass_report);
     if (!next.ok()) return next.status();
     current = *std::move(next);
+    if (owned != nullptr && input == owned) *owned = Grammar();
+    input = &current;
     if (report != nullptr) {
       pass_report.after = MeasureGrammar(current);
       report->passes.push_back(std::move(pass_report));
@@ -171,8 +181,19 @@ absl::StatusOr<Grammar> Normalize(const Grammar& grammar, TransformReport* repor
   return current;
 }
 
+}  // namespace
+
+absl::StatusOr<Grammar> Normalize(const Grammar& grammar, TransformReport* report,
+                                  const NormalizeOptions& options) {
+  return RunPasses(grammar, /*owned=*/nullptr, report, options);
+}
+
 absl::StatusOr<Grammar> NormalizeForCompile(const Grammar& grammar) {
-  return Normalize(grammar, /*report=*/nullptr, NormalizeOptions());
+  return RunPasses(grammar, /*owned=*/nullptr, /*report=*/nullptr, NormalizeOptions());
+}
+
+absl::StatusOr<Grammar> NormalizeForCompile(Grammar&& grammar) {
+  return RunPasses(grammar, &grammar, /*report=*/nullptr, NormalizeOptions());
 }
 
 }  // namespace zapgram::transforms

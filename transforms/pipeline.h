@@ -48,6 +48,9 @@ absl::StatusOr<grammar::Grammar> Normalize(const grammar::Grammar& grammar,
 // as Normalize: an invalid grammar, or an empty language ("root rule 'r' is
 // unproductive", with its source location). Cost: linear in the grammar.
 absl::StatusOr<grammar::Grammar> NormalizeForCompile(const grammar::Grammar& grammar);
+// The same, releasing `grammar` once the first pass has read it (a compile
+// then holds at most a pass's input, output and scratch at once).
+absl::StatusOr<grammar::Grammar> NormalizeForCompile(grammar::Grammar&& grammar);
 
 }  // namespace zapgram::transforms
 

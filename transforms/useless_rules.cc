@@ -19,10 +19,9 @@
 // with one alternative becomes it), a repetition of an unproductive child
 // (then min = 0) becomes empty; a productive sequence has only productive
 // parts, so nothing else changes. Reachability is a walk from the root over
-// the rebuilt bodies, and the kept rules are copied into a fresh grammar with
-// new ids. Nothing is mutated in place (expressions may be shared). When no
-// productive rule's body holds an unproductive part (the usual case), the
-// rebuild would copy every body unchanged and is skipped.
+// the bodies as they will be rebuilt (productive nodes only), and only the
+// kept rules are rebuilt, into a fresh grammar with new ids. Nothing is
+// mutated in place (expressions may be shared).
 //
 // The language is unchanged: every dropped part matched nothing.
 // Tests: tests/transforms/transforms_test.cc (UselessRules.*, LanguagePreservation.*).
@@ -47,28 +46,11 @@ using grammar::RuleId;
 
 namespace {
 
-// Whether every node of every productive rule's body is productive: then the
-// rebuild below changes nothing.
-bool EveryPartProductive(const Grammar& g, const grammar::Productivity& prod) {
-  std::vector<uint8_t> seen(g.exprs.size(), 0);
-  std::vector<ExprId> stack;
-  for (RuleId r = 0; r < g.rules.size(); ++r) {
-    if (!prod.rule[r]) continue;
-    stack = {g.rules[r].body};
-    while (!stack.empty()) {
-      const ExprId id = stack.back();
-      stack.pop_back();
-      if (seen[id]) continue;
-      seen[id] = 1;
-      if (!prod.expr[id]) return false;
-      for (ExprId c : g.exprs[id].children) stack.push_back(c);
-    }
-  }
-  return true;
-}
-
-// The rules reachable from g's root.
-std::vector<uint8_t> ReachedRules(const Grammar& g) {
+// The rules reachable from g's root once unproductive parts are dropped: the
+// walk enters only productive nodes (a productive sequence has only
+// productive parts; a choice's unproductive alternatives and a repetition's
+// unproductive child are what the rebuild drops).
+std::vector<uint8_t> ReachedRules(const Grammar& g, const grammar::Productivity& prod) {
   std::vector<uint8_t> reached(g.rules.size(), 0);
   std::vector<uint8_t> seen(g.exprs.size(), 0);
   std::vector<RuleId> rule_work = {g.root};
@@ -81,7 +63,7 @@ std::vector<uint8_t> ReachedRules(const Grammar& g) {
     while (!stack.empty()) {
       ExprId id = stack.back();
       stack.pop_back();
-      if (seen[id]) continue;
+      if (seen[id] || !prod.expr[id]) continue;
       seen[id] = 1;
       const Expr& e = g.exprs[id];
       if (e.kind == ExprKind::kRuleRef && !reached[e.rule]) {
@@ -107,58 +89,7 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
         g.source_name, root.loc.line, root.loc.col, root.name));
   }
 
-  // Rebuild the productive rules' bodies (old rule ids) into `tmp`, unless
-  // nothing in them would change.
-  Grammar tmp;
-  uint64_t alternatives_dropped = 0;
-  uint64_t repeats_emptied = 0;
-  const bool unchanged = EveryPartProductive(g, prod);
-  if (!unchanged) {
-    tmp.source_name = g.source_name;
-    tmp.tokens = g.tokens;
-    tmp.root = g.root;
-    tmp.rules = g.rules;
-    internal::PostOrderMemo memo(g.exprs.size());
-    auto children = [&](ExprId id) {
-      // Nothing below an unproductive node is needed.
-      return prod.expr[id] ? absl::Span<const ExprId>(g.exprs[id].children)
-                           : absl::Span<const ExprId>();
-    };
-    auto build = [&](ExprId id, const std::vector<ExprId>& kids) -> ExprId {
-      const Expr& e = g.exprs[id];
-      if (!prod.expr[id]) return kNever;
-      switch (e.kind) {
-        case ExprKind::kChoice: {
-          std::vector<ExprId> kept;
-          for (ExprId k : kids) {
-            if (k != kNever) kept.push_back(k);
-          }
-          alternatives_dropped += kids.size() - kept.size();
-          if (kept.size() == 1) return kept[0];
-          return internal::CopyNode(e, kept, 0, tmp);
-        }
-        case ExprKind::kRepeat:
-          if (kids[0] == kNever) {
-            ++repeats_emptied;
-            return tmp.AddEmpty(e.loc);
-          }
-          return internal::CopyNode(e, kids, 0, tmp);
-        default:
-          return internal::CopyNode(e, kids, e.rule, tmp);
-      }
-    };
-    for (RuleId r = 0; r < g.rules.size(); ++r) {
-      if (!prod.rule[r]) continue;
-      absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, g.rules[r].body, memo, children, build);
-      if (!body.ok()) return body.status();
-      tmp.rules[r].body = *body;  // productive rule: never kNever
-    }
-  }
-  const Grammar& reduced = unchanged ? g : tmp;
-
-  // Reachability from the root over the rebuilt bodies.
-  const std::vector<uint8_t> reached = ReachedRules(reduced);
-
+  const std::vector<uint8_t> reached = ReachedRules(g, prod);
   std::vector<RuleId> kept;
   std::vector<RuleId> new_id(g.rules.size(), kNoRule);
   for (RuleId r = 0; r < g.rules.size(); ++r) {
@@ -173,11 +104,62 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
     new_id[r] = static_cast<RuleId>(kept.size());
     kept.push_back(r);
   }
+
+  // The kept rules' bodies, rebuilt straight into the result with new rule
+  // ids (one copy of the grammar, not a pruned copy and then a renumbered
+  // one: a schema's IR can run to tens of MB).
+  Grammar out;
+  out.source_name = g.source_name;
+  out.tokens = g.tokens;
+  out.rules.resize(kept.size());
+  out.root = new_id[g.root];
+  uint64_t alternatives_dropped = 0;
+  uint64_t repeats_emptied = 0;
+  internal::PostOrderMemo memo(g.exprs.size());
+  auto children = [&](ExprId id) {
+    // Nothing below an unproductive node is needed.
+    return prod.expr[id] ? absl::Span<const ExprId>(g.exprs[id].children)
+                         : absl::Span<const ExprId>();
+  };
+  auto build = [&](ExprId id, const std::vector<ExprId>& kids) -> ExprId {
+    const Expr& e = g.exprs[id];
+    if (!prod.expr[id]) return kNever;
+    switch (e.kind) {
+      case ExprKind::kChoice: {
+        std::vector<ExprId> alternatives;
+        for (ExprId k : kids) {
+          if (k != kNever) alternatives.push_back(k);
+        }
+        alternatives_dropped += kids.size() - alternatives.size();
+        if (alternatives.size() == 1) return alternatives[0];
+        return internal::CopyNode(e, alternatives, 0, out);
+      }
+      case ExprKind::kRepeat:
+        if (kids[0] == kNever) {
+          ++repeats_emptied;
+          return out.AddEmpty(e.loc);
+        }
+        return internal::CopyNode(e, kids, 0, out);
+      case ExprKind::kRuleRef:
+        return internal::CopyNode(e, kids, new_id[e.rule], out);  // productive: a kept rule
+      default:
+        return internal::CopyNode(e, kids, e.rule, out);
+    }
+  };
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const grammar::Rule& old = g.rules[kept[i]];
+    absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, old.body, memo, children, build);
+    if (!body.ok()) return body.status();
+    out.rules[i].name = old.name;
+    out.rules[i].loc = old.loc;
+    out.rules[i].keep_as_rule = old.keep_as_rule;
+    out.rules[i].body = *body;  // productive rule: never kNever
+  }
   if (report != nullptr) {
     report->Count("alternatives dropped", alternatives_dropped);
     report->Count("repeats emptied", repeats_emptied);
   }
-  return internal::CopyRules(reduced, kept, new_id, new_id[g.root]);
+  return out;
 }
 
 }  // namespace zapgram::transforms

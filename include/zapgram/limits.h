@@ -56,6 +56,16 @@ struct CompileLimits {
   uint32_t max_productions = 1u << 22;
   // Symbols of all right-hand sides together.
   uint64_t max_rhs_symbols = 1ull << 26;
+  // Heap bytes of one form of the grammar on its way to the tables: the IR
+  // as read (a JSON Schema's conversion checks it as it grows), then each
+  // transform's output. A compile holds at most three such forms at once
+  // (a pass's input, its output and a pass's scratch copy), so this and the
+  // automata's budgets (max_dfa_states) bound the memory one compile can
+  // take. A JSON Schema expands most: MaskBench's largest IR is ~40 MB
+  // (an 8.9 KB schema whose combinators make 240k expressions); an object
+  // of 8,000 optional array properties takes ~60 MB (~50 expressions of
+  // ~150 bytes per property).
+  size_t max_grammar_bytes = size_t{1} << 28;
   // States of a lexed (Lark) grammar's lexer automaton, the product of its
   // token automata; each costs num_classes * 4 bytes plus per-token bits.
   uint32_t max_lexer_states = 1u << 16;

@@ -87,8 +87,8 @@ class ZAPGRAM_EXPORT CompiledGrammar {
     uint64_t hits = 0, misses = 0, entries = 0, bytes = 0;
   };
   CacheStats cache_stats() const;
-  // Heap bytes this grammar adds to the process: the grammar as read, its
-  // tables, the token sets it built, and its entries in the shared mask
+  // Heap bytes this grammar adds to the process: its tables (the grammar as
+  // read is not kept), the token sets it built, and its entries in the shared mask
   // cache (sets it found built by an earlier grammar are not counted).
   size_t memory_bytes() const;
   // Token equivalence classes: per id in [0, padded_size()), its class,

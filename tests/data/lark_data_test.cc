@@ -109,8 +109,7 @@ TEST_P(LarkTraceTest, AcceptedExactlyWhenLabelledValid) {
           internal::ReadGrammarSpec(spec, testing::DataPath(""));
       ASSERT_TRUE(ir.ok()) << ir.status();
       data = std::make_shared<internal::CompiledGrammarData>();
-      data->ir = *std::move(ir);
-      absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(data->ir);
+      absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*ir);
       ASSERT_TRUE(flat.ok()) << flat.status();
       data->flat = *std::move(flat);
     }

@@ -121,6 +121,45 @@ TEST(Budgets, HundredThousandLevelsOfNesting) {
   EXPECT_TRUE(recursive.accepted);
 }
 
+// CompileLimits::max_grammar_bytes bounds each form of the grammar on its
+// way to the tables: a JSON Schema's conversion stops as its grammar
+// outgrows the budget (naming the schema object it was at), any other
+// grammar after reading; under the default budget both load.
+TEST(Budgets, GrammarBytesBoundEachForm) {
+  std::string schema = R"({"type": "object", "properties": {)";
+  for (int i = 0; i < 3000; ++i) {
+    absl::StrAppend(&schema, i ? ", " : "", "\"p", i, R"(": {"type": "array", "items": {"type": "integer"}})");
+  }
+  schema += "}}";
+  std::string gbnf = "root ::= r0";
+  for (int i = 1; i < 20000; ++i) absl::StrAppend(&gbnf, " | r", i);
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&gbnf, "\nr", i, " ::= \"x", i, "\" [a-z]*");
+  LoadOptions tight;
+  tight.limits.max_grammar_bytes = size_t{1} << 20;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Grammar> converted = Grammar::FromText(GrammarFormat::kJsonSchema, schema, tight);
+  EXPECT_EQ(converted.status().code(), absl::StatusCode::kResourceExhausted) << converted.status();
+  EXPECT_NE(converted.status().message().find("max_grammar_bytes = 1048576"), std::string_view::npos)
+      << converted.status();
+  EXPECT_NE(converted.status().message().find("#/properties/p"), std::string_view::npos)
+      << converted.status();
+  absl::StatusOr<Grammar> read = Grammar::FromText(GrammarFormat::kGbnf, gbnf, tight);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kResourceExhausted) << read.status();
+  EXPECT_NE(read.status().message().find("as read"), std::string_view::npos) << read.status();
+  EXPECT_NE(read.status().message().find("max_grammar_bytes"), std::string_view::npos) << read.status();
+  std::printf("budget case %-28s %9.1f ms\n", "max_grammar_bytes 1 MiB",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  absl::StatusOr<Grammar> schema_default = Grammar::FromText(GrammarFormat::kJsonSchema, schema);
+  EXPECT_TRUE(schema_default.ok()) << schema_default.status();
+  absl::StatusOr<Grammar> gbnf_default = Grammar::FromText(GrammarFormat::kGbnf, gbnf);
+  EXPECT_TRUE(gbnf_default.ok()) << gbnf_default.status();
+  if (gbnf_default.ok()) {
+    Recognizer r(*gbnf_default);
+    EXPECT_EQ(r.FeedBytes("x19999abc"), 9u);
+    EXPECT_TRUE(r.IsAccepting());
+  }
+}
+
 TEST(Budgets, ThousandsOfAlternatives) {
   std::string gbnf = "root ::= \"w0\"", regex = "w0", schema = R"({"enum":["v0")";
   for (int i = 1; i < 5000; ++i) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "api/grammar_data.h"
+#include "grammar/gbnf_reader.h"
 #include "gtest/gtest.h"
 #include "tests/support/reference_recognizer.h"
 #include "tests/support/test_paths.h"
@@ -99,7 +100,9 @@ TEST(BudgetMaskExhaustive, MatchesEnumerationOnSmallGrammars) {
     ASSERT_TRUE(grammar.ok()) << grammar.status();
     absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, *vocab);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
-    Oracle oracle(grammar->data().ir, setup.tokens);
+    absl::StatusOr<grammar::Grammar> ir = grammar::ReadGbnf(setup.gbnf, "<text>");
+    ASSERT_TRUE(ir.ok()) << ir.status();
+    Oracle oracle(*ir, setup.tokens);
     Matcher matcher(*compiled);
     std::vector<uint32_t> words(compiled->mask_words());
     int64_t checked = 0, unsound = 0, over_masked = 0, allowed_total = 0;

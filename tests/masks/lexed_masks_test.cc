@@ -32,8 +32,7 @@ std::shared_ptr<internal::CompiledGrammarData> LoadLark(const std::string& set) 
       internal::ReadGrammarSpec("grammars/lark/syncode/" + set + ".lark", testing::DataPath(""));
   EXPECT_TRUE(ir.ok()) << ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
-  data->ir = *std::move(ir);
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(data->ir);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*ir);
   EXPECT_TRUE(flat.ok()) << flat.status();
   data->flat = *std::move(flat);
   return data;

@@ -55,13 +55,12 @@ std::shared_ptr<const CompiledGrammar> CompileFor(const std::string& spec,
   absl::StatusOr<grammar::Grammar> ir = internal::ReadGrammarSpec(spec, testing::DataPath(""), schema, nullptr);
   EXPECT_TRUE(ir.ok()) << ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
-  data->ir = *std::move(ir);
   if (merge_regular) {
-    absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(data->ir);
+    absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(*ir);
     EXPECT_TRUE(merged.ok()) << merged.status();
-    data->ir = *std::move(merged);
+    ir = *std::move(merged);
   }
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(data->ir);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*ir);
   EXPECT_TRUE(flat.ok()) << flat.status();
   data->flat = *std::move(flat);
   std::shared_ptr<const parser::FlatGrammar> shared_flat(data, &data->flat);
