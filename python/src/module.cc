@@ -23,19 +23,26 @@
 // that cannot be read) or RuntimeError (a budget ran out; misuse such as a
 // mask after termination). A matcher taking part in a batch running on
 // another Python thread refuses every call (RuntimeError) instead of racing.
+// Arguments users get wrong (ids, indices, sizes, lists, text, flags) are
+// read by arguments.h: TypeError for a wrong type, ValueError for a value out
+// of range (a token id outside [0, vocab_size) included), each naming the
+// argument; bitmasks and logits are checked by tensor_view.h.
 //
-// Tests: tests/python/ (test_api.py, test_bitmask.py, test_batch.py).
+// Tests: tests/python/ (test_api.py, test_bitmask.py, test_batch.py,
+// test_bad_input.py).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "python/src/arguments.h"
 #include "python/src/tensor_view.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
@@ -120,28 +127,54 @@ struct PyMatcher {
   bool in_batch = false;
 };
 
-bool Fill(PyMatcher& m, py::handle bitmask, int64_t index, std::optional<int64_t> tokens_left = std::nullopt) {
+// tokens_left: None or an int (the engine's semantics: <= 0 allows nothing).
+std::optional<int64_t> TokensLeftArg(py::handle tokens_left, const ArgName& name) {
+  if (tokens_left.is_none()) return std::nullopt;
+  return IntArg(tokens_left, name);
+}
+
+bool Fill(PyMatcher& m, py::handle bitmask, py::handle index, py::handle tokens_left) {
   m.CheckFree();
   m.CheckNotFinished();
   const TensorView view = ViewOf(bitmask, "bitmask", true);
-  uint32_t* row = BitmaskRow(view, index, m.mask_words);
+  const std::optional<int64_t> budget = TokensLeftArg(tokens_left, "tokens_left");
+  uint32_t* row = BitmaskRow(view, IntArg(index, "index"), m.mask_words);
   // tokens_left: the budget-aware mask (masks/budget_mask.h).
-  const size_t allowed = tokens_left ? m.matcher.ComputeMask(row, *tokens_left) : m.matcher.ComputeMask(row);
+  const size_t allowed = budget ? m.matcher.ComputeMask(row, *budget) : m.matcher.ComputeMask(row);
   m.CheckStatus();
   return allowed != static_cast<size_t>(m.vocab_size);
 }
 
-// accept_token: false for ids outside the vocabulary, as XGrammar; an
-// exhausted budget raises.
-bool AcceptToken(PyMatcher& m, int64_t id) {
+// A token id of the matcher's vocabulary: ValueError outside [0, vocab_size)
+// (XGrammar logs a warning and refuses the token; an id no logits column
+// has is a caller's bug, so zapgram says so).
+int32_t TokenIdArg(py::handle value, const ArgName& name, int32_t vocab_size) {
+  const auto out_of_range = [&](const std::string& id) {
+    return py::value_error(name.str() + " is " + id + ": not a token id of this vocabulary (ids are 0 <= id < " +
+                           std::to_string(vocab_size) + ")");
+  };
+  int64_t id = 0;
+  try {
+    id = IntArg(value, name);
+  } catch (const py::value_error&) {  // past 64 bits
+    throw out_of_range(std::string(py::str(value)));
+  }
+  if (id < 0 || id >= vocab_size) throw out_of_range(std::to_string(id));
+  return static_cast<int32_t>(id);
+}
+
+// accept_token: false when the grammar refuses the token (special and
+// padding ids included); an exhausted budget raises.
+bool AcceptToken(PyMatcher& m, py::handle token, const ArgName& name) {
   m.CheckFree();
-  const bool ok = id >= 0 && id < m.vocab_size && m.matcher.AcceptToken(static_cast<int32_t>(id));
+  const bool ok = m.matcher.AcceptToken(TokenIdArg(token, name, m.vocab_size));
   if (!ok) m.CheckStatus();
   return ok;
 }
 
-bool AcceptString(PyMatcher& m, const std::string& text) {
+bool AcceptString(PyMatcher& m, py::handle input, const ArgName& name) {
   m.CheckFree();
+  const std::string text = TextArg(input, name);
   const bool ok = m.matcher.AcceptBytes(text);
   if (!ok) m.CheckStatus();
   return ok;
@@ -177,23 +210,29 @@ double TimeApply(py::handle logits, py::handle bitmask, int blocks, int per_bloc
   return MedianNsPerCall(blocks, per_block, [&] { ApplyBitmask(l, b, std::nullopt, std::nullopt); });
 }
 
-PyMatcher& AsMatcher(py::handle h) {
+PyMatcher& AsMatcher(py::handle h, size_t k) {
   if (!py::isinstance<PyMatcher>(h)) {
-    throw py::type_error("matchers must be GrammarMatcher objects, got " +
-                         std::string(py::str(py::type::handle_of(h).attr("__name__"))));
+    throw py::type_error("matchers[" + std::to_string(k) + "] must be a GrammarMatcher, got " + Describe(h));
   }
   return h.cast<PyMatcher&>();
 }
 
-// batch_accept_token / batch_accept_string: accept(matchers[k], items[k]).
-template <typename T, typename Accept>
-std::vector<bool> BatchAccept(const py::sequence& matchers, const std::vector<T>& items, Accept accept) {
+// batch_accept_token / batch_accept_string: accept(matchers[k], items[k],
+// "NAME[k]"). `what` words the error for an items argument that is not a
+// list ("ints", "strings").
+template <typename Accept>
+std::vector<bool> BatchAccept(py::handle matchers_arg, py::handle items_arg, const char* name, const char* what,
+                              Accept accept) {
+  const py::sequence matchers = SequenceArg(matchers_arg, "matchers", "GrammarMatcher objects");
+  const py::sequence items = SequenceArg(items_arg, name, (std::string(what) + ", one per matcher").c_str());
   if (items.size() != matchers.size()) {
     throw py::value_error("one token or string per matcher is needed: " + std::to_string(items.size()) + " for " +
                           std::to_string(matchers.size()) + " matchers");
   }
   std::vector<bool> accepted;
-  for (size_t k = 0; k < items.size(); ++k) accepted.push_back(accept(AsMatcher(matchers[k]), items[k]));
+  for (size_t k = 0; k < items.size(); ++k) {
+    accepted.push_back(accept(AsMatcher(matchers[k], k), items[k], ArgName(name, static_cast<int64_t>(k))));
+  }
   return accepted;
 }
 
@@ -204,7 +243,7 @@ class BatchClaim {
     claimed_.reserve(matchers.size());
     try {
       for (py::handle h : matchers) {
-        PyMatcher& m = AsMatcher(h);
+        PyMatcher& m = AsMatcher(h, claimed_.size());
         if (m.in_batch) {
           throw std::runtime_error("a GrammarMatcher appears twice in the batch, or is in another batch");
         }
@@ -230,10 +269,15 @@ class BatchClaim {
 // matcher, each an int (its budget-aware mask) or None (its plain mask).
 std::vector<std::optional<int64_t>> BudgetsOf(py::handle tokens_left, size_t num_matchers) {
   if (tokens_left.is_none()) return {};
-  if (py::isinstance<py::int_>(tokens_left)) {
-    return std::vector<std::optional<int64_t>>(num_matchers, tokens_left.cast<int64_t>());
+  if (!PySequence_Check(tokens_left.ptr()) || PyUnicode_Check(tokens_left.ptr()) ||
+      PyBytes_Check(tokens_left.ptr())) {
+    return std::vector<std::optional<int64_t>>(num_matchers, IntArg(tokens_left, "tokens_left"));
   }
-  std::vector<std::optional<int64_t>> budgets = tokens_left.cast<std::vector<std::optional<int64_t>>>();
+  std::vector<std::optional<int64_t>> budgets;
+  const py::sequence entries = py::reinterpret_borrow<py::sequence>(tokens_left);
+  for (size_t k = 0; k < entries.size(); ++k) {
+    budgets.push_back(TokensLeftArg(entries[k], ArgName("tokens_left", static_cast<int64_t>(k))));
+  }
   if (budgets.size() != num_matchers) {
     throw py::value_error("tokens_left has " + std::to_string(budgets.size()) + " entries for " +
                           std::to_string(num_matchers) + " matchers");
@@ -241,8 +285,11 @@ std::vector<std::optional<int64_t>> BudgetsOf(py::handle tokens_left, size_t num
   return budgets;
 }
 
-void BatchFill(BatchMasker& masker, const py::sequence& matchers, py::handle bitmask,
-               const std::optional<std::vector<int64_t>>& indices, py::handle tokens_left) {
+void BatchFill(BatchMasker& masker, py::handle matchers_arg, py::handle bitmask, py::handle indices_arg,
+               py::handle tokens_left) {
+  const py::sequence matchers = SequenceArg(matchers_arg, "matchers", "GrammarMatcher objects");
+  std::optional<std::vector<int64_t>> indices;
+  if (!indices_arg.is_none()) indices = IntListArg(indices_arg, "indices");
   if (indices.has_value() && indices->size() != matchers.size()) {
     throw py::value_error("indices has " + std::to_string(indices->size()) + " entries for " +
                           std::to_string(matchers.size()) + " matchers");
@@ -365,7 +412,14 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("warnings", &Grammar::warnings);
 
   py::class_<CompiledGrammar>(m, "CompiledGrammar", py::dynamic_attr())
-      .def(py::init([](const Grammar& grammar, const Vocabulary& vocabulary) {
+      .def(py::init([](py::handle grammar_arg, py::handle vocabulary_arg) {
+             if (!py::isinstance<Grammar>(grammar_arg) || !py::isinstance<Vocabulary>(vocabulary_arg)) {
+               throw py::type_error(
+                   "a CompiledGrammar is made by GrammarCompiler(tokenizer_info).compile_*(...), not directly "
+                   "(got " + Describe(grammar_arg) + ", " + Describe(vocabulary_arg) + ")");
+             }
+             const Grammar& grammar = grammar_arg.cast<const Grammar&>();
+             const Vocabulary& vocabulary = vocabulary_arg.cast<const Vocabulary&>();
              return WithoutGil([&] { return CompiledGrammar::Compile(grammar, vocabulary); });
            }),
            py::arg("grammar"), py::arg("vocabulary"))
@@ -386,14 +440,34 @@ PYBIND11_MODULE(_core, m) {
 fills its next-token bitmask (XGrammar's GrammarMatcher). Stop tokens are the
 TokenizerInfo's; max_rollback_bytes bounds rollback (zapgram's budget is in bytes);
 cache=False turns off the mask cache (for measurements).)")
-      .def(py::init([](const CompiledGrammar& grammar, std::optional<py::object> override_stop_tokens,
-                       bool terminate_without_stop_token, int max_rollback_tokens, uint32_t max_rollback_bytes,
-                       bool cache) {
-             (void)max_rollback_tokens;  // XGrammar deprecated it; zapgram's budget is in bytes
-             if (override_stop_tokens.has_value() && !override_stop_tokens->is_none()) {
-               std::vector<int32_t> ids = py::isinstance<py::int_>(*override_stop_tokens)
-                                              ? std::vector<int32_t>{override_stop_tokens->cast<int32_t>()}
-                                              : override_stop_tokens->cast<std::vector<int32_t>>();
+      .def(py::init([](py::handle compiled_grammar, py::handle override_stop_tokens,
+                       py::handle terminate_without_stop_token, py::handle max_rollback_tokens,
+                       py::handle max_rollback_bytes, py::handle cache) {
+             if (!py::isinstance<CompiledGrammar>(compiled_grammar)) {
+               throw py::type_error(
+                   "compiled_grammar must be a CompiledGrammar (from GrammarCompiler(tokenizer_info).compile_*), "
+                   "got " + Describe(compiled_grammar));
+             }
+             const CompiledGrammar& grammar = compiled_grammar.cast<const CompiledGrammar&>();
+             // XGrammar deprecated max_rollback_tokens (-1: no limit); zapgram's budget is in bytes.
+             IntArg(max_rollback_tokens, "max_rollback_tokens", -1);
+             MatcherOptions options;
+             options.max_rollback_bytes = static_cast<uint32_t>(
+                 IntArg(max_rollback_bytes, "max_rollback_bytes", 0, std::numeric_limits<uint32_t>::max()));
+             options.use_cache = BoolArg(cache, "cache");
+             const bool terminate = BoolArg(terminate_without_stop_token, "terminate_without_stop_token");
+             if (!override_stop_tokens.is_none()) {
+               const int32_t vocab_size = grammar.vocabulary().padded_size();
+               PyObject* o = override_stop_tokens.ptr();
+               if (PyUnicode_Check(o) || PyBytes_Check(o)) {
+                 throw py::type_error("override_stop_tokens must be an int or a list of ints, got " +
+                                      Describe(override_stop_tokens));
+               }
+               // One id or a list of them.
+               const std::vector<int64_t> given =
+                   PySequence_Check(o) ? IntListArg(o, "override_stop_tokens", 0, vocab_size - 1)
+                                       : std::vector<int64_t>{IntArg(o, "override_stop_tokens", 0, vocab_size - 1)};
+               std::vector<int32_t> ids(given.begin(), given.end());
                std::sort(ids.begin(), ids.end());
                ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
                if (ids != grammar.vocabulary().eos_ids()) {
@@ -402,18 +476,14 @@ cache=False turns off the mask cache (for measurements).)")
                      "(TokenizerInfo(..., stop_token_ids=...))");
                }
              }
-             MatcherOptions options;
-             options.max_rollback_bytes = max_rollback_bytes;
-             options.use_cache = cache;
-             return std::make_unique<PyMatcher>(grammar, options, terminate_without_stop_token);
+             return std::make_unique<PyMatcher>(grammar, options, terminate);
            }),
            py::arg("compiled_grammar"), py::kw_only(), py::arg("override_stop_tokens") = py::none(),
            py::arg("terminate_without_stop_token") = false, py::arg("max_rollback_tokens") = -1,
            py::arg("max_rollback_bytes") = 512, py::arg("cache") = true)
       .def(
           "fill_next_token_bitmask",
-          [](PyMatcher& m, py::handle bitmask, int64_t index, bool debug_print,
-             std::optional<int64_t> tokens_left) {
+          [](PyMatcher& m, py::handle bitmask, py::handle index, bool debug_print, py::handle tokens_left) {
             (void)debug_print;
             return Fill(m, bitmask, index, tokens_left);
           },
@@ -424,23 +494,23 @@ cache=False turns off the mask cache (for measurements).)")
           "text can still be finished within n tokens, EOS counted.")
       .def(
           "accept_token",
-          [](PyMatcher& m, int64_t id, bool debug_print) {
+          [](PyMatcher& m, py::handle token_id, bool debug_print) {
             (void)debug_print;
-            return AcceptToken(m, id);
+            return AcceptToken(m, token_id, "token_id");
           },
           py::arg("token_id"), py::kw_only(), py::arg("debug_print") = false)
       .def(
           "accept_string",
-          [](PyMatcher& m, const std::string& text, bool debug_print) {
+          [](PyMatcher& m, py::handle input_str, bool debug_print) {
             (void)debug_print;
-            return AcceptString(m, text);
+            return AcceptString(m, input_str, "input_str");
           },
           py::arg("input_str"), py::kw_only(), py::arg("debug_print") = false)
       .def(
           "rollback",
-          [](PyMatcher& m, int64_t n) {
+          [](PyMatcher& m, py::handle num_tokens) {
             m.CheckFree();
-            if (n < 0) throw py::value_error("rollback needs num_tokens >= 0");
+            const int64_t n = IntArg(num_tokens, "num_tokens", 0);
             if (!m.matcher.Rollback(static_cast<size_t>(n))) {
               throw std::runtime_error("cannot roll back " + std::to_string(n) +
                                        " tokens: more than were accepted, or beyond max_rollback_bytes");
@@ -482,8 +552,13 @@ cache=False turns off the mask cache (for measurements).)")
            })
       .def(
           "validate_tokens",
-          [](PyMatcher& m, const std::vector<int32_t>& tokens) {
+          [](PyMatcher& m, py::handle tokens_arg) {
             m.CheckFree();
+            std::vector<int32_t> tokens;
+            const py::sequence items = SequenceArg(tokens_arg, "tokens", "token ids");
+            for (size_t k = 0; k < items.size(); ++k) {
+              tokens.push_back(TokenIdArg(items[k], ArgName("tokens", static_cast<int64_t>(k)), m.vocab_size));
+            }
             return m.matcher.ValidateTokens(tokens);
           },
           py::arg("tokens"), "How many leading tokens would be accepted in sequence (the state is unchanged).")
@@ -495,11 +570,17 @@ cache=False turns off the mask cache (for measurements).)")
 
   py::class_<BatchMasker>(m, "BatchGrammarMatcher", R"(Fills many matchers' bitmasks on a persistent pool
 of max_threads threads ("auto": half the hardware threads), with the GIL released.)")
-      .def(py::init([](py::object max_threads) {
+      .def(py::init([](py::handle max_threads) {
              int threads = 0;
-             if (!(py::isinstance<py::str>(max_threads) && max_threads.cast<std::string>() == "auto")) {
-               threads = max_threads.cast<int>();
-               if (threads < 1) throw py::value_error("max_threads must be >= 1 or \"auto\"");
+             if (PyUnicode_Check(max_threads.ptr())) {
+               if (max_threads.cast<std::string>() != "auto") {
+                 throw py::value_error("max_threads must be an int >= 1 or \"auto\", got " + Describe(max_threads));
+               }
+             } else {
+               if (!PyLong_Check(max_threads.ptr()) && !PyIndex_Check(max_threads.ptr())) {
+                 throw py::type_error("max_threads must be an int >= 1 or \"auto\", got " + Describe(max_threads));
+               }
+               threads = static_cast<int>(IntArg(max_threads, "max_threads", 1, std::numeric_limits<int>::max()));
              }
              return std::make_unique<BatchMasker>(threads);
            }),
@@ -507,8 +588,8 @@ of max_threads threads ("auto": half the hardware threads), with the GIL release
       .def_property_readonly("max_threads", &BatchMasker::threads)
       .def(
           "batch_fill_next_token_bitmask",
-          [](BatchMasker& masker, const py::sequence& matchers, py::handle bitmask,
-             std::optional<std::vector<int64_t>> indices, bool debug_print, py::handle tokens_left) {
+          [](BatchMasker& masker, py::handle matchers, py::handle bitmask, py::handle indices, bool debug_print,
+             py::handle tokens_left) {
             (void)debug_print;
             BatchFill(masker, matchers, bitmask, indices, tokens_left);
           },
@@ -519,28 +600,48 @@ of max_threads threads ("auto": half the hardware threads), with the GIL release
           "None): the budget-aware masks, as fill_next_token_bitmask(..., tokens_left=n).")
       .def_static(
           "batch_accept_token",
-          [](const py::sequence& matchers, const std::vector<int64_t>& tokens, bool debug_print) {
+          [](py::handle matchers, py::handle tokens, bool debug_print) {
             (void)debug_print;
-            return BatchAccept(matchers, tokens, &AcceptToken);
+            return BatchAccept(matchers, tokens, "tokens", "token ids", &AcceptToken);
           },
           py::arg("matchers"), py::arg("tokens"), py::arg("debug_print") = false)
       .def_static(
           "batch_accept_string",
-          [](const py::sequence& matchers, const std::vector<std::string>& strings, bool debug_print) {
+          [](py::handle matchers, py::handle strings, bool debug_print) {
             (void)debug_print;
-            return BatchAccept(matchers, strings, &AcceptString);
+            return BatchAccept(matchers, strings, "strings", "str or bytes", &AcceptString);
           },
           py::arg("matchers"), py::arg("strings"), py::arg("debug_print") = false);
 
   m.def(
       "apply_token_bitmask_inplace",
-      [](py::handle logits, py::handle bitmask, std::optional<int64_t> vocab_size,
-         std::optional<std::vector<int64_t>> indices) {
-        ApplyBitmask(ViewOf(logits, "logits", true), ViewOf(bitmask, "bitmask", false), vocab_size, indices);
+      [](py::handle logits, py::handle bitmask, py::handle vocab_size, py::handle indices) {
+        const TensorView logits_view = ViewOf(logits, "logits", true);
+        const TensorView bitmask_view = ViewOf(bitmask, "bitmask", false);
+        std::optional<int64_t> vocab;
+        if (!vocab_size.is_none()) vocab = IntArg(vocab_size, "vocab_size", 0);
+        std::optional<std::vector<int64_t>> rows;
+        if (!indices.is_none()) rows = IntListArg(indices, "indices");
+        ApplyBitmask(logits_view, bitmask_view, vocab, rows);
       },
       py::arg("logits"), py::arg("bitmask"), py::kw_only(), py::arg("vocab_size") = py::none(),
       py::arg("indices") = py::none(),
       "Sets logits[i, j] to -inf where bit j of bitmask row i is 0 (in place; CPU tensors or numpy arrays).");
+  // The argument checks of arguments.h, for the package's Python files.
+  m.def(
+      "_int_arg",
+      [](py::handle value, const std::string& name, std::optional<int64_t> minimum, std::optional<int64_t> maximum) {
+        return IntArg(value, name.c_str(), minimum.value_or(std::numeric_limits<int64_t>::min()),
+                      maximum.value_or(std::numeric_limits<int64_t>::max()));
+      },
+      py::arg("value"), py::arg("name"), py::arg("minimum") = py::none(), py::arg("maximum") = py::none());
+  m.def(
+      "_int_list_arg",
+      [](py::handle value, const std::string& name, std::optional<int64_t> minimum, std::optional<int64_t> maximum) {
+        return IntListArg(value, name.c_str(), minimum.value_or(std::numeric_limits<int64_t>::min()),
+                          maximum.value_or(std::numeric_limits<int64_t>::max()));
+      },
+      py::arg("value"), py::arg("name"), py::arg("minimum") = py::none(), py::arg("maximum") = py::none());
   m.def("_time_apply", &TimeApply, py::arg("logits"), py::arg("bitmask"), py::arg("blocks") = 31,
         py::arg("per_block") = 20);
 }

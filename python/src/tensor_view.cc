@@ -56,6 +56,18 @@ py::object Steal(PyObject* o) {
   return py::reinterpret_steal<py::object>(o);
 }
 
+// stride() or data_ptr() of a tensor with no strided storage (sparse, nested,
+// ...): torch's RuntimeError becomes a ValueError naming the argument.
+py::object DenseCall(py::handle obj, PyObject* method, const char* name) {
+  PyObject* result = PyObject_CallMethodNoArgs(obj.ptr(), method);
+  if (result == nullptr) {
+    PyErr_Clear();
+    throw py::value_error(std::string(name) + " must be a dense tensor (layout torch.strided), got layout " +
+                          std::string(py::str(obj.attr("layout"))));
+  }
+  return py::reinterpret_steal<py::object>(result);
+}
+
 void SetShape(TensorView* v, const int64_t* shape, const int64_t* strides, int ndim, const char* name) {
   if (ndim != 1 && ndim != 2) {
     throw py::value_error(std::string(name) + " must have 1 or 2 dimensions, got " + std::to_string(ndim));
@@ -77,7 +89,10 @@ void SetShape(TensorView* v, const int64_t* shape, const int64_t* strides, int n
 TensorView TorchView(py::handle obj, Torch& t, const char* name) {
   TensorView v;
   py::object is_cpu = Steal(PyObject_GetAttr(obj.ptr(), t.is_cpu));
-  if (is_cpu.ptr() != Py_True) throw py::value_error(std::string(name) + " must be a CPU tensor");
+  if (is_cpu.ptr() != Py_True) {
+    throw py::value_error(std::string(name) + " must be a CPU tensor, got one on device " +
+                          std::string(py::str(obj.attr("device"))) + " (zapgram's masks are computed on CPU)");
+  }
   py::object dtype = Steal(PyObject_GetAttr(obj.ptr(), t.dtype));
   PyObject* d = dtype.ptr();
   v.dtype = d == t.int32     ? DType::kInt32
@@ -87,8 +102,9 @@ TensorView TorchView(py::handle obj, Torch& t, const char* name) {
             : d == t.bfloat16 ? DType::kBFloat16
                               : DType::kOther;
   v.element_size = v.dtype == DType::kFloat64 ? 8 : v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16 ? 2 : 4;
+  if (v.dtype == DType::kOther) v.other_dtype = py::str(dtype);
   py::object shape = Steal(PyObject_GetAttr(obj.ptr(), t.shape));
-  py::object stride = Steal(PyObject_CallMethodNoArgs(obj.ptr(), t.stride));
+  py::object stride = DenseCall(obj, t.stride, name);
   const Py_ssize_t ndim = PyTuple_Size(shape.ptr());
   if (ndim < 0 || PyTuple_Size(stride.ptr()) != ndim) throw py::error_already_set();
   int64_t dims[2] = {0, 0}, steps[2] = {0, 0};
@@ -97,7 +113,7 @@ TensorView TorchView(py::handle obj, Torch& t, const char* name) {
     steps[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride.ptr(), i));
   }
   SetShape(&v, dims, steps, static_cast<int>(ndim), name);
-  py::object ptr = Steal(PyObject_CallMethodNoArgs(obj.ptr(), t.data_ptr));
+  py::object ptr = DenseCall(obj, t.data_ptr, name);
   v.data = static_cast<char*>(PyLong_AsVoidPtr(ptr.ptr()));
   if (PyErr_Occurred()) throw py::error_already_set();
   return v;
@@ -118,6 +134,15 @@ TensorView NumpyView(py::handle obj, const char* name, bool writable) {
                                                            : DType::kOther;
   v.element_size = static_cast<size_t>(py::detail::array_descriptor_proxy(proxy->descr)->elsize);
   if (v.dtype == DType::kInt32 && v.element_size != 4) v.dtype = DType::kOther;
+  // A byte-swapped array ('>i4' on a little-endian machine) would be read and
+  // written in the wrong byte order: refused by name.
+  const char byteorder = py::detail::array_descriptor_proxy(proxy->descr)->byteorder;
+  if (byteorder == (std::endian::native == std::endian::little ? '>' : '<')) {
+    v.dtype = DType::kOther;
+    v.other_dtype = std::string(py::str(obj.attr("dtype").attr("str"))) + " (not in native byte order)";
+  } else if (v.dtype == DType::kOther) {
+    v.other_dtype = py::str(obj.attr("dtype"));
+  }
   const int ndim = proxy->nd;
   int64_t dims[2] = {0, 0}, steps[2] = {0, 0};
   for (int i = 0; i < ndim && i < 2; ++i) {
@@ -133,8 +158,8 @@ TensorView NumpyView(py::handle obj, const char* name, bool writable) {
   return v;
 }
 
-const char* DTypeName(DType d) {
-  switch (d) {
+std::string DTypeName(const TensorView& v) {
+  switch (v.dtype) {
     case DType::kInt32: return "int32";
     case DType::kFloat32: return "float32";
     case DType::kFloat64: return "float64";
@@ -142,7 +167,7 @@ const char* DTypeName(DType d) {
     case DType::kBFloat16: return "bfloat16";
     case DType::kOther: break;
   }
-  return "another dtype";
+  return v.other_dtype.empty() ? "another dtype" : v.other_dtype;
 }
 
 // Sets logits[j * stride] = minus_inf for every j < vocab_size whose bit is 0.
@@ -182,7 +207,7 @@ TensorView ViewOf(py::handle obj, const char* name, bool writable) {
 
 uint32_t* BitmaskRow(const TensorView& b, int64_t index, size_t mask_words) {
   if (b.dtype != DType::kInt32) {
-    throw py::type_error(std::string("bitmask must have dtype int32, got ") + DTypeName(b.dtype));
+    throw py::type_error("bitmask must have dtype int32, got " + DTypeName(b));
   }
   if (b.cols != static_cast<int64_t>(mask_words) || (b.col_stride != 1 && b.cols > 1)) {
     throw py::value_error("bitmask rows must be " + std::to_string(mask_words) +
@@ -199,11 +224,11 @@ uint32_t* BitmaskRow(const TensorView& b, int64_t index, size_t mask_words) {
 void ApplyBitmask(const TensorView& logits, const TensorView& bitmask, std::optional<int64_t> vocab_size,
                   const std::optional<std::vector<int64_t>>& indices) {
   if (bitmask.dtype != DType::kInt32) {
-    throw py::type_error(std::string("bitmask must have dtype int32, got ") + DTypeName(bitmask.dtype));
+    throw py::type_error("bitmask must have dtype int32, got " + DTypeName(bitmask));
   }
   if (logits.dtype == DType::kInt32 || logits.dtype == DType::kOther) {
     throw py::type_error(std::string("logits must have dtype float32, float16, bfloat16 or float64, got ") +
-                         DTypeName(logits.dtype));
+                         DTypeName(logits));
   }
   if (bitmask.col_stride != 1 && bitmask.cols > 1) throw py::value_error("bitmask rows must be contiguous");
   const int64_t vocab = vocab_size.value_or(std::min<int64_t>(logits.cols, bitmask.cols * 32));

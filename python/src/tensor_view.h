@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace zapgram::python {
@@ -39,6 +40,7 @@ struct TensorView {
   int64_t row_stride = 0, col_stride = 1;   // in elements
   DType dtype = DType::kOther;
   size_t element_size = 0;
+  std::string other_dtype;  // the dtype's name when kOther (for errors; empty otherwise)
 };
 
 // The memory of `obj`, a numpy array or a torch CPU tensor of 1 or 2 dims;

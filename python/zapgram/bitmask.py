@@ -11,16 +11,22 @@ torch is installed, else a numpy array; ``backend="numpy"`` or ``"torch"``
 chooses. ``apply_token_bitmask_inplace`` (C++, python/src/tensor_view.cc)
 takes either kind for both arguments.
 
-Tests: tests/python/test_bitmask.py.
+Sizes must be ints (batch_size >= 0, vocab_size >= 1), and a bitmask to
+reset a torch tensor or numpy array of int32: else TypeError / ValueError.
+
+Tests: tests/python/test_bitmask.py, test_bad_input.py.
 """
 
-import math
 from typing import Optional, Tuple
+
+from . import _core
 
 
 def get_bitmask_shape(batch_size: int, vocab_size: int) -> Tuple[int, int]:
     """(batch_size, ceil(vocab_size / 32))."""
-    return (batch_size, math.ceil(vocab_size / 32))
+    batch_size = _core._int_arg(batch_size, "batch_size", 0)
+    vocab_size = _core._int_arg(vocab_size, "vocab_size", 1)
+    return (batch_size, (vocab_size + 31) // 32)
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int, *, backend: Optional[str] = None):
@@ -43,6 +49,10 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int, *, backend: Optiona
 
 def reset_token_bitmask(bitmask) -> None:
     """Sets every bit (everything allowed)."""
+    if not (hasattr(bitmask, "fill_") or hasattr(bitmask, "fill")) or not hasattr(bitmask, "dtype"):
+        raise TypeError(f"bitmask must be a torch.Tensor or a numpy.ndarray, got {type(bitmask).__name__}")
+    if str(bitmask.dtype) not in ("int32", "torch.int32"):
+        raise TypeError(f"bitmask must have dtype int32, got {bitmask.dtype}")
     if hasattr(bitmask, "fill_"):
         bitmask.fill_(-1)
     else:

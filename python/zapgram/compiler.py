@@ -28,12 +28,15 @@ The cache maps (kind, text, options) to the CompiledGrammar, bounded to
 (-1: no byte bound) of what its grammars hold (``memory_bytes``: tables,
 token sets they built, their share of the vocabulary's mask cache), least
 recently used first out; the grammar just compiled always stays. Errors are ValueError with the engine's message, which names
-the place (``<text>:LINE:COL``, or a JSON pointer) and the reason.
+the place (``<text>:LINE:COL``, or a JSON pointer) and the reason; arguments
+of the wrong type (bytes for a grammar, a str where a list of tags or
+triggers goes, a float size) are TypeError naming the argument.
 
-Tests: tests/python/test_api.py (Compiler*).
+Tests: tests/python/test_api.py (Compiler*), test_bad_input.py.
 """
 
 import collections
+import collections.abc
 import json
 import threading
 from typing import Any, Optional, Tuple, Union
@@ -52,7 +55,10 @@ class StructuralTagItem:
         self.begin, self.schema, self.end = begin, schema, end
 
 
-def _schema_object(schema: Any) -> Any:
+_SCHEMA_KINDS = "a JSON Schema: a str of JSON, a dict, a bool or a pydantic model class"
+
+
+def _schema_object(schema: Any, name: str = "schema") -> Any:
     """A JSON Schema as a JSON value: dicts and bools as they are, JSON text
     parsed, pydantic classes through model_json_schema()."""
     if hasattr(schema, "model_json_schema"):
@@ -61,8 +67,34 @@ def _schema_object(schema: Any) -> Any:
         try:
             return json.loads(schema)
         except json.JSONDecodeError as e:
-            raise ValueError(f"schema is not JSON: {e}") from None
+            raise ValueError(f"{name} is not JSON: {e}") from None
+    if not isinstance(schema, (dict, bool)):
+        raise TypeError(f"{name} must be {_SCHEMA_KINDS}, got {type(schema).__name__}")
     return schema
+
+
+def _json_text(value: Any, name: str) -> str:
+    """json.dumps, its errors naming the argument."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as e:  # an object json cannot write, a circular reference
+        raise TypeError(f"{name} cannot be written as JSON: {e}") from None
+
+
+def _list_arg(value: Any, name: str, of: str) -> list:
+    """A list argument: any iterable but a str, bytes or a dict (one item
+    passed for the list), or None."""
+    if not isinstance(value, (str, bytes, bytearray, dict)):
+        try:
+            return list(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name} must be a list of {of}, got {type(value).__name__} ({value!r:.60})")
+
+
+# compile_grammar's formats; json_schema and structural_tags are read too
+# (compile_json_schema and compile_structural_tag pass them).
+_FORMATS = ("gbnf", "ebnf", "lark", "regex", "builtin", "json_schema", "structural_tags")
 
 
 class GrammarCompiler:
@@ -78,12 +110,15 @@ class GrammarCompiler:
         cache_limit_bytes: int = -1,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
-            raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
+            hint = " (TokenizerInfo.from_huggingface(path) reads a tokenizer.json)" if isinstance(
+                tokenizer_info, str) else ""
+            raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}{hint}")
         self.tokenizer_info = tokenizer_info
-        self.max_threads = max_threads  # compiling is single-threaded; kept for XGrammar's signature
+        # Compiling is single-threaded; max_threads is kept for XGrammar's signature.
+        self.max_threads = _core._int_arg(max_threads, "max_threads", 1)
         self._cache_enabled = cache_enabled
-        self._cache_limit = max(0, cache_limit)
-        self._cache_limit_bytes = cache_limit_bytes
+        self._cache_limit = _core._int_arg(cache_limit, "cache_limit", 0)
+        self._cache_limit_bytes = _core._int_arg(cache_limit_bytes, "cache_limit_bytes", -1)
         self._cache: "collections.OrderedDict[Tuple, CompiledGrammar]" = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -92,6 +127,11 @@ class GrammarCompiler:
         regex ("regex"), or a builtin grammar's name ("builtin", e.g. "json")."""
         if not isinstance(grammar, str):
             raise TypeError(f"grammar must be a str, got {type(grammar).__name__}")
+        if not isinstance(format, str):
+            raise TypeError(f"format must be a str (gbnf, ebnf, lark, regex or builtin), got {type(format).__name__}")
+        if format not in _FORMATS:
+            raise ValueError(f"unknown grammar format {format!r} (gbnf, ebnf, lark, regex or builtin; "
+                             "compile_json_schema and compile_structural_tag take the others)")
         if root_rule_name != "root":
             raise ValueError("root_rule_name: zapgram's GBNF grammars start at `root`")
         if format == "builtin":
@@ -109,27 +149,46 @@ class GrammarCompiler:
         a begin or an end); trigger tokens make the free part free tokens
         (XGrammar's TokenTagDispatch)."""
         items = []
-        for tag in tags:
+        tags = _list_arg(tags, "tags", "StructuralTagItem or dicts (begin, schema, end)")
+        triggers = _list_arg(triggers, "triggers", 'strings or {"token": ...} (one trigger is [trigger])')
+        for k, tag in enumerate(tags):
             if isinstance(tag, StructuralTagItem):
                 begin, schema, end = tag.begin, tag.schema, tag.end
             elif isinstance(tag, dict):
+                if "schema" not in tag and "grammar" not in tag:
+                    raise ValueError(f'tags[{k}] has no "schema" (a JSON Schema) nor "grammar" (GBNF text)')
                 begin, schema, end = tag.get("begin"), tag.get("schema", tag.get("grammar")), tag.get("end")
             else:
                 raise TypeError(f"a tag must be a StructuralTagItem or a dict, got {type(tag).__name__}")
             item = {"begin": begin, "end": end}
             if isinstance(schema, dict) and set(schema) == {"grammar"}:
                 item["grammar"] = schema["grammar"]
+            elif isinstance(tag, dict) and "schema" not in tag:
+                item["grammar"] = schema
             else:
-                item["schema"] = _schema_object(schema)
+                item["schema"] = _schema_object(schema, f"tags[{k}] schema")
             items.append(item)
-        text = json.dumps({"tags": items, "triggers": list(triggers)})
+        text = _json_text({"tags": items, "triggers": triggers}, "tags")
         return self._compile(("structural_tags", text), lambda: _core.Grammar.from_text("structural_tags", text))
 
     def compile_structural_tag_format(self, format: str, tools) -> CompiledGrammar:
         """A ready-made tool-call format ("llama3", "qwen2_5", "hermes") for
         `tools`, a list of {"name": ..., "parameters": JSON Schema}."""
-        text = json.dumps({"format": format, "tools": [
-            {"name": t["name"], "parameters": _schema_object(t["parameters"])} for t in tools]})
+        if not isinstance(format, str):
+            raise TypeError(f"format must be a str (llama3, qwen2_5 or hermes), got {type(format).__name__}")
+        items = []
+        for k, tool in enumerate(_list_arg(tools, "tools", 'dicts {"name": ..., "parameters": JSON Schema}')):
+            if not isinstance(tool, collections.abc.Mapping):
+                raise TypeError(f'tools[{k}] must be a dict {{"name": ..., "parameters": ...}}, '
+                                f"got {type(tool).__name__}")
+            for key in ("name", "parameters"):
+                if key not in tool:
+                    raise ValueError(f'tools[{k}] has no "{key}"')
+            if not isinstance(tool["name"], str):
+                raise TypeError(f'tools[{k}]["name"] must be a str, got {type(tool["name"]).__name__}')
+            items.append({"name": tool["name"], "parameters": _schema_object(tool["parameters"],
+                                                                             f'tools[{k}]["parameters"]')})
+        text = _json_text({"format": format, "tools": items}, "tools")
         return self._compile(("structural_tags", text), lambda: _core.Grammar.from_text("structural_tags", text))
 
     def compile_lark(self, grammar: str) -> CompiledGrammar:
@@ -172,9 +231,12 @@ class GrammarCompiler:
             raise ValueError("indent and separators are not supported; use any_whitespace / max_whitespace")
         if hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
-        text = schema if isinstance(schema, str) else json.dumps(schema)
+        if not isinstance(schema, (str, dict, bool)):
+            raise TypeError(f"schema must be {_SCHEMA_KINDS}, got {type(schema).__name__}")
+        text = schema if isinstance(schema, str) else _json_text(schema, "schema")
         compact = not any_whitespace
-        max_whitespace = 2 if max_whitespace_cnt is None else max_whitespace_cnt
+        max_whitespace = 2 if max_whitespace_cnt is None else _core._int_arg(
+            max_whitespace_cnt, "max_whitespace_cnt", 0, 2**32 - 1)
         options = (not strict, compact, max_whitespace, any_order, validation)
         return self._compile(
             ("json_schema", text, options),

@@ -17,11 +17,15 @@ and copied back. One processor serves one generate call, as XGrammar's;
 ``reset()`` makes it reusable.
 
 It needs torch, not transformers: subclassing transformers.LogitsProcessor is
-not required by generate(), which only calls it.
+not required by generate(), which only calls it. ``scores`` must be a float
+torch tensor of shape (batch, vocab) and ``input_ids`` an integer tensor of
+shape (batch, length) with as many rows; else TypeError / ValueError naming
+which and why, as for a sampled id outside [0, vocab_size).
 
-Tests: tests/python/test_logits_processor.py.
+Tests: tests/python/test_logits_processor.py, test_bad_input.py.
 """
 
+import sys
 from typing import List, Sequence, Union
 
 from . import _core
@@ -39,9 +43,15 @@ class LogitsProcessor:
     ) -> None:
         if isinstance(compiled_grammar, _core.CompiledGrammar):
             compiled_grammar = [compiled_grammar]
+        if not isinstance(compiled_grammar, (list, tuple)):
+            raise TypeError("compiled_grammar must be a CompiledGrammar or a list of them (one per row), got "
+                            f"{type(compiled_grammar).__name__}")
         self._grammars = list(compiled_grammar)
         if not self._grammars:
             raise ValueError("LogitsProcessor needs at least one compiled grammar")
+        for k, g in enumerate(self._grammars):
+            if not isinstance(g, _core.CompiledGrammar):
+                raise TypeError(f"compiled_grammar[{k}] must be a CompiledGrammar, got {type(g).__name__}")
         self._vocab_size = self._grammars[0].vocabulary.padded_size
         if any(g.vocabulary.padded_size != self._vocab_size for g in self._grammars):
             raise ValueError("the compiled grammars have different vocabulary sizes")
@@ -55,7 +65,7 @@ class LogitsProcessor:
         self._started = False
 
     def __call__(self, input_ids, scores):
-        batch = input_ids.shape[0]
+        batch = self._check_inputs(input_ids, scores)
         if not self.matchers:
             if len(self._grammars) not in (1, batch):
                 raise ValueError(f"{len(self._grammars)} compiled grammars for a batch of {batch}")
@@ -65,9 +75,17 @@ class LogitsProcessor:
         elif batch != len(self.matchers):
             raise ValueError(f"batch size changed from {len(self.matchers)} to {batch}: call reset() first")
         if self._started:
+            if input_ids.shape[1] == 0:
+                raise ValueError("input_ids has no columns: from the second call on, each row's last id is the "
+                                 "token sampled at the previous step")
             last = input_ids[:, -1].tolist()
             for row, (matcher, token) in enumerate(zip(self.matchers, last)):
-                if not matcher.is_terminated() and not matcher.accept_token(token):
+                if matcher.is_terminated():
+                    continue
+                if not 0 <= token < self._vocab_size:
+                    raise ValueError(f"row {row}: the sampled token {token} is not a token id "
+                                     f"(0 <= id < {self._vocab_size})")
+                if not matcher.accept_token(token):
                     raise ValueError(f"row {row}: the sampled token {token} is not allowed by the grammar")
         self._started = True
         live = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
@@ -83,3 +101,24 @@ class LogitsProcessor:
         if target is not scores:
             scores.copy_(target.to(scores.device))
         return scores
+
+    @staticmethod
+    def _check_inputs(input_ids, scores) -> int:
+        """The batch size, once input_ids and scores are tensors of the shapes generate() passes."""
+        torch = sys.modules.get("torch")
+        for name, value in (("input_ids", input_ids), ("scores", scores)):
+            if torch is None or not isinstance(value, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, length), got {tuple(input_ids.shape)}")
+        if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+            raise TypeError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
+        if scores.dim() not in (1, 2):
+            raise ValueError(f"scores must have shape (batch, vocab_size), got {tuple(scores.shape)}")
+        if not scores.is_floating_point():
+            raise TypeError(f"scores must be floating-point logits, got dtype {scores.dtype}")
+        batch = input_ids.shape[0]
+        rows = scores.shape[0] if scores.dim() == 2 else 1
+        if rows != batch:
+            raise ValueError(f"scores has {rows} rows but input_ids has {batch}: one row of logits per sequence")
+        return batch

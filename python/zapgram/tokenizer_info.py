@@ -21,15 +21,23 @@ Two ways in, as in XGrammar:
 ``vocab_size`` is the model's output width (logits columns, often padded past
 the tokenizer); bitmasks have ``ceil(vocab_size / 32)`` int32 words per row.
 
-Tests: tests/python/test_api.py (TokenizerInfo*).
+Bad arguments raise TypeError (a path where the token list goes, an entry
+that is neither bytes nor str, a float size) or ValueError (a vocab_size
+below the tokenizer's, a stop id outside the vocabulary), naming the argument.
+
+Tests: tests/python/test_api.py (TokenizerInfo*), test_bad_input.py.
 """
 
+import collections.abc
 import enum
 import os
 import tempfile
 from typing import List, Optional, Sequence, Union
 
 from . import _core
+
+# The engine's largest vocabulary (masks::VocabularyOptions::max_vocab_size).
+MAX_VOCAB_SIZE = 1 << 24
 
 
 class VocabType(enum.IntEnum):
@@ -55,11 +63,73 @@ def _byte_level_alphabet():
     return char_to_byte
 
 
-def _decode_entry(entry: Union[str, bytes], vocab_type: VocabType, alphabet) -> bytes:
+def _vocab_type_arg(vocab_type) -> VocabType:
+    if isinstance(vocab_type, VocabType):
+        return vocab_type
+    choices = "VocabType.RAW, VocabType.BYTE_FALLBACK or VocabType.BYTE_LEVEL"
+    if isinstance(vocab_type, (bool, float, str)) or not hasattr(vocab_type, "__index__"):
+        raise TypeError(f"vocab_type must be {choices}, got {type(vocab_type).__name__} ({vocab_type!r})")
+    try:
+        return VocabType(vocab_type.__index__())
+    except ValueError:
+        raise ValueError(f"vocab_type must be {choices} (0, 1 or 2), got {vocab_type}") from None
+
+
+def _vocab_size_arg(vocab_size) -> Optional[int]:
+    """None (the tokenizer's own size) or an int in [1, MAX_VOCAB_SIZE]."""
+    if vocab_size is None:
+        return None
+    return _core._int_arg(vocab_size, "vocab_size", 1, MAX_VOCAB_SIZE)
+
+
+def _stop_token_ids_arg(stop_token_ids) -> Optional[List[int]]:
+    """None, one id, or a list of ids (each >= 0; the vocabulary checks the top)."""
+    if stop_token_ids is None:
+        return None
+    if isinstance(stop_token_ids, (str, bytes)):
+        raise TypeError(f"stop_token_ids must be an int or a list of ints, got {type(stop_token_ids).__name__} "
+                        f"({stop_token_ids!r})")
+    if isinstance(stop_token_ids, int) or not hasattr(stop_token_ids, "__iter__"):
+        return [_core._int_arg(stop_token_ids, "stop_token_ids", 0, 2**31 - 1)]
+    return _core._int_list_arg(list(stop_token_ids), "stop_token_ids", 0, 2**31 - 1)
+
+
+def _encoded_vocab_arg(encoded_vocab) -> list:
+    """The token list: a list (or other ordered iterable) of bytes / str, one per id."""
+    if isinstance(encoded_vocab, (str, os.PathLike)):
+        raise TypeError(
+            "encoded_vocab must be a list of tokens (bytes or str), one per id, got a path-like "
+            f"{type(encoded_vocab).__name__} ({os.fspath(encoded_vocab)!r}); for a tokenizer.json use "
+            "TokenizerInfo.from_huggingface(path)")
+    if isinstance(encoded_vocab, (bytes, bytearray, memoryview)):
+        raise TypeError(f"encoded_vocab must be a list of tokens (bytes or str), one per id, got one "
+                        f"{type(encoded_vocab).__name__} object")
+    if isinstance(encoded_vocab, collections.abc.Mapping):
+        raise TypeError("encoded_vocab must be a list of tokens indexed by id, got a "
+                        f"{type(encoded_vocab).__name__}; for a token -> id mapping pass "
+                        "[token for token, _ in sorted(vocab.items(), key=lambda item: item[1])]")
+    if isinstance(encoded_vocab, (set, frozenset)):
+        raise TypeError(f"encoded_vocab must be a list of tokens indexed by id, got an unordered "
+                        f"{type(encoded_vocab).__name__}")
+    try:
+        return list(encoded_vocab)
+    except TypeError:
+        raise TypeError("encoded_vocab must be a list of tokens (bytes or str), one per id, got "
+                        f"{type(encoded_vocab).__name__}") from None
+
+
+def _decode_entry(entry: Union[str, bytes], vocab_type: VocabType, alphabet, index: int) -> bytes:
+    if not isinstance(entry, (bytes, str)):
+        raise TypeError(f"encoded_vocab[{index}] must be bytes or str, got {type(entry).__name__} ({entry!r})")
     if isinstance(entry, bytes):
         if vocab_type == VocabType.RAW:
             return entry
-        entry = entry.decode("utf-8")
+        try:
+            entry = entry.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"encoded_vocab[{index}] is not UTF-8 ({e.reason} at byte {e.start}): a "
+                             f"{vocab_type.name} entry spells its bytes in text; pass the raw bytes with "
+                             "VocabType.RAW") from None
     if vocab_type == VocabType.RAW:
         return entry.encode("utf-8")
     if vocab_type == VocabType.BYTE_LEVEL:
@@ -89,16 +159,22 @@ class TokenizerInfo:
     ) -> None:
         if add_prefix_space:
             raise ValueError("add_prefix_space is not supported: pass the tokens' bytes as decoded")
+        entries = _encoded_vocab_arg(encoded_vocab)
+        vocab_type = _vocab_type_arg(vocab_type)
+        vocab_size = _vocab_size_arg(vocab_size)
+        stop_token_ids = _stop_token_ids_arg(stop_token_ids)
+        if len(entries) > MAX_VOCAB_SIZE:
+            raise ValueError(f"encoded_vocab has {len(entries)} tokens, more than the {MAX_VOCAB_SIZE} supported")
         alphabet = _byte_level_alphabet() if vocab_type == VocabType.BYTE_LEVEL else None
-        tokens = [_decode_entry(e, VocabType(vocab_type), alphabet) for e in encoded_vocab]
+        tokens = [_decode_entry(e, vocab_type, alphabet, i) for i, e in enumerate(entries)]
         if vocab_size is not None:
             if vocab_size < len(tokens):
                 raise ValueError(f"vocab_size {vocab_size} is smaller than the {len(tokens)} tokens given")
             tokens.extend([b""] * (vocab_size - len(tokens)))
-        if isinstance(stop_token_ids, int):
-            stop_token_ids = [stop_token_ids]
-        self._vocab = _core.Vocabulary.from_tokens(tokens, list(stop_token_ids or []))
-        self._vocab_type = VocabType(vocab_type)
+        if not tokens:
+            raise ValueError("encoded_vocab is empty: a vocabulary needs at least one token")
+        self._vocab = _core.Vocabulary.from_tokens(tokens, stop_token_ids or [])
+        self._vocab_type = vocab_type
 
     @staticmethod
     def from_huggingface(
@@ -110,8 +186,8 @@ class TokenizerInfo:
         """From a tokenizer.json path, a folder holding tokenizer.json, or a
         Hugging Face fast tokenizer object (its backend_tokenizer is written
         to a temporary tokenizer.json)."""
-        if isinstance(stop_token_ids, int):
-            stop_token_ids = [stop_token_ids]
+        vocab_size = _vocab_size_arg(vocab_size)
+        stop_token_ids = _stop_token_ids_arg(stop_token_ids)
         if isinstance(tokenizer, (str, os.PathLike)):
             path = os.fspath(tokenizer)
             if os.path.isdir(path):
@@ -119,9 +195,14 @@ class TokenizerInfo:
             return TokenizerInfo._load(path, vocab_size, stop_token_ids)
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
+            hint = ""
+            if isinstance(tokenizer, (bytes, bytearray)):
+                hint = "; pass a path as str or pathlib.Path"
+            elif isinstance(tokenizer, (list, tuple)):
+                hint = "; for a list of tokens use TokenizerInfo(encoded_vocab, vocab_type, ...)"
             raise TypeError(
                 "from_huggingface needs a tokenizer.json path or a fast tokenizer (with backend_tokenizer), "
-                f"got {type(tokenizer).__name__}"
+                f"got {type(tokenizer).__name__}{hint}"
             )
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "tokenizer.json")
@@ -132,7 +213,10 @@ class TokenizerInfo:
     @staticmethod
     def _load(path: str, vocab_size: Optional[int], stop_token_ids: Optional[List[int]]) -> "TokenizerInfo":
         info = TokenizerInfo.__new__(TokenizerInfo)
-        info._vocab = _core.Vocabulary.load(path, vocab_size or 0, stop_token_ids)
+        try:
+            info._vocab = _core.Vocabulary.load(path, vocab_size or 0, stop_token_ids)
+        except ValueError as e:  # the engine calls vocab_size padded_size
+            raise ValueError(str(e).replace("padded_size", "vocab_size")) from None
         info._vocab_type = None
         return info
 
