@@ -77,6 +77,12 @@ int UsageError(std::string_view command, std::string_view message);
 // The whole content of a file as bytes; "-" reads standard input. Errors name the path.
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 
+// The file at `path` opened for reading bytes ("-": standard input, which
+// the caller must not close; CloseInput closes anything else). Errors name
+// the path (a directory, a missing file).
+absl::StatusOr<std::FILE*> OpenInput(const std::string& path);
+void CloseInput(std::FILE* file);
+
 // `path` itself when absolute or when `data_root` is empty; else data_root/path.
 std::string ResolvePath(std::string_view path, std::string_view data_root);
 

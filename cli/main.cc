@@ -111,25 +111,32 @@ int UsageError(std::string_view command, std::string_view message) {
   return kExitError;
 }
 
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::FILE* file = stdin;
-  if (path != "-") {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory"));
-    }
-    file = std::fopen(path.c_str(), "rb");
-    if (file == nullptr) {
-      return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-    }
+absl::StatusOr<std::FILE*> OpenInput(const std::string& path) {
+  if (path == "-") return stdin;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory"));
   }
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  return file;
+}
+
+void CloseInput(std::FILE* file) {
+  if (file != nullptr && file != stdin) std::fclose(file);
+}
+
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  absl::StatusOr<std::FILE*> opened = OpenInput(path);
+  if (!opened.ok()) return opened.status();
+  std::FILE* file = *opened;
   std::string bytes;
   char buffer[1 << 16];
   size_t n;
   while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) bytes.append(buffer, n);
   bool failed = std::ferror(file) != 0;
   int saved_errno = errno;
-  if (file != stdin) std::fclose(file);
+  CloseInput(file);
   if (failed) {
     return absl::DataLossError(absl::StrCat(path, ": read error: ", std::strerror(saved_errno)));
   }

@@ -1,5 +1,5 @@
 // `zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--data-root DIR]
-//  [--lenient] [--generation] [--texts F.jsonl]`:
+//  [--lenient] [--generation] [--texts F.jsonl] [--lines F.jsonl] [-j N]`:
 // is each file a sentence of the grammar, and if not, where does it go wrong?
 //
 // A schema:PATH grammar is read for validation (SchemaPurpose::kValidation):
@@ -11,6 +11,21 @@
 // --texts F.jsonl adds documents given inline, one per line of F (a JSON
 // string, or an object whose "text" is one, as in trace files), reported as
 // "F:LINE": many documents against one compiled grammar in one process.
+// --lines F.jsonl (F '-': standard input) takes each non-blank line of F as
+// one document itself (JSON Lines, a dataset as it comes), also reported as
+// "F:LINE", and ends with a summary on stderr (documents, verdicts, MB/s,
+// peak RSS; --summary prints it for any input).
+//
+// Memory does not grow with the input: files are read in 1 MiB chunks and
+// fed as they come, the recognizer holds what its compacted chart holds
+// (proportional to nesting depth), and the item counts of --stats are
+// summarized as they go. (--stats reads a document whole: it feeds it to a
+// second recognizer; a line of --lines or --texts is held whole too.)
+//
+// -j N parses documents (files and lines) on N threads (default: the
+// machine's cores) over the one compiled grammar, each document its own
+// recognizer; documents go in batches of at most 1,024 documents or 8 MiB
+// of lines, and every report is printed in input order.
 //
 // Each file's bytes are fed one at a time into a zapgram::Recognizer. A file is
 // accepted iff every byte is accepted and the recognizer is accepting at the
@@ -45,18 +60,26 @@
 // drawn on a terminal's stderr (cli/progress.h) unless --quiet.
 //
 // Tests: tests/cli/cli_test.cc (CliTest.Parse*).
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bitset>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -71,7 +94,8 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--lenient]\n"
-    "                     [--data-root DIR] [--generation] [--texts F.jsonl] [--quiet]\n"
+    "                     [--data-root DIR] [--generation] [--texts F.jsonl]\n"
+    "                     [--lines F.jsonl] [-j N] [--quiet]\n"
     "\n"
     "Feeds each FILE byte by byte to a recognizer for GRAMMAR and reports whether\n"
     "the file is a sentence of the grammar. For a rejected file it reports the\n"
@@ -106,6 +130,14 @@ constexpr std::string_view kHelp =
     "                    members in schema order, canonical string spellings)\n"
     "  --texts F.jsonl   also parse the documents of F, one per line: a JSON string or\n"
     "                    an object with a \"text\" string; reported as F:LINE\n"
+    "  --lines F.jsonl   also parse each non-blank line of F as one document (JSON\n"
+    "                    Lines as they come; F '-' is standard input); reported as\n"
+    "                    F:LINE, then a summary on stderr: documents, accepted,\n"
+    "                    rejected, errors, MB/s\n"
+    "  -j N, --jobs N    parse documents on N threads (default: the machine's cores);\n"
+    "                    output stays in input order\n"
+    "  --summary         the summary line on stderr for any input (documents,\n"
+    "                    verdicts, MB/s, peak RSS)\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
     "  --quiet           no progress line on stderr (drawn only for several files,\n"
     "                    with stderr a terminal and stdout not)\n"
@@ -123,53 +155,169 @@ struct ParseOptions {
   bool lenient = false;
   bool generation = false;
   std::vector<std::string> texts_files;
+  std::vector<std::string> lines_files;
+  bool summary = false;  // the summary line on stderr (always with --lines, unless --quiet)
+  uint32_t threads = std::max(1u, std::thread::hardware_concurrency());
   bool stats = false;
   bool pruning = true;
   std::string data_root;
 };
 
-// One recognizer's run over one file.
+// Where a document's bytes come from: a file (or standard input) read in
+// chunks of kChunkBytes, so that a file of any size is parsed in bounded
+// memory; text already in memory (--texts, --lines); or why there are none.
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+class DocumentBytes {
+ public:
+  static DocumentBytes File(std::string path) {
+    DocumentBytes d;
+    d.path_ = std::move(path);
+    return d;
+  }
+  static DocumentBytes Text(std::string text) {
+    DocumentBytes d;
+    d.text_ = std::move(text);
+    d.in_memory_ = true;
+    return d;
+  }
+  static DocumentBytes Failed(absl::Status status) {
+    DocumentBytes d;
+    d.failed_ = std::move(status);
+    d.in_memory_ = true;
+    return d;
+  }
+  const absl::Status& failed() const { return failed_; }
+  bool in_memory() const { return in_memory_; }
+  // The size when known before reading (0 otherwise).
+  size_t known_size() const { return in_memory_ ? text_.size() : 0; }
+
+  // Hands the document to `take` in consecutive pieces until it returns
+  // false or the bytes end. Errors: the file cannot be opened (nothing was
+  // handed) or a read fails (`*handed` says how many bytes were).
+  absl::Status ForEachChunk(absl::FunctionRef<bool(std::string_view)> take, size_t* handed) const {
+    *handed = 0;
+    if (!failed_.ok()) return failed_;
+    if (in_memory_) {
+      for (size_t at = 0; at < text_.size(); at += kChunkBytes) {
+        const std::string_view piece = std::string_view(text_).substr(at, kChunkBytes);
+        *handed += piece.size();
+        if (!take(piece)) break;
+      }
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::FILE*> opened = OpenInput(path_);
+    if (!opened.ok()) return opened.status();
+    std::FILE* file = *opened;
+    std::string buffer(kChunkBytes, '\0');
+    absl::Status status;
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
+      *handed += n;
+      if (!take(std::string_view(buffer.data(), n))) break;
+    }
+    if (std::ferror(file) != 0) {
+      status = absl::DataLossError(absl::StrCat(path_, ": read error: ", std::strerror(errno)));
+    }
+    CloseInput(file);
+    return status;
+  }
+
+  // The whole document in memory (--stats feeds it to two recognizers).
+  DocumentBytes InMemory() const {
+    if (in_memory_) return *this;
+    std::string all;
+    size_t handed = 0;
+    absl::Status st = ForEachChunk(
+        [&all](std::string_view piece) {
+          all.append(piece);
+          return true;
+        },
+        &handed);
+    return st.ok() ? Text(std::move(all)) : Failed(std::move(st));
+  }
+
+ private:
+  std::string path_;
+  std::string text_;
+  bool in_memory_ = false;
+  absl::Status failed_;
+};
+
+// One recognizer's run over one document.
 struct Run {
-  enum class Outcome { kAccepted, kRejected, kError };
+  enum class Outcome { kAccepted, kRejected, kError, kUnread };
   Outcome outcome = Outcome::kAccepted;
-  size_t offset = 0;             // kRejected/kError: where; else the file length
+  size_t offset = 0;             // kRejected/kError: where; else the document's length
+  size_t line = 1, col = 1;      // of `offset` (1-based; the column counts bytes)
   bool at_end = false;           // kRejected: all bytes taken, the end is not accepting
   bool accepting_there = false;  // kRejected: the input up to `offset` is a sentence
   std::bitset<256> expected;     // kRejected: NextBytes() at `offset`
-  absl::Status error;            // kError
-  // RetainedItems() before the first byte and after each accepted byte.
-  std::vector<size_t> items;
+  absl::Status error;            // kError: a budget or a read error; kUnread: why nothing was read
+  // RetainedItems() before the first byte and after each accepted byte,
+  // summarized as the bytes go (a per-byte record would cost 8 bytes per
+  // input byte): the most, the sum and count, and every `every`-th value.
+  size_t max_items = 0;
+  double sum_items = 0;
+  size_t counted = 0;
+  size_t every = 1;
+  std::vector<size_t> samples;
   uint64_t peak_work = 0;  // Recognizer::PeakWorkPerSet() at the end
 };
 
-Run Recognize(const Grammar& grammar, std::string_view bytes, bool pruning) {
+Run Recognize(const Grammar& grammar, const DocumentBytes& document, bool pruning) {
   RecognizerOptions options;
   options.pruning = pruning;
   options.max_rollback = 0;  // parse never rolls back
   Recognizer recognizer(grammar, options);
   Run run;
-  run.items.reserve(bytes.size() + 1);
-  run.items.push_back(recognizer.RetainedItems());
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    if (!recognizer.Feed(static_cast<uint8_t>(bytes[i]))) {
-      run.offset = i;
-      absl::Status status = recognizer.status();
-      if (!status.ok()) {
-        run.outcome = Run::Outcome::kError;
-        run.error = status;
-      } else {
-        run.outcome = Run::Outcome::kRejected;
-        run.expected = recognizer.NextBytes();
-        run.accepting_there = recognizer.IsAccepting();
+  run.every = std::max<size_t>(1, (document.known_size() + kProfileSamples) / kProfileSamples);
+  auto note_items = [&run](size_t n) {
+    run.max_items = std::max(run.max_items, n);
+    run.sum_items += static_cast<double>(n);
+    if (run.counted % run.every == 0 && run.samples.size() <= kProfileSamples) run.samples.push_back(n);
+    ++run.counted;
+  };
+  note_items(recognizer.RetainedItems());
+  size_t position = 0;       // bytes accepted so far
+  size_t line_start = 0;     // offset of the current line's first byte
+  bool stopped = false;
+  auto take = [&](std::string_view piece) {
+    for (size_t i = 0; i < piece.size(); ++i) {
+      const uint8_t byte = static_cast<uint8_t>(piece[i]);
+      if (!recognizer.Feed(byte)) {
+        stopped = true;
+        absl::Status status = recognizer.status();
+        if (!status.ok()) {
+          run.outcome = Run::Outcome::kError;
+          run.error = status;
+        } else {
+          run.outcome = Run::Outcome::kRejected;
+          run.expected = recognizer.NextBytes();
+          run.accepting_there = recognizer.IsAccepting();
+        }
+        return false;
       }
-      run.peak_work = recognizer.PeakWorkPerSet();
-      return run;
+      ++position;
+      if (byte == '\n') {
+        ++run.line;
+        line_start = position;
+      }
+      note_items(recognizer.RetainedItems());
     }
-    run.items.push_back(recognizer.RetainedItems());
-  }
+    return true;
+  };
+  size_t handed = 0;
+  absl::Status read = document.ForEachChunk(take, &handed);
   run.peak_work = recognizer.PeakWorkPerSet();
-  run.offset = bytes.size();
-  if (!recognizer.IsAccepting()) {
+  run.offset = position;
+  run.col = position - line_start + 1;
+  if (!read.ok()) {
+    run.outcome = handed == 0 ? Run::Outcome::kUnread : Run::Outcome::kError;
+    run.error = read;
+    return run;
+  }
+  if (!stopped && !recognizer.IsAccepting()) {
     run.outcome = Run::Outcome::kRejected;
     run.at_end = true;
     run.expected = recognizer.NextBytes();
@@ -205,24 +353,6 @@ std::vector<std::string> ByteSetItems(const std::bitset<256>& set) {
   return items;
 }
 
-struct LineCol {
-  size_t line = 1;
-  size_t col = 1;
-};
-
-LineCol LineColAt(std::string_view bytes, size_t offset) {
-  LineCol lc;
-  size_t line_start = 0;
-  for (size_t i = 0; i < offset && i < bytes.size(); ++i) {
-    if (bytes[i] == '\n') {
-      ++lc.line;
-      line_start = i + 1;
-    }
-  }
-  lc.col = offset - line_start + 1;
-  return lc;
-}
-
 std::string ExpectedText(const Run& run) {
   std::vector<std::string> items = ByteSetItems(run.expected);
   std::string text;
@@ -236,15 +366,10 @@ std::string ExpectedText(const Run& run) {
   return text;
 }
 
-size_t MaxItems(const Run& run) {
-  return run.items.empty() ? 0 : *std::max_element(run.items.begin(), run.items.end());
-}
+size_t MaxItems(const Run& run) { return run.max_items; }
 
 double MeanItems(const Run& run) {
-  if (run.items.empty()) return 0;
-  double sum = 0;
-  for (size_t n : run.items) sum += static_cast<double>(n);
-  return sum / static_cast<double>(run.items.size());
+  return run.counted == 0 ? 0 : run.sum_items / static_cast<double>(run.counted);
 }
 
 // "items max 14, mean 9.3; unpruned max 456, mean 230.1; every 4 bytes: 3 5 7 ..."
@@ -254,29 +379,39 @@ std::string HumanStats(size_t bytes, const Run& pruned, const Run& unpruned) {
                       "work per byte %d",
                       bytes, MaxItems(pruned), MeanItems(pruned), MaxItems(unpruned),
                       MeanItems(unpruned), pruned.peak_work);
-  if (bytes <= kSmallFileBytes && !pruned.items.empty()) {
-    size_t every =
-        std::max<size_t>(1, (pruned.items.size() + kProfileSamples - 1) / kProfileSamples);
-    std::vector<size_t> samples;
-    for (size_t i = 0; i < pruned.items.size(); i += every) samples.push_back(pruned.items[i]);
-    absl::StrAppend(&text, "; items every ", every,
-                    every == 1 ? " byte: " : " bytes: ", absl::StrJoin(samples, " "));
+  if (bytes <= kSmallFileBytes && !pruned.samples.empty()) {
+    absl::StrAppend(&text, "; items every ", pruned.every,
+                    pruned.every == 1 ? " byte: " : " bytes: ", absl::StrJoin(pruned.samples, " "));
   }
   return text;
 }
 
-// Outcome of one file for the exit status.
+// Outcome of one document for the exit status.
 enum class Verdict { kAccepted, kRejected, kError };
 
-// One document: its name in the report and its bytes (or why there are none).
-Verdict ParseDocument(const Grammar& grammar, const std::string& path,
-                      const absl::StatusOr<std::string>& bytes, const ParseOptions& options) {
+// What one document prints: its line(s) on stdout and stderr, kept until
+// every earlier document's are out (-j runs documents in parallel, output
+// stays in input order).
+struct Report {
+  Verdict verdict = Verdict::kAccepted;
+  std::string out;
+  std::string err;
+  size_t bytes = 0;  // bytes read
+};
+
+void AppendLine(std::string* to, const std::string& text) {
+  to->append(text);
+  to->push_back('\n');
+}
+
+Report ParseDocument(const Grammar& grammar, const std::string& path, const DocumentBytes& source,
+                     const ParseOptions& options) {
   using Json = nlohmann::ordered_json;
+  Report report;
   Json line;
   line["file"] = path;
-  auto emit_json = [&line] {
-    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
-    std::printf("%s\n", text.c_str());
+  auto emit_json = [&line, &report] {
+    AppendLine(&report.out, line.dump(-1, ' ', false, Json::error_handler_t::replace));
   };
   auto set_nulls = [&line] {
     line["offset"] = nullptr;
@@ -284,39 +419,43 @@ Verdict ParseDocument(const Grammar& grammar, const std::string& path,
     line["col"] = nullptr;
     line["expected"] = nullptr;
   };
-
-  if (!bytes.ok()) {
+  auto unreadable = [&](const absl::Status& status) {
     if (options.json) {
       line["accepted"] = nullptr;
       set_nulls();
-      line["error"] = std::string(bytes.status().message());
+      line["error"] = std::string(status.message());
       emit_json();
     }
-    std::fprintf(stderr, "zapgram parse: %s\n", std::string(bytes.status().message()).c_str());
-    return Verdict::kError;
-  }
+    AppendLine(&report.err, absl::StrCat("zapgram parse: ", status.message()));
+    report.verdict = Verdict::kError;
+    return report;
+  };
 
-  Run main_run = Recognize(grammar, *bytes, options.pruning);
+  // --stats runs a second recognizer over the same bytes: read them once.
+  std::optional<DocumentBytes> read_whole;
+  if (options.stats) read_whole = source.InMemory();
+  const DocumentBytes& document = read_whole ? *read_whole : source;
+  if (!document.failed().ok()) return unreadable(document.failed());
+  Run main_run = Recognize(grammar, document, options.pruning);
+  if (main_run.outcome == Run::Outcome::kUnread) return unreadable(main_run.error);
+  report.bytes = main_run.outcome == Run::Outcome::kAccepted ? main_run.offset
+                                                              : std::max(main_run.offset, document.known_size());
   std::optional<Run> other_run;
   if (options.stats) {
     // The other configuration, fed the same bytes, for max_items(_unpruned).
-    other_run = Recognize(grammar, *bytes, !options.pruning);
+    other_run = Recognize(grammar, document, !options.pruning);
     if (other_run->outcome != Run::Outcome::kError && main_run.outcome != Run::Outcome::kError &&
         (other_run->outcome != main_run.outcome || other_run->offset != main_run.offset)) {
-      std::fprintf(
-          stderr,
-          "zapgram parse: %s: warning: pruned and unpruned recognizers disagree "
-          "(%s at byte %zu vs %s at byte %zu)\n",
-          path.c_str(), main_run.outcome == Run::Outcome::kAccepted ? "accepted" : "rejected",
-          main_run.offset, other_run->outcome == Run::Outcome::kAccepted ? "accepted" : "rejected",
-          other_run->offset);
+      AppendLine(&report.err,
+                 absl::StrFormat("zapgram parse: %s: warning: pruned and unpruned recognizers disagree "
+                                 "(%s at byte %zu vs %s at byte %zu)",
+                                 path, main_run.outcome == Run::Outcome::kAccepted ? "accepted" : "rejected",
+                                 main_run.offset,
+                                 other_run->outcome == Run::Outcome::kAccepted ? "accepted" : "rejected",
+                                 other_run->offset));
     }
   }
-  const Run& pruned = options.pruning ? main_run : *other_run;
-  const Run& unpruned = options.pruning ? *other_run : main_run;
 
-  LineCol lc = LineColAt(*bytes, main_run.offset);
-  Verdict verdict = Verdict::kAccepted;
   std::string human;
   switch (main_run.outcome) {
     case Run::Outcome::kAccepted:
@@ -324,31 +463,34 @@ Verdict ParseDocument(const Grammar& grammar, const std::string& path,
       set_nulls();
       human = absl::StrCat(path, ": accepted");
       break;
-    case Run::Outcome::kRejected: {
-      verdict = Verdict::kRejected;
+    case Run::Outcome::kRejected:
+      report.verdict = Verdict::kRejected;
       line["accepted"] = false;
       line["offset"] = main_run.offset;
-      line["line"] = lc.line;
-      line["col"] = lc.col;
+      line["line"] = main_run.line;
+      line["col"] = main_run.col;
       line["expected"] = ByteSetItems(main_run.expected);
-      human = absl::StrCat(path, ":", lc.line, ":", lc.col, ": rejected at byte ", main_run.offset,
-                           "; ", ExpectedText(main_run));
+      human = absl::StrCat(path, ":", main_run.line, ":", main_run.col, ": rejected at byte ",
+                           main_run.offset, "; ", ExpectedText(main_run));
       break;
-    }
     case Run::Outcome::kError:
-      verdict = Verdict::kError;
+    case Run::Outcome::kUnread:
+      report.verdict = Verdict::kError;
       line["accepted"] = nullptr;
       line["offset"] = main_run.offset;
-      line["line"] = lc.line;
-      line["col"] = lc.col;
+      line["line"] = main_run.line;
+      line["col"] = main_run.col;
       line["expected"] = nullptr;
       line["error"] = std::string(main_run.error.message());
-      std::fprintf(stderr, "zapgram parse: %s:%zu:%zu: error at byte %zu: %s\n", path.c_str(),
-                   lc.line, lc.col, main_run.offset, std::string(main_run.error.message()).c_str());
+      AppendLine(&report.err, absl::StrFormat("zapgram parse: %s:%zu:%zu: error at byte %zu: %s", path,
+                                              main_run.line, main_run.col, main_run.offset,
+                                              std::string(main_run.error.message())));
       break;
   }
   if (options.stats) {
-    line["bytes"] = bytes->size();
+    const Run& pruned = options.pruning ? main_run : *other_run;
+    const Run& unpruned = options.pruning ? *other_run : main_run;
+    line["bytes"] = document.known_size();
     line["max_items"] = MaxItems(pruned);
     line["max_items_unpruned"] = MaxItems(unpruned);
     if (other_run->outcome == Run::Outcome::kError) {
@@ -356,48 +498,180 @@ Verdict ParseDocument(const Grammar& grammar, const std::string& path,
       line[options.pruning ? "error_unpruned" : "error_pruned"] =
           std::string(other_run->error.message());
     }
+    if (!options.json && report.verdict != Verdict::kError) {
+      AppendLine(&human, "");
+      human += HumanStats(document.known_size(), pruned, unpruned);
+    }
   }
 
   if (options.json) {
     emit_json();
-  } else if (verdict != Verdict::kError) {
-    std::printf("%s\n", human.c_str());
-    if (options.stats) std::printf("%s\n", HumanStats(bytes->size(), pruned, unpruned).c_str());
+  } else if (report.verdict != Verdict::kError) {
+    AppendLine(&report.out, human);
   }
-  return verdict;
+  return report;
 }
 
-// A document of a --texts file: its line number and its text.
-struct InlineText {
-  size_t line = 0;
-  absl::StatusOr<std::string> text;
+// A named document waiting to be parsed.
+struct Document {
+  std::string name;
+  DocumentBytes bytes;
 };
 
-// The documents of a --texts file, one per non-blank line: the line's JSON
-// string, or its "text" member. A line that holds neither is an error of
-// that document.
-std::vector<InlineText> ReadTexts(const std::string& path, const std::string& content) {
-  std::vector<InlineText> texts;
-  size_t start = 0, line_number = 0;
-  while (start < content.size()) {
-    size_t end = content.find('\n', start);
-    if (end == std::string::npos) end = content.size();
-    ++line_number;
-    const std::string_view line(content.data() + start, end - start);
-    start = end + 1;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (value.is_object() && value.contains("text")) value = value["text"];
-    if (value.is_string()) {
-      texts.push_back({line_number, value.get<std::string>()});
+// Reads the lines of a file (or standard input) one at a time, in bounded
+// chunks: each call to Next gives the next line without its '\n' (and a
+// '\r' before it), with its 1-based number. A line is held whole (a
+// document of --lines or --texts is parsed from memory).
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : path_(path) {
+    absl::StatusOr<std::FILE*> opened = OpenInput(path);
+    if (opened.ok()) {
+      file_ = *opened;
     } else {
-      texts.push_back({line_number, absl::InvalidArgumentError(absl::StrFormat(
-                                        "%s:%d: not a JSON string nor an object with a \"text\" string",
-                                        path, line_number))});
+      status_ = opened.status();
     }
   }
-  return texts;
+  ~LineReader() { CloseInput(file_); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  const absl::Status& status() const { return status_; }
+
+  bool Next(std::string* line, size_t* number) {
+    line->clear();
+    if (file_ == nullptr || done_) return false;
+    while (true) {
+      if (at_ == end_) {
+        end_ = std::fread(buffer_, 1, sizeof buffer_, file_);
+        at_ = 0;
+        if (end_ == 0) {
+          if (std::ferror(file_) != 0) {
+            status_ = absl::DataLossError(absl::StrCat(path_, ": read error: ", std::strerror(errno)));
+          }
+          done_ = true;
+          if (line->empty()) return false;
+          break;  // a last line without '\n'
+        }
+      }
+      const char* start = buffer_ + at_;
+      const void* newline = std::memchr(start, '\n', end_ - at_);
+      if (newline == nullptr) {
+        line->append(start, end_ - at_);
+        at_ = end_;
+        continue;
+      }
+      const size_t n = static_cast<const char*>(newline) - start;
+      line->append(start, n);
+      at_ += n + 1;
+      break;
+    }
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    *number = ++line_number_;
+    return true;
+  }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  absl::Status status_;
+  char buffer_[1 << 16];
+  size_t at_ = 0, end_ = 0;
+  size_t line_number_ = 0;
+  bool done_ = false;
+};
+
+bool Blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
+
+// A line of a --texts file: its JSON string, or its "text" member. A line
+// that holds neither is an error of that document.
+DocumentBytes InlineText(const std::string& path, size_t number, std::string_view line) {
+  nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (value.is_object() && value.contains("text")) value = value["text"];
+  if (value.is_string()) return DocumentBytes::Text(value.get<std::string>());
+  return DocumentBytes::Failed(absl::InvalidArgumentError(absl::StrFormat(
+      "%s:%d: not a JSON string nor an object with a \"text\" string", path, number)));
 }
+
+// Parses documents on `threads` threads, one compiled grammar shared by all
+// (each document its own recognizer), and prints their reports in input
+// order. Documents come in batches of up to kBatchDocuments or
+// kBatchBytes of text in memory, so memory stays bounded by a batch
+// whatever the input's size.
+class Driver {
+ public:
+  static constexpr size_t kBatchDocuments = 1024;
+  static constexpr size_t kBatchBytes = size_t{8} << 20;
+
+  Driver(const Grammar& grammar, const ParseOptions& options)
+      : grammar_(grammar), options_(options), start_(std::chrono::steady_clock::now()) {}
+
+  void Add(Document document) {
+    batch_bytes_ += document.bytes.known_size();
+    batch_.push_back(std::move(document));
+    if (batch_.size() >= kBatchDocuments || batch_bytes_ >= kBatchBytes ||
+        (!batch_.back().bytes.in_memory() && batch_.size() >= 4 * options_.threads)) {
+      Flush();
+    }
+  }
+
+  void Flush() {
+    std::vector<Report> reports(batch_.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < batch_.size();) {
+        reports[i] = ParseDocument(grammar_, batch_[i].name, batch_[i].bytes, options_);
+      }
+    };
+    const size_t threads = std::min<size_t>(options_.threads, batch_.size());
+    if (threads <= 1) {
+      work();
+    } else {
+      std::vector<std::thread> pool;
+      for (size_t t = 0; t < threads; ++t) pool.emplace_back(work);
+      for (std::thread& t : pool) t.join();
+    }
+    for (const Report& r : reports) {
+      std::fputs(r.out.c_str(), stdout);
+      std::fputs(r.err.c_str(), stderr);
+      ++documents_;
+      bytes_ += r.bytes;
+      accepted_ += r.verdict == Verdict::kAccepted;
+      rejected_ += r.verdict == Verdict::kRejected;
+      errors_ += r.verdict == Verdict::kError;
+    }
+    std::fflush(stdout);
+    batch_.clear();
+    batch_bytes_ = 0;
+  }
+
+  size_t documents() const { return documents_; }
+  bool any_rejected() const { return rejected_ > 0; }
+  bool any_error() const { return errors_ > 0; }
+  void NoteError() { ++errors_; }
+
+  // "3000 documents: 2990 accepted, 10 rejected, 0 errors; 1.9 MB in 0.21 s
+  // (9.0 MB/s, 2 threads); peak RSS 31 MB"
+  std::string Summary() const {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double mb = static_cast<double>(bytes_) / 1e6;
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: KiB on Linux
+    return absl::StrFormat(
+        "%d documents: %d accepted, %d rejected, %d errors; %.1f MB in %.2f s (%.1f MB/s, %d threads); "
+        "peak RSS %d MB",
+        documents_, accepted_, rejected_, errors_, mb, seconds, seconds > 0 ? mb / seconds : 0.0,
+        options_.threads, static_cast<int64_t>(usage.ru_maxrss) / 1024);
+  }
+
+ private:
+  const Grammar& grammar_;
+  const ParseOptions& options_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<Document> batch_;
+  size_t batch_bytes_ = 0;
+  size_t documents_ = 0, accepted_ = 0, rejected_ = 0, errors_ = 0, bytes_ = 0;
+};
 
 int RunParse(const std::vector<std::string>& args) {
   ParseOptions options;
@@ -421,8 +695,29 @@ int RunParse(const std::vector<std::string>& args) {
         return UsageError("parse", "--texts needs a file");
       }
       options.texts_files.push_back(path);
+    } else if (arg == "--lines" || absl::StartsWith(arg, "--lines=")) {
+      std::string path;
+      if (!TakeOptionValue(args, &i, "--lines", &path)) {
+        return UsageError("parse", "--lines needs a file ('-': standard input)");
+      }
+      options.lines_files.push_back(path);
+    } else if (arg == "-j" || arg == "--jobs" || absl::StartsWith(arg, "--jobs=") ||
+               (absl::StartsWith(arg, "-j") && arg.size() > 2)) {
+      std::string value;
+      if (absl::StartsWith(arg, "-j") && arg.size() > 2) {
+        value = arg.substr(2);
+      } else if (!TakeOptionValue(args, &i, arg == "-j" ? "-j" : "--jobs", &value)) {
+        return UsageError("parse", "-j needs a thread count");
+      }
+      uint32_t threads = 0;
+      if (!absl::SimpleAtoi(value, &threads) || threads == 0 || threads > 1024) {
+        return UsageError("parse", absl::StrCat("-j takes a thread count from 1 to 1024, got '", value, "'"));
+      }
+      options.threads = threads;
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--summary") {
+      options.summary = true;
     } else if (arg == "--stats") {
       options.stats = true;
     } else if (arg == "--no-pruning") {
@@ -436,7 +731,9 @@ int RunParse(const std::vector<std::string>& args) {
     }
   }
   if (positional.empty()) return UsageError("parse", "missing GRAMMAR and FILE");
-  if (positional.size() < 2 && options.texts_files.empty()) return UsageError("parse", "missing FILE");
+  if (positional.size() < 2 && options.texts_files.empty() && options.lines_files.empty()) {
+    return UsageError("parse", "missing FILE");
+  }
 
   LoadOptions load_options;
   load_options.schema.lenient = options.lenient;
@@ -464,33 +761,45 @@ int RunParse(const std::vector<std::string>& args) {
     return kExitError;
   }
 
-  bool any_rejected = false;
-  bool any_error = false;
-  auto tally = [&](Verdict verdict) {
-    any_rejected |= verdict == Verdict::kRejected;
-    any_error |= verdict == Verdict::kError;
-    std::fflush(stdout);
-  };
+  Driver driver(*grammar, options);
   const size_t files = positional.size() - 1;
   Progress progress("parse", "files", files,
                     files > 1 && ProgressWanted(options.quiet, /*results_on_stdout=*/true));
   for (size_t i = 1; i < positional.size(); ++i) {
-    tally(ParseDocument(*grammar, positional[i], ReadFileBytes(positional[i]), options));
+    driver.Add({positional[i], DocumentBytes::File(positional[i])});
     progress.Update(i);
   }
-  for (const std::string& path : options.texts_files) {
-    absl::StatusOr<std::string> content = ReadFileBytes(path);
-    if (!content.ok()) {
-      tally(ParseDocument(*grammar, path, content.status(), options));
-      continue;
-    }
-    for (const InlineText& t : ReadTexts(path, *content)) {
-      tally(ParseDocument(*grammar, absl::StrCat(path, ":", t.line), t.text, options));
-    }
-  }
+  driver.Flush();
   progress.Finish(files);
-  if (any_error) return kExitError;
-  return any_rejected ? kExitNo : kExitOk;
+  // --texts and --lines: one document per non-blank line, named F:LINE.
+  auto read_lines = [&](const std::string& path, bool json_strings) {
+    LineReader reader(path);
+    std::string line;
+    size_t number = 0;
+    while (reader.Next(&line, &number)) {
+      if (Blank(line)) continue;
+      const std::string name = absl::StrCat(path, ":", number);
+      driver.Add({name, json_strings ? InlineText(path, number, line) : DocumentBytes::Text(line)});
+    }
+    driver.Flush();
+    if (!reader.status().ok()) {
+      std::fprintf(stderr, "zapgram parse: %s\n", std::string(reader.status().message()).c_str());
+      if (options.json) {
+        nlohmann::ordered_json error_line = {{"file", path}, {"accepted", nullptr}, {"offset", nullptr},
+                                             {"line", nullptr}, {"col", nullptr}, {"expected", nullptr},
+                                             {"error", std::string(reader.status().message())}};
+        std::printf("%s\n", error_line.dump().c_str());
+      }
+      driver.NoteError();
+    }
+  };
+  for (const std::string& path : options.texts_files) read_lines(path, /*json_strings=*/true);
+  for (const std::string& path : options.lines_files) read_lines(path, /*json_strings=*/false);
+  if ((!options.lines_files.empty() && !options.quiet) || options.summary) {
+    std::fprintf(stderr, "zapgram parse: %s\n", driver.Summary().c_str());
+  }
+  if (driver.any_error()) return kExitError;
+  return driver.any_rejected() ? kExitNo : kExitOk;
 }
 
 }  // namespace
@@ -503,3 +812,4 @@ const Command kParseCommand = {
 };
 
 }  // namespace zapgram::cli
+

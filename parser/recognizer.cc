@@ -891,6 +891,15 @@ size_t Recognizer::RetainedSets() const {
   return compactor_ ? compactor_->LiveSets() : chart_.sets.size();
 }
 
+size_t Recognizer::HeldEntries() const {
+  auto entries = [](const Chart& c) {
+    return c.sets.size() + c.waiting.size() + c.groups.size() + c.scan.size();
+  };
+  size_t n = entries(chart_) + replay_.size();
+  for (const Checkpoint& cp : checkpoints_) n += entries(cp.chart);
+  return n;
+}
+
 std::string Recognizer::DumpChart() const {
   Chart live;
   if (compactor_ != nullptr) compactor_->CopyLive(*grammar_, chart_, &live);

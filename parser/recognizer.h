@@ -273,6 +273,12 @@ class Recognizer {
   size_t Position() const;        // bytes consumed
   size_t RetainedItems() const;   // live items (all items without a compactor)
   size_t RetainedSets() const;
+  // Entries the chart's arrays hold, live or dead (sets, waiting items,
+  // groups, terminal items), with those of the rollback checkpoints: what
+  // the recognizer's memory is proportional to. With a compactor it stays
+  // within a constant factor of the live items and sets, whatever the input
+  // length (dead entries are rewritten away once they dominate).
+  size_t HeldEntries() const;
   // Chain nodes compared while deduplicating items, since construction: the
   // cost of MarkSeen, for tests that pin it to the items created.
   uint64_t dedup_probes_for_testing() const { return dedup_probes_; }
