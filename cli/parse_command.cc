@@ -69,6 +69,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -163,6 +164,107 @@ struct ParseOptions {
   std::string data_root;
 };
 
+// Reads the lines of a file (or standard input) one at a time, in bounded
+// chunks: each call to Next gives the next line without its '\n' (and a
+// '\r' before it), with its 1-based number. A line is held whole up to
+// `max_held` bytes; a longer one is returned cut there with line_open()
+// true, and its rest is read in pieces by ReadRestOfLine (a document of
+// --lines is then fed as it is read: a line of any length in bounded memory).
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : path_(path) {
+    absl::StatusOr<std::FILE*> opened = OpenInput(path);
+    if (opened.ok()) {
+      file_ = *opened;
+    } else {
+      status_ = opened.status();
+    }
+  }
+  ~LineReader() { CloseInput(file_); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  const absl::Status& status() const { return status_; }
+  bool line_open() const { return line_open_; }
+
+  bool Next(std::string* line, size_t* number, size_t max_held) {
+    line->clear();
+    if (line_open_) ReadRestOfLine([](std::string_view) { return false; });
+    if (!Fill()) return false;
+    while (true) {
+      const char* start = buffer_ + at_;
+      const size_t room = max_held > line->size() ? max_held - line->size() : 0;
+      const size_t span = std::min(end_ - at_, room);
+      const void* newline = std::memchr(start, '\n', span);
+      if (newline != nullptr) {
+        const size_t n = static_cast<const char*>(newline) - start;
+        line->append(start, n);
+        at_ += n + 1;
+        if (!line->empty() && line->back() == '\r') line->pop_back();
+        break;
+      }
+      line->append(start, span);
+      at_ += span;
+      if (line->size() >= max_held) {
+        line_open_ = true;  // the rest comes through ReadRestOfLine
+        break;
+      }
+      if (!Fill()) break;  // a last line without '\n'
+    }
+    *number = ++line_number_;
+    return true;
+  }
+
+  // The rest of a line Next left open, handed to `take` in pieces until the
+  // line ends; once `take` returns false the rest is skipped. A '\r' right
+  // before the '\n' is dropped, as Next drops it.
+  void ReadRestOfLine(absl::FunctionRef<bool(std::string_view)> take) {
+    bool taking = true;
+    bool held_cr = false;  // a '\r' ended the last piece: dropped if '\n' follows
+    while (line_open_ && Fill()) {
+      const char* start = buffer_ + at_;
+      const void* newline = std::memchr(start, '\n', end_ - at_);
+      size_t n = newline != nullptr ? static_cast<size_t>(static_cast<const char*>(newline) - start)
+                                    : end_ - at_;
+      at_ += n + (newline != nullptr ? 1 : 0);
+      if (newline != nullptr) line_open_ = false;
+      if (!taking) continue;
+      if (held_cr && (n > 0 || newline == nullptr)) taking = take("\r");
+      held_cr = false;
+      if (n > 0 && start[n - 1] == '\r') {
+        held_cr = true;
+        --n;
+      }
+      if (taking && n > 0) taking = take(std::string_view(start, n));
+    }
+    if (taking && held_cr && line_open_) take("\r");  // the input ended right after it
+    line_open_ = false;
+  }
+
+ private:
+  // Makes unread bytes available; false at the end of the input.
+  bool Fill() {
+    if (at_ < end_) return true;
+    if (file_ == nullptr || done_) return false;
+    end_ = std::fread(buffer_, 1, sizeof buffer_, file_);
+    at_ = 0;
+    if (end_ > 0) return true;
+    if (std::ferror(file_) != 0) {
+      status_ = absl::DataLossError(absl::StrCat(path_, ": read error: ", std::strerror(errno)));
+    }
+    done_ = true;
+    return false;
+  }
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  absl::Status status_;
+  char buffer_[1 << 16];
+  size_t at_ = 0, end_ = 0;
+  size_t line_number_ = 0;
+  bool done_ = false;
+  bool line_open_ = false;
+};
+
 // Where a document's bytes come from: a file (or standard input) read in
 // chunks of kChunkBytes, so that a file of any size is parsed in bounded
 // memory; text already in memory (--texts, --lines); or why there are none.
@@ -179,6 +281,14 @@ class DocumentBytes {
     DocumentBytes d;
     d.text_ = std::move(text);
     d.in_memory_ = true;
+    return d;
+  }
+  // A line of --lines too long to hold: `head`, then the rest of the line
+  // as `reader` reads it (consumed once).
+  static DocumentBytes LongLine(std::string head, LineReader* reader) {
+    DocumentBytes d;
+    d.text_ = std::move(head);
+    d.rest_of_line_ = reader;
     return d;
   }
   static DocumentBytes Failed(absl::Status status) {
@@ -198,11 +308,18 @@ class DocumentBytes {
   absl::Status ForEachChunk(absl::FunctionRef<bool(std::string_view)> take, size_t* handed) const {
     *handed = 0;
     if (!failed_.ok()) return failed_;
-    if (in_memory_) {
-      for (size_t at = 0; at < text_.size(); at += kChunkBytes) {
+    if (in_memory_ || rest_of_line_ != nullptr) {
+      bool taking = true;
+      for (size_t at = 0; taking && at < text_.size(); at += kChunkBytes) {
         const std::string_view piece = std::string_view(text_).substr(at, kChunkBytes);
         *handed += piece.size();
-        if (!take(piece)) break;
+        taking = take(piece);
+      }
+      if (taking && rest_of_line_ != nullptr) {
+        rest_of_line_->ReadRestOfLine([&](std::string_view piece) {
+          *handed += piece.size();
+          return take(piece);
+        });
       }
       return absl::OkStatus();
     }
@@ -241,6 +358,7 @@ class DocumentBytes {
   std::string path_;
   std::string text_;
   bool in_memory_ = false;
+  LineReader* rest_of_line_ = nullptr;  // LongLine: the reader holding the rest
   absl::Status failed_;
 };
 
@@ -518,68 +636,6 @@ struct Document {
   DocumentBytes bytes;
 };
 
-// Reads the lines of a file (or standard input) one at a time, in bounded
-// chunks: each call to Next gives the next line without its '\n' (and a
-// '\r' before it), with its 1-based number. A line is held whole (a
-// document of --lines or --texts is parsed from memory).
-class LineReader {
- public:
-  explicit LineReader(const std::string& path) : path_(path) {
-    absl::StatusOr<std::FILE*> opened = OpenInput(path);
-    if (opened.ok()) {
-      file_ = *opened;
-    } else {
-      status_ = opened.status();
-    }
-  }
-  ~LineReader() { CloseInput(file_); }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-  const absl::Status& status() const { return status_; }
-
-  bool Next(std::string* line, size_t* number) {
-    line->clear();
-    if (file_ == nullptr || done_) return false;
-    while (true) {
-      if (at_ == end_) {
-        end_ = std::fread(buffer_, 1, sizeof buffer_, file_);
-        at_ = 0;
-        if (end_ == 0) {
-          if (std::ferror(file_) != 0) {
-            status_ = absl::DataLossError(absl::StrCat(path_, ": read error: ", std::strerror(errno)));
-          }
-          done_ = true;
-          if (line->empty()) return false;
-          break;  // a last line without '\n'
-        }
-      }
-      const char* start = buffer_ + at_;
-      const void* newline = std::memchr(start, '\n', end_ - at_);
-      if (newline == nullptr) {
-        line->append(start, end_ - at_);
-        at_ = end_;
-        continue;
-      }
-      const size_t n = static_cast<const char*>(newline) - start;
-      line->append(start, n);
-      at_ += n + 1;
-      break;
-    }
-    if (!line->empty() && line->back() == '\r') line->pop_back();
-    *number = ++line_number_;
-    return true;
-  }
-
- private:
-  std::string path_;
-  std::FILE* file_ = nullptr;
-  absl::Status status_;
-  char buffer_[1 << 16];
-  size_t at_ = 0, end_ = 0;
-  size_t line_number_ = 0;
-  bool done_ = false;
-};
-
 bool Blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
 
 // A line of a --texts file: its JSON string, or its "text" member. A line
@@ -776,9 +832,18 @@ int RunParse(const std::vector<std::string>& args) {
     LineReader reader(path);
     std::string line;
     size_t number = 0;
-    while (reader.Next(&line, &number)) {
-      if (Blank(line)) continue;
+    // --texts lines are JSON read whole; a --lines line past kBatchBytes is
+    // fed as it is read, on this thread, after the documents before it.
+    const size_t max_held = json_strings ? std::numeric_limits<size_t>::max() : Driver::kBatchBytes;
+    while (reader.Next(&line, &number, max_held)) {
       const std::string name = absl::StrCat(path, ":", number);
+      if (reader.line_open()) {
+        driver.Flush();
+        driver.Add({name, DocumentBytes::LongLine(std::move(line), &reader)});
+        driver.Flush();
+        continue;
+      }
+      if (Blank(line)) continue;
       driver.Add({name, json_strings ? InlineText(path, number, line) : DocumentBytes::Text(line)});
     }
     driver.Flush();

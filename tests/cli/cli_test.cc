@@ -723,6 +723,36 @@ TEST(CliTest, ParseTakesJsonLines) {
   EXPECT_TRUE(Contains(human, "-:1: accepted\n-:3:1:4: rejected at byte 3; end of input not allowed")) << human;
 }
 
+// A --lines line too long to hold (past 8 MiB) is fed as it is read: its
+// verdict is the same, a rejected one's rest is skipped, CRLF is dropped,
+// the lines after it are parsed as usual, and memory stays small.
+TEST(CliTest, ParseStreamsLongJsonLines) {
+  std::string element = "{\"id\": 12345, \"tags\": [\"a\", \"b\"], \"v\": {\"x\": 1.5e3}}";
+  std::string big = "[";
+  while (big.size() < (size_t{9} << 20)) big += element + ", ";
+  big += element + "]";
+  std::string broken = big;
+  broken[100] = '!';
+  std::string lines = WriteTemp("long.jsonl", "[1]\n" + big + "\r\n" + broken + "\n" + big + "\n{}\n");
+  CliResult r = RunCli({"parse", "builtin:json", "--lines", lines, "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<Json> out = JsonLines(r.out);
+  ASSERT_EQ(out.size(), 5u) << r.out.substr(0, 2000);
+  EXPECT_EQ(out[0]["accepted"], true);
+  EXPECT_EQ(out[1]["accepted"], true) << out[1];
+  EXPECT_EQ(out[2]["accepted"], false);
+  EXPECT_EQ(out[2]["offset"], 100);
+  EXPECT_EQ(out[3]["accepted"], true) << out[3];
+  EXPECT_EQ(out[4]["file"], lines + ":5");
+  EXPECT_EQ(out[4]["accepted"], true);
+  EXPECT_TRUE(Contains(r.err, "5 documents: 4 accepted, 1 rejected, 0 errors")) << r.err;
+  if (!zapgram::testing::kSanitized) {
+    const size_t at = r.err.find("peak RSS ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    EXPECT_LE(std::stol(r.err.substr(at + 9)), 40) << r.err;  // 9 MiB lines, 8 MiB held at most
+  }
+}
+
 // -j: the same reports, in input order, whatever the thread count; files
 // and lines alike.
 TEST(CliTest, ParseInParallelKeepsInputOrder) {
