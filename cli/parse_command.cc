@@ -387,6 +387,7 @@ Run Recognize(const Grammar& grammar, const DocumentBytes& document, bool prunin
   RecognizerOptions options;
   options.pruning = pruning;
   options.max_rollback = 0;  // parse never rolls back
+  options.in_place_terminal_steps = true;
   Recognizer recognizer(grammar, options);
   Run run;
   run.every = std::max<size_t>(1, (document.known_size() + kProfileSamples) / kProfileSamples);

@@ -53,6 +53,8 @@ Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& opti
   dot_stamp_.assign(grammar_->rhs.size(), 0);
   pending_stamp_.assign(grammar_->rhs.size(), 0);
   if (grammar_->lexed()) InternLane(/*lexer_state=*/1, {});  // lane 0: a token boundary
+  in_place_steps_ = options_.in_place_terminal_steps && compactor_ != nullptr &&
+                    options_.max_rollback == 0 && !grammar_->lexed();
   Reset();
 }
 
@@ -547,8 +549,40 @@ bool Recognizer::FeedToken(uint32_t id, bool normal, std::string_view bytes) {
 
 bool Recognizer::Feed(uint8_t byte) { return FeedStep(byte, {}); }
 
+bool Recognizer::StepInsideTerminals(uint8_t byte) {
+  Chart& chart = chart_;
+  EarleySet& last = chart.sets.back();
+  const uint32_t count = last.scan_end - last.scan_begin;
+  // Sets of one position beside it (lanes) or too many items to compare:
+  // the full step.
+  if (count == 0 || count > 8 || chart.sets.size() < 2 ||
+      chart.sets[chart.sets.size() - 2].position == last.position) {
+    return false;
+  }
+  const TerminalTable& t = grammar_->terminals;
+  uint32_t next[8];
+  for (uint32_t k = 0; k < count; ++k) {
+    const Item& item = chart.scan[last.scan_begin + k];
+    const uint32_t s = t.Step(item.state, byte);
+    // A terminal that dies, may end here (its completion is a full step)
+    // or ran out of lazy states goes the usual way.
+    if (s == 0 || s == TerminalTable::kOverflow || t.accepting(s) || !t.has_next(s)) return false;
+    next[k] = s;
+    for (uint32_t j = 0; j < k; ++j) {
+      const Item& other = chart.scan[last.scan_begin + j];
+      if (other.dot == item.dot && other.parent == item.parent) return false;  // could merge
+    }
+  }
+  for (uint32_t k = 0; k < count; ++k) chart.scan[last.scan_begin + k].state = next[k];
+  ++last.position;
+  last.accepting = 0;  // no terminal ended, so neither did the start symbol
+  ++in_place_count_;
+  return true;
+}
+
 bool Recognizer::FeedStep(uint8_t byte, TokenMark mark) {
   status_ = absl::OkStatus();
+  if (in_place_steps_ && !mark.has(TokenMark::kActive) && StepInsideTerminals(byte)) return true;
   if (!PushStep(byte, mark)) return false;
   if (compactor_ != nullptr) compactor_->AfterPush(*grammar_, chart_);
   const ParserLimits& limits = options_.limits;

@@ -282,6 +282,8 @@ class Recognizer {
   // Chain nodes compared while deduplicating items, since construction: the
   // cost of MarkSeen, for tests that pin it to the items created.
   uint64_t dedup_probes_for_testing() const { return dedup_probes_; }
+  // Bytes taken in place (RecognizerOptions::in_place_terminal_steps).
+  uint64_t in_place_steps_for_testing() const { return in_place_count_; }
   // The most item attempts (ParserLimits::max_work_per_set's unit) one Earley
   // set took since construction: what a budget must leave room for.
   uint64_t peak_work_per_set() const { return peak_work_; }
@@ -325,12 +327,20 @@ class Recognizer {
   uint32_t ScanState(Symbol terminal) const {
     return grammar_->lexed() ? 0 : grammar_->terminals.start[Payload(terminal)];
   }
+  // RecognizerOptions::in_place_terminal_steps: `byte` moves every item of
+  // the newest set along its terminal, in place, when none dies or ends;
+  // false (nothing changed) otherwise.
+  bool StepInsideTerminals(uint8_t byte);
   Chart& current() { return chart_; }
   const Chart& current() const { return chart_; }
   void TakeCheckpoint();
 
   const FlatGrammar* grammar_;
   RecognizerOptions options_;
+  // options_.in_place_terminal_steps where it applies (pruning, no rollback,
+  // a byte-level grammar).
+  bool in_place_steps_ = false;
+  uint64_t in_place_count_ = 0;
   absl::Status status_;
   Chart chart_;
   // Owned; a copy of the recognizer clones it (so recognizers copy).

@@ -7,6 +7,9 @@
 
 #include <array>
 #include <map>
+#include <random>
+#include <memory>
+#include <fstream>
 #include <vector>
 
 #include "api/grammar_data.h"
@@ -77,6 +80,67 @@ TEST(CompactTest, HeldEntriesStayBoundedOnLongFlatInput) {
     EXPECT_LE(r.RetainedItems(), 64u);
     EXPECT_LE(most, 20000u) << "max_rollback " << rollback;
   }
+}
+
+// In-place terminal steps (RecognizerOptions::in_place_terminal_steps, what
+// `zapgram parse` uses) against full steps, byte by byte: the same Feed
+// results, IsAccepting, NextBytes and live items, on json-docs with
+// builtin:json and MaskBench instances with their schemas' validation
+// grammars, each document as written and with bytes changed at random.
+TEST(CompactTest, InPlaceTerminalStepsChangeNothingObservable) {
+  struct Doc {
+    std::string grammar, text;
+  };
+  std::vector<Doc> docs;
+  for (const char* set : {"json-docs", "maskbench"}) {
+    std::ifstream in(testing::DataPath(std::string("traces/llama3/") + set + ".jsonl"));
+    std::string line;
+    for (int n = 0; n < testing::Scaled(60, 12) && std::getline(in, line); ++n) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      docs.push_back({j.at("grammar"), j.at("text")});
+    }
+  }
+  std::mt19937 rng(5);
+  std::map<std::string, std::shared_ptr<const zapgram::Grammar>> grammars;
+  LoadOptions load;
+  load.schema.lenient = true;
+  load.schema.purpose = SchemaPurpose::kValidation;
+  uint64_t bytes = 0, in_place = 0;
+  for (const Doc& doc : docs) {
+    auto& g = grammars[doc.grammar];
+    if (g == nullptr) {
+      absl::StatusOr<zapgram::Grammar> loaded = zapgram::Grammar::Load(doc.grammar, testing::DataPath(""), load);
+      if (!loaded.ok()) continue;
+      g = std::make_shared<const zapgram::Grammar>(*std::move(loaded));
+    }
+    for (int variant = 0; variant < 4; ++variant) {
+      std::string text = doc.text;
+      if (variant > 0 && !text.empty()) text[rng() % text.size()] = static_cast<char>(' ' + rng() % 95);
+      RecognizerOptions full_options, in_place_options;
+      full_options.max_rollback = 0;
+      in_place_options.max_rollback = 0;
+      in_place_options.in_place_terminal_steps = true;
+      parser::Recognizer full = MakeRecognizer(&g->data().flat, full_options);
+      parser::Recognizer fast = MakeRecognizer(&g->data().flat, in_place_options);
+      for (size_t i = 0; i < text.size(); ++i) {
+        const uint8_t b = static_cast<uint8_t>(text[i]);
+        const bool a = full.Feed(b);
+        ASSERT_EQ(fast.Feed(b), a) << doc.grammar << " byte " << i;
+        ++bytes;
+        if (!a) break;
+        ASSERT_EQ(fast.IsAccepting(), full.IsAccepting()) << doc.grammar << " byte " << i;
+        ASSERT_EQ(fast.NextBytes(), full.NextBytes()) << doc.grammar << " byte " << i;
+        ASSERT_EQ(fast.RetainedItems(), full.RetainedItems()) << doc.grammar << " byte " << i;
+        ASSERT_EQ(fast.Position(), full.Position());
+      }
+      EXPECT_EQ(fast.NextBytes(), full.NextBytes());
+      in_place += fast.in_place_steps_for_testing();
+      EXPECT_EQ(full.in_place_steps_for_testing(), 0u);
+    }
+  }
+  std::printf("in-place terminal steps: %llu of %llu bytes\n", static_cast<unsigned long long>(in_place),
+              static_cast<unsigned long long>(bytes));
+  EXPECT_GT(in_place * 4, bytes);  // most bytes of JSON are inside strings, numbers, whitespace
 }
 
 TEST(CompactTest, NestedInputKeepsStateProportionalToDepth) {
