@@ -32,9 +32,15 @@
 // cursor is published and read only after a successful claim; the caller
 // returns when `done` reaches the batch size. `call_mu` serializes callers.
 //
+// The pool runs any per-item task (Run): a batch of masks, or a batch of
+// draft trees (TraverseDraftTrees: an item is one matcher's whole tree,
+// masks/draft_tree.h, so a tree batch wakes the workers after its first
+// item at the latest).
+//
 // Tests: tests/api/api_test.cc (BatchMasker.*: batch against one by one, a
 // pool reused across calls, concurrent callers); tests/masks/matcher_test.cc
-// (ComputeMasks, which runs on a temporary BatchMasker).
+// (ComputeMasks, which runs on a temporary BatchMasker);
+// tests/masks/draft_tree_test.cc (DraftTreeBatch.*).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -44,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "zapgram/matcher.h"
 
 namespace zapgram {
@@ -64,22 +71,15 @@ struct BatchMasker::Pool {
   uint64_t job = 0;         // the last job started (caller only)
   double item_micros = 0;   // the last call's mean cost per item (caller only)
   bool stop = false;
-  // The current job: written by the caller before it publishes `cursor`.
-  absl::Span<Matcher* const> matchers;
-  absl::Span<uint32_t* const> rows;
-  absl::Span<size_t> allowed;
-  absl::Span<const std::optional<int64_t>> tokens_left;  // empty: plain masks
+  // The current job's task: written by the caller before it publishes
+  // `cursor`.
+  const absl::FunctionRef<void(size_t)>* task = nullptr;
   // generation (16 bits) | batch size (24) | next index (24).
   std::atomic<uint64_t> cursor{0};
   std::atomic<size_t> done{0};
   std::vector<std::thread> workers;
 
-  void Run(size_t k) {
-    const size_t count = tokens_left.empty() || !tokens_left[k].has_value()
-                             ? matchers[k]->ComputeMask(rows[k])
-                             : matchers[k]->ComputeMask(rows[k], *tokens_left[k]);
-    if (!allowed.empty()) allowed[k] = count;
-  }
+  void Run(size_t k) { (*task)(k); }
 
   // Claims and computes items of job `gen` until none is left, or (for the
   // caller working alone) until `pause` says to stop claiming; returns
@@ -156,13 +156,49 @@ void BatchMasker::ComputeWithBudgets(absl::Span<Matcher* const> matchers,
                                      absl::Span<uint32_t* const> rows,
                                      absl::Span<const std::optional<int64_t>> tokens_left,
                                      absl::Span<size_t> allowed) {
+  Run(matchers.size(), [&](size_t k) {
+    const size_t count = tokens_left.empty() || !tokens_left[k].has_value()
+                             ? matchers[k]->ComputeMask(rows[k])
+                             : matchers[k]->ComputeMask(rows[k], *tokens_left[k]);
+    if (!allowed.empty()) allowed[k] = count;
+  });
+}
+
+absl::Status BatchMasker::TraverseDraftTrees(absl::Span<Matcher* const> matchers,
+                                             absl::Span<const DraftTree> trees,
+                                             absl::Span<uint32_t* const> masks,
+                                             absl::Span<const absl::Span<float>> temperatures,
+                                             const DraftTreeOptions& options, absl::Span<bool> completed) {
+  const size_t n = matchers.size();
+  if (trees.size() != n || masks.size() != n || completed.size() != n ||
+      (!temperatures.empty() && temperatures.size() != n)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TraverseDraftTrees: ", n, " matchers, ", trees.size(), " trees, ", masks.size(), " masks, ",
+        temperatures.size(), " temperature spans, ", completed.size(), " results"));
+  }
+  const Matcher::Deadline deadline = Matcher::DraftDeadline(std::chrono::steady_clock::now(), options);
+  const auto temperatures_of = [&](size_t k) { return temperatures.empty() ? absl::Span<float>() : temperatures[k]; };
+  for (size_t k = 0; k < n; ++k) {
+    const absl::Status valid = matchers[k]->CheckDraftTree(trees[k], temperatures_of(k), options);
+    if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat("tree ", k, ": ", valid.message()));
+  }
+  std::vector<absl::Status> errors(n);
+  Run(n, [&](size_t k) {
+    const absl::StatusOr<bool> done =
+        matchers[k]->WalkDraftTree(trees[k], masks[k], temperatures_of(k), options, deadline);
+    completed[k] = done.ok() && *done;
+    if (!done.ok()) errors[k] = done.status();
+  });
+  for (const absl::Status& e : errors) {
+    if (!e.ok()) return e;
+  }
+  return absl::OkStatus();
+}
+
+void BatchMasker::Run(size_t n, absl::FunctionRef<void(size_t)> task) {
   Pool& p = *pool_;
   std::lock_guard<std::mutex> call(p.call_mu);
-  const size_t n = matchers.size();
-  p.matchers = matchers;
-  p.rows = rows;
-  p.allowed = allowed;
-  p.tokens_left = tokens_left;
+  p.task = &task;
   if (n <= 1 || p.workers.empty() || n > kIndexMask) {
     for (size_t k = 0; k < n; ++k) p.Run(k);
     return;

@@ -160,6 +160,32 @@ size_t zapgram_matcher_compute_mask_budget(zapgram_matcher* matcher, uint32_t* w
   return matcher->matcher.ComputeMask(words, tokens_left);
 }
 
+int zapgram_matcher_traverse_draft_tree(const zapgram_matcher* matcher, const int64_t* retrieve_next_token,
+                                        const int64_t* retrieve_next_sibling, const int64_t* draft_tokens,
+                                        size_t num_nodes, uint32_t* bitmask, float* temperatures,
+                                        double time_threshold, char** error) {
+  if (error != nullptr) *error = nullptr;
+  if (num_nodes > 0 && (retrieve_next_token == nullptr || retrieve_next_sibling == nullptr ||
+                        draft_tokens == nullptr || bitmask == nullptr)) {
+    SetError(error, absl::InvalidArgumentError("a draft tree array or the bitmask is NULL"));
+    return -1;
+  }
+  zapgram::DraftTree tree;
+  tree.retrieve_next_token = absl::MakeConstSpan(retrieve_next_token, num_nodes);
+  tree.retrieve_next_sibling = absl::MakeConstSpan(retrieve_next_sibling, num_nodes);
+  tree.draft_tokens = absl::MakeConstSpan(draft_tokens, num_nodes);
+  zapgram::DraftTreeOptions options;
+  options.time_threshold = time_threshold;
+  const absl::StatusOr<bool> completed = matcher->matcher.TraverseDraftTree(
+      tree, bitmask, temperatures == nullptr ? absl::Span<float>() : absl::MakeSpan(temperatures, num_nodes),
+      options);
+  if (!completed.ok()) {
+    SetError(error, completed.status());
+    return -1;
+  }
+  return *completed ? 1 : 0;
+}
+
 int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id) {
   return matcher->matcher.AcceptToken(id) ? 1 : 0;
 }

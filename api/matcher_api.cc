@@ -1,11 +1,14 @@
 // The public Vocabulary, CompiledGrammar and Matcher: thin wrappers over
 // masks/vocabulary.h and masks/matcher.h.
 #include <algorithm>
+#include <chrono>
 #include <utility>
 #include <vector>
 
 #include "api/grammar_data.h"
+#include "absl/strings/str_cat.h"
 #include "masks/budget_mask.h"
+#include "masks/draft_tree.h"
 #include "masks/matcher.h"
 #include "masks/vocabulary.h"
 #include "zapgram/matcher.h"
@@ -127,6 +130,57 @@ size_t Matcher::ValidateTokens(absl::Span<const int32_t> draft) { return impl_->
 std::vector<std::string> Matcher::LastRejectedPrefixes() const { return impl_->LastRejectedPrefixes(); }
 std::vector<int32_t> Matcher::LastRejectedTokens() const { return impl_->LastRejectedTokens(); }
 absl::Status Matcher::status() const { return impl_->status(); }
+
+absl::StatusOr<bool> Matcher::TraverseDraftTree(const DraftTree& tree, uint32_t* masks,
+                                                absl::Span<float> temperatures,
+                                                const DraftTreeOptions& options) const {
+  const Deadline deadline = DraftDeadline(std::chrono::steady_clock::now(), options);
+  if (absl::Status valid = CheckDraftTree(tree, temperatures, options); !valid.ok()) return valid;
+  return WalkDraftTree(tree, masks, temperatures, options, deadline);
+}
+
+absl::Status Matcher::CheckDraftTree(const DraftTree& tree, absl::Span<float> temperatures,
+                                     const DraftTreeOptions& options) const {
+  const size_t n = tree.draft_tokens.size();
+  if (absl::Status valid =
+          masks::CheckDraftTree({tree.retrieve_next_token, tree.retrieve_next_sibling, tree.draft_tokens});
+      !valid.ok()) {
+    return valid;
+  }
+  if (!temperatures.empty() && temperatures.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("temperatures has ", temperatures.size(), " entries for a draft tree of ", n, " nodes"));
+  }
+  if (options.row_stride != 0 && options.row_stride < grammar_.mask_words() && n > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the mask rows overlap: row_stride ", options.row_stride,
+                                                   " words, a mask has ", grammar_.mask_words()));
+  }
+  return absl::OkStatus();
+}
+
+Matcher::Deadline Matcher::DraftDeadline(std::chrono::steady_clock::time_point start,
+                                         const DraftTreeOptions& options) {
+  if (!(options.time_threshold > 0)) return std::nullopt;
+  return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(std::min(options.time_threshold, 1e9)));
+}
+
+absl::StatusOr<bool> Matcher::WalkDraftTree(const DraftTree& tree, uint32_t* masks, absl::Span<float> temperatures,
+                                            const DraftTreeOptions& options, Deadline deadline) const {
+  // No grammar sets a temperature yet (issue 31, item 3 adds the
+  // attribute): every node, visited or not, gets XGrammar's "none". Once
+  // rules carry one, a visited node gets the matcher's effective
+  // temperature after its path, read during the walk.
+  std::fill(temperatures.begin(), temperatures.end(), masks::kNoTemperature);
+  masks::DraftWalkOptions walk;
+  walk.deadline = deadline;
+  walk.terminate_when_accepting = options.terminate_when_accepting;
+  const size_t stride = options.row_stride == 0 ? grammar_.mask_words() : options.row_stride;
+  const masks::DraftWalkResult result = masks::WalkDraftTree(
+      *impl_, {tree.retrieve_next_token, tree.retrieve_next_sibling, tree.draft_tokens}, masks, stride, walk);
+  if (!result.status.ok()) return result.status;
+  return result.completed;
+}
 
 void ComputeMasks(absl::Span<Matcher* const> matchers, uint32_t* words, size_t mask_words,
                   int threads) {

@@ -672,6 +672,28 @@ bool Matcher::AcceptToken(TokenId id) {
   return true;
 }
 
+bool Matcher::AcceptAllowedToken(TokenId id) {
+  const Vocabulary& vocab = grammar_->vocabulary();
+  if (finished_ || id < 0 || id >= vocab.padded_size() || vocab.kind(id) != TokenKind::kNormal ||
+      grammar_->grammar().has_token_terminals()) {
+    return AcceptToken(id);
+  }
+  const std::string_view bytes = vocab.token_bytes(id);
+  if (bytes.size() > options_.recognizer.max_rollback) return AcceptToken(id);
+  size_t fed = 0;
+  for (char c : bytes) {
+    if (!recognizer_.Feed(static_cast<uint8_t>(c))) break;
+    ++fed;
+  }
+  if (fed == bytes.size()) {
+    history_.push_back(static_cast<uint32_t>(bytes.size()));
+    return true;
+  }
+  // Fed bytes fit the window (each widened it by one, up to max_rollback).
+  if (fed > 0 && !recognizer_.Rollback(fed)) std::abort();
+  return AcceptToken(id);
+}
+
 bool Matcher::AcceptBytes(std::string_view bytes) {
   if (finished_) return false;
   // Check first without touching the committed state, then feed for real.

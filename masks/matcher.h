@@ -383,6 +383,16 @@ class Matcher {
   // Feeds the token's bytes; false (state unchanged) when it is not allowed.
   // EOS is accepted when IsAccepting(), and finishes the matcher.
   bool AcceptToken(TokenId id);
+  // AcceptToken for a token that a mask of this very state allows (the
+  // draft-tree walk, masks/draft_tree.h): a normal token's bytes are fed
+  // straight away, without AcceptBytes' speculative pass over them first
+  // (which only decides what the mask already has). Same outcome: should a
+  // byte be refused all the same (a budget ran out), the bytes fed are
+  // rolled back (which may narrow a full rollback window by as many) and
+  // AcceptToken decides, setting status(). Tokens longer than
+  // MaxRollback(), EOS and grammars with token terminals take AcceptToken's
+  // path.
+  bool AcceptAllowedToken(TokenId id);
   // Feeds bytes; all or nothing.
   bool AcceptBytes(std::string_view bytes);
   // Undoes the last n accepted tokens (and byte runs given to AcceptBytes,
@@ -427,9 +437,14 @@ class Matcher {
   // leave states with equal futures (equal exact keys), without accepting
   // them; kNoEffect where no label is known (token_effects.cc: byte-level
   // tokens that a terminal may end inside; rejected ids). The state does
-  // not change.
+  // not change. With `unchanged` not null, *unchanged gets the label of a
+  // token that leaves the state as it is (its state has the same exact key
+  // as this one: byte-level grammars, where the token takes each terminal
+  // state of the items back to itself), or kNoEffect when no label says so
+  // (lexed grammars, token terminals, no items on terminals).
   static constexpr uint32_t kNoEffect = 0xFFFFFFFFu;
-  void TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels);
+  void TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels,
+                    uint32_t* unchanged = nullptr);
 
  private:
   size_t WalkTrie(uint32_t* words);            // every node, the parser decides

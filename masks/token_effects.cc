@@ -14,7 +14,9 @@
 // vector of end states: tokens with equal vectors reach equal states.
 // Inside a long terminal (a string body, a number) this is most of the
 // vocabulary: "hello" and "hi" in a string are one label. Other tokens get
-// no label (visited alone).
+// no label (visited alone). A token whose vector is s_1..s_k itself (each
+// terminal state loops on its bytes) leaves S as it is: the `unchanged`
+// label (draft-tree walks copy the parent's row for it, draft_tree.h).
 //
 // Lexed grammars. A token's effect is read off the lanes it leaves, stepped
 // as views exactly like the uncertain walk of the masks (lexed_masks.cc:
@@ -61,8 +63,9 @@ bool ByteLevelEffect(const parser::TerminalTable& table, absl::Span<const uint32
 
 }  // namespace
 
-void Matcher::TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels) {
+void Matcher::TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>* labels, uint32_t* unchanged) {
   const parser::FlatGrammar& flat = grammar_->grammar();
+  if (unchanged != nullptr) *unchanged = kNoEffect;
   if (flat.lexed()) {
     LexedTokenEffects(ids, labels);
     return;
@@ -73,6 +76,11 @@ void Matcher::TokenEffects(absl::Span<const TokenId> ids, std::vector<uint32_t>*
   if (states_.empty()) return;
   const Vocabulary& vocab = grammar_->vocabulary();
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> interned;
+  // The empty token's effect: every item where it is. A token with that
+  // label leaves the chart's items, their terminal states and origins as
+  // they are, closed the same way at its end: the same state (the labels'
+  // argument above with S itself as the other state).
+  if (unchanged != nullptr) *unchanged = interned.try_emplace(states_, 0u).first->second;
   std::vector<uint32_t> effect;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ByteLevelEffect(flat.terminals, states_, vocab.token_bytes(ids[i]), &effect)) {

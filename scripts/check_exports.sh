@@ -18,7 +18,8 @@ fi
 for needed in zapgram_vocab_load zapgram_grammar_compile zapgram_matcher_compute_mask \
               zapgram_matcher_accept_token zapgram_sample 'zapgram::Grammar::Load(' \
               'zapgram::Vocabulary::Load(' 'zapgram::CompiledGrammar::Compile(' \
-              'zapgram::Matcher::ComputeMask(' 'zapgram::Matcher::AcceptToken('; do
+              'zapgram::Matcher::ComputeMask(' 'zapgram::Matcher::AcceptToken(' \
+              zapgram_matcher_traverse_draft_tree 'zapgram::Matcher::TraverseDraftTree('; do
   if ! grep -qF -- "$needed" <<<"$symbols"; then
     echo "check_exports: $lib does not export $needed" >&2
     exit 1

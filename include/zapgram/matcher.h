@@ -14,6 +14,7 @@
 #ifndef ZAPGRAM_MATCHER_H_
 #define ZAPGRAM_MATCHER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -143,6 +145,33 @@ struct MatcherOptions {
   BudgetMaskOptions budget;
 };
 
+// A speculative-decoding draft tree (EAGLE-style) in first-child /
+// next-sibling form, as XGrammar's traverse_draft_tree and SGLang's EAGLE
+// worker lay it out; one entry per node in each span.
+//   retrieve_next_token[i]    node i's first child, or -1
+//   retrieve_next_sibling[i]  node i's next sibling, or -1
+//   draft_tokens[i]           the token node i appends to its parent's path
+// Node 0 is the root: it stands for the matcher's current state (its token,
+// the target model's last sample, is already accepted and is not read) and
+// has no sibling.
+struct DraftTree {
+  absl::Span<const int64_t> retrieve_next_token;
+  absl::Span<const int64_t> retrieve_next_sibling;
+  absl::Span<const int64_t> draft_tokens;
+};
+
+struct DraftTreeOptions {
+  // Seconds; > 0: no node past the root is entered once this much time has
+  // passed since the call began (the batch form: since the batch call
+  // began), and the call returns false. <= 0: no limit.
+  double time_threshold = -1.0;
+  // Words from one row of the masks to the next; 0: mask_words().
+  size_t row_stride = 0;
+  // A text that is a sentence terminates the matcher as EOS does
+  // (XGrammar's terminate_without_stop_token).
+  bool terminate_when_accepting = false;
+};
+
 class ZAPGRAM_EXPORT Matcher {
  public:
   explicit Matcher(const CompiledGrammar& grammar, const MatcherOptions& options = {});
@@ -189,6 +218,26 @@ class ZAPGRAM_EXPORT Matcher {
   bool IsFinished() const;                    // EOS accepted
   std::string ForcedBytes();                  // bytes the grammar forces next
   size_t ValidateTokens(absl::Span<const int32_t> draft);  // acceptable prefix length
+  // The masks of a draft tree's nodes, XGrammar's traverse_draft_tree (the
+  // method, its cost and what it shares: masks/draft_tree.h). Row i of
+  // `masks` (row i * row_stride words in) gets the mask after the path to
+  // node i when node i is visited: the root unless this matcher has
+  // terminated, any other node whose token its parent's row allows, that
+  // is accepted, and after which the matcher has not terminated (EOS, or a
+  // sentence with terminate_when_accepting). Every other row is zero: a
+  // refused or terminated node's, and those of the nodes below it or not
+  // reached. `temperatures`, when not empty (one entry per node), gets each
+  // node's effective temperature: -1 (XGrammar's "none") for every node, as
+  // zapgram's grammars set none yet. The matcher is not changed (the walk
+  // runs on copies). Returns true when complete, false when the time
+  // threshold stopped it (the rows not reached are zero); InvalidArgument
+  // for a malformed tree (lengths, links, cycles, a root with a sibling)
+  // or a temperatures span of the wrong size, ResourceExhausted when a
+  // parser budget ran out on the way. A const call: not to be made while
+  // another thread changes this matcher.
+  absl::StatusOr<bool> TraverseDraftTree(const DraftTree& tree, uint32_t* masks,
+                                         absl::Span<float> temperatures = {},
+                                         const DraftTreeOptions& options = {}) const;
   // Of the last ComputeMask: minimal rejected byte prefixes, rejected ids.
   std::vector<std::string> LastRejectedPrefixes() const;
   std::vector<int32_t> LastRejectedTokens() const;
@@ -197,6 +246,16 @@ class ZAPGRAM_EXPORT Matcher {
 
  private:
   Matcher(const Matcher& other);  // Fork
+  friend class BatchMasker;
+  // TraverseDraftTree's pieces, shared with the batch form: the argument
+  // checks, the time limit as an instant (a batch's is shared by its
+  // trees), and the walk of arguments already checked.
+  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+  absl::Status CheckDraftTree(const DraftTree& tree, absl::Span<float> temperatures,
+                              const DraftTreeOptions& options) const;
+  static Deadline DraftDeadline(std::chrono::steady_clock::time_point start, const DraftTreeOptions& options);
+  absl::StatusOr<bool> WalkDraftTree(const DraftTree& tree, uint32_t* masks, absl::Span<float> temperatures,
+                                     const DraftTreeOptions& options, Deadline deadline) const;
   CompiledGrammar grammar_;
   std::unique_ptr<masks::Matcher> impl_;
   BudgetMaskOptions budget_options_;
@@ -237,10 +296,27 @@ class ZAPGRAM_EXPORT BatchMasker {
   void ComputeWithBudgets(absl::Span<Matcher* const> matchers, absl::Span<uint32_t* const> rows,
                           absl::Span<const std::optional<int64_t>> tokens_left,
                           absl::Span<size_t> allowed = {});
+  // Draft trees of a batch (speculative decoding): matchers[k]->
+  // TraverseDraftTree(trees[k], masks[k], temperatures[k], options) for every
+  // k, a tree per item on the pool; completed[k] gets its result. The time
+  // threshold counts from the start of this call, for every tree.
+  // `temperatures` is empty or has one span per matcher (each empty or one
+  // entry per node); `completed` has one entry per matcher. Every tree is
+  // checked before any is walked: a malformed one fails the call (the
+  // error names its index) with no row written. A budget that ran out in
+  // a walk is returned after the batch (the first such error; the other
+  // trees are complete). `completed` is plain bools (one per matcher,
+  // written by the pool's threads), not a std::vector<bool>.
+  absl::Status TraverseDraftTrees(absl::Span<Matcher* const> matchers, absl::Span<const DraftTree> trees,
+                                  absl::Span<uint32_t* const> masks,
+                                  absl::Span<const absl::Span<float>> temperatures,
+                                  const DraftTreeOptions& options, absl::Span<bool> completed);
 
  private:
   struct Pool;
   std::unique_ptr<Pool> pool_;
+  // Runs task(k) for k in [0, n) on the pool (the calling thread takes part).
+  void Run(size_t n, absl::FunctionRef<void(size_t)> task);
 };
 
 }  // namespace zapgram

@@ -104,6 +104,27 @@ ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask(zapgram_matcher* matcher, uin
  * number of allowed ids. */
 ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask_budget(zapgram_matcher* matcher, uint32_t* words,
                                                           int64_t tokens_left);
+/* Draft-tree masks for speculative decoding (XGrammar's
+ * traverse_draft_tree; C++: zapgram::Matcher::TraverseDraftTree). The tree
+ * has num_nodes nodes in first-child / next-sibling form:
+ * retrieve_next_token[i] is node i's first child or -1,
+ * retrieve_next_sibling[i] its next sibling or -1, draft_tokens[i] its token;
+ * node 0, the root, is the current state (its token is not read) and has no
+ * sibling. Row i of `bitmask` (num_nodes rows of zapgram_grammar_mask_words()
+ * words) gets the mask after the path to node i when the node is visited
+ * (the root, unless the matcher has terminated; any node whose token its
+ * parent's row allows and that the matcher accepts without terminating);
+ * every other row is zeroed. `temperatures` (NULL or num_nodes floats) gets
+ * -1 per node (no grammar sets a temperature yet). time_threshold: seconds,
+ * <= 0 for no limit. The matcher is not changed. Returns 1 when complete, 0
+ * when the time threshold stopped the walk (rows not reached are zero), -1
+ * on error (a malformed tree, a budget that ran out; *error set). */
+ZAPGRAM_EXPORT int zapgram_matcher_traverse_draft_tree(const zapgram_matcher* matcher,
+                                                       const int64_t* retrieve_next_token,
+                                                       const int64_t* retrieve_next_sibling,
+                                                       const int64_t* draft_tokens, size_t num_nodes,
+                                                       uint32_t* bitmask, float* temperatures,
+                                                       double time_threshold, char** error);
 /* 1 when accepted, 0 when not allowed (the state is unchanged). */
 ZAPGRAM_EXPORT int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id);
 ZAPGRAM_EXPORT int zapgram_matcher_accept_bytes(zapgram_matcher* matcher, const char* bytes, size_t length);

@@ -17,6 +17,9 @@
 //   TextArg      str (taken as UTF-8) or bytes / bytearray.
 //   BoolArg      what pybind11's bool caster took (bool, None, numbers, numpy
 //                bools), with a TypeError naming the argument otherwise.
+//   FloatArg     an int or a float (numpy and torch scalars through
+//                __float__); bool, str and None are TypeError, NaN is
+//                ValueError.
 //   SequenceArg  a list or tuple (or other sequence), not str / bytes.
 //
 // Python-side checks (python/zapgram/*.py) call IntArg and IntListArg too,
@@ -161,6 +164,21 @@ inline bool BoolArg(pybind11::handle value, const ArgName& name) {
   const int truth = PyObject_IsTrue(o);
   if (truth < 0) throw py::error_already_set();
   return truth != 0;
+}
+
+inline double FloatArg(pybind11::handle value, const ArgName& name) {
+  namespace py = pybind11;
+  PyObject* o = value.ptr();
+  if (PyBool_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) || o == Py_None || !PyNumber_Check(o)) {
+    throw py::type_error(name.str() + " must be a float, got " + Describe(value));
+  }
+  const double v = PyFloat_AsDouble(o);
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::type_error(name.str() + " must be a float, got " + Describe(value));
+  }
+  if (v != v) throw py::value_error(name.str() + " must be a number, got nan");
+  return v;
 }
 
 inline pybind11::sequence SequenceArg(pybind11::handle value, const ArgName& name, const char* what) {

@@ -5,8 +5,9 @@
 //   Grammar           zapgram::Grammar::FromText / Load
 //   CompiledGrammar   zapgram::CompiledGrammar::Compile (GIL released)
 //   GrammarMatcher    zapgram::Matcher, with XGrammar's method names
-//   BatchGrammarMatcher  zapgram::BatchMasker: one decode step's masks on a
-//                     persistent pool, GIL released while it runs
+//   BatchGrammarMatcher  zapgram::BatchMasker: one decode step's masks (or
+//                     draft trees) on a persistent pool, GIL released
+//                     while it runs
 //   apply_token_bitmask_inplace  tensor_view.h's kernel
 // The Python files add what needs no speed (TokenizerInfo, GrammarCompiler
 // and its cache, allocate_token_bitmask, the logits processor).
@@ -16,7 +17,9 @@
 // pybind11's dispatch plus the tensor view (tensor_view.h) is the whole
 // overhead over Matcher::ComputeMask, which writes straight into the
 // caller's bitmask row. The single-matcher calls keep the GIL: a cache hit
-// costs about as much as releasing and taking it back.
+// costs about as much as releasing and taking it back. traverse_draft_tree
+// (a mask per node of a draft tree, draft_trees.h) releases it: it runs for
+// tens of microseconds or more.
 //
 // Errors: an absl::Status becomes ValueError (bad grammar, schema or
 // argument: the engine's message with its place), FileNotFoundError (a file
@@ -29,20 +32,23 @@
 // argument; bitmasks and logits are checked by tensor_view.h.
 //
 // Tests: tests/python/ (test_api.py, test_bitmask.py, test_batch.py,
-// test_bad_input.py).
+// test_bad_input.py, test_draft_tree.py).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "python/src/arguments.h"
+#include "python/src/draft_trees.h"
 #include "python/src/tensor_view.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
@@ -317,6 +323,97 @@ void BatchFill(BatchMasker& masker, py::handle matchers_arg, py::handle bitmask,
   for (PyMatcher* m : claim.matchers()) m->CheckStatus();
 }
 
+// Marks matchers busy while their draft trees are walked without the GIL
+// (another Python thread's call on one of them then raises instead of
+// racing); the flags are set and cleared with the GIL held.
+class GilFreeClaim {
+ public:
+  explicit GilFreeClaim(std::vector<PyMatcher*> matchers) : matchers_(std::move(matchers)) {
+    for (size_t k = 0; k < matchers_.size(); ++k) {
+      if (matchers_[k]->in_batch) {
+        Release(k);
+        throw std::runtime_error("a GrammarMatcher appears twice in the batch, or is in another batch");
+      }
+      matchers_[k]->in_batch = true;
+    }
+  }
+  ~GilFreeClaim() { Release(matchers_.size()); }
+
+ private:
+  void Release(size_t n) {
+    for (size_t k = 0; k < n; ++k) matchers_[k]->in_batch = false;
+  }
+  std::vector<PyMatcher*> matchers_;
+};
+
+DraftTreeOptions DraftOptions(py::handle time_threshold, size_t row_stride) {
+  DraftTreeOptions options;
+  options.time_threshold = FloatArg(time_threshold, "time_threshold");
+  options.row_stride = row_stride;
+  return options;
+}
+
+// traverse_draft_tree: XGrammar's (see zapgram/matcher.h and
+// masks/draft_tree.h for what it fills).
+bool TraverseDraftTree(PyMatcher& m, py::handle next_token, py::handle next_sibling, py::handle draft_tokens,
+                       py::handle token_bitmask, py::handle time_threshold, py::handle temperatures) {
+  m.CheckFree();
+  const DraftTreeArgs trees = ReadDraftTrees(next_token, next_sibling, draft_tokens, std::nullopt);
+  const DraftTreeOutputs out = ReadDraftTreeOutputs(token_bitmask, temperatures, trees, m.mask_words);
+  DraftTreeOptions options = DraftOptions(time_threshold, out.row_stride);
+  options.terminate_when_accepting = m.terminate_without_stop_token;
+  std::optional<absl::StatusOr<bool>> done;
+  {
+    GilFreeClaim claim({&m});
+    py::gil_scoped_release release;
+    done.emplace(m.matcher.TraverseDraftTree(trees.tree(0), out.masks[0],
+                                             out.temperatures.empty() ? absl::Span<float>() : out.temperatures[0],
+                                             options));
+  }
+  return Unwrap(*std::move(done));
+}
+
+// batch_traverse_draft_tree: one tree per matcher on the pool, the GIL
+// released; the trees' rows one after the other in token_bitmask.
+std::vector<bool> BatchTraverseDraftTrees(BatchMasker& masker, py::handle matchers_arg, py::handle next_token,
+                                          py::handle next_sibling, py::handle draft_tokens, py::handle token_bitmask,
+                                          py::handle time_threshold, py::handle temperatures) {
+  const py::sequence matchers = SequenceArg(matchers_arg, "matchers", "GrammarMatcher objects");
+  std::vector<PyMatcher*> claimed;
+  std::vector<Matcher*> raw;
+  for (size_t k = 0; k < matchers.size(); ++k) {
+    claimed.push_back(&AsMatcher(matchers[k], k));
+    raw.push_back(&claimed.back()->matcher);
+  }
+  const DraftTreeArgs trees = ReadDraftTrees(next_token, next_sibling, draft_tokens, matchers.size());
+  const size_t words = claimed.empty() ? 0 : claimed[0]->mask_words;
+  for (PyMatcher* m : claimed) {
+    if (m->mask_words != words) throw py::value_error("the matchers' vocabularies differ in size");
+  }
+  const DraftTreeOutputs out = ReadDraftTreeOutputs(token_bitmask, temperatures, trees, words);
+  DraftTreeOptions options = DraftOptions(time_threshold, out.row_stride);
+  std::vector<DraftTree> views;
+  for (size_t k = 0; k < trees.trees(); ++k) views.push_back(trees.tree(k));
+  bool terminate = false;
+  for (PyMatcher* m : claimed) terminate = terminate || m->terminate_without_stop_token;
+  for (PyMatcher* m : claimed) {
+    if (m->terminate_without_stop_token != terminate) {
+      throw py::value_error("the matchers of a batch_traverse_draft_tree differ in terminate_without_stop_token");
+    }
+  }
+  options.terminate_when_accepting = terminate;
+  std::unique_ptr<bool[]> completed(new bool[raw.size()]());
+  absl::Status status;
+  {
+    GilFreeClaim claim(claimed);
+    py::gil_scoped_release release;
+    status = masker.TraverseDraftTrees(raw, views, out.masks, out.temperatures, options,
+                                       absl::MakeSpan(completed.get(), raw.size()));
+  }
+  if (!status.ok()) Raise(status);
+  return std::vector<bool>(completed.get(), completed.get() + raw.size());
+}
+
 // The longest prefix of `s` that is valid UTF-8 (a str cannot hold the tail
 // of a character begun earlier, nor the head of one the grammar has not
 // settled yet).
@@ -562,6 +659,15 @@ cache=False turns off the mask cache (for measurements).)")
             return m.matcher.ValidateTokens(tokens);
           },
           py::arg("tokens"), "How many leading tokens would be accepted in sequence (the state is unchanged).")
+      .def("traverse_draft_tree", &TraverseDraftTree, py::arg("retrieve_next_token"),
+           py::arg("retrieve_next_sibling"), py::arg("draft_tokens"), py::arg("token_bitmask"),
+           py::arg("time_threshold") = -1.0, py::arg("temperatures") = py::none(),
+           "Fills token_bitmask[i] with the mask after the path to draft tree node i (XGrammar's\n"
+           "traverse_draft_tree): node 0 is the current state; a node is visited when its parent's row\n"
+           "allows its token and the matcher accepts it without terminating; every other row is zeroed.\n"
+           "The tree arrays are int64 tensors (or lists); token_bitmask has one row per node;\n"
+           "temperatures (float32, one per node) gets -1 per node (no grammar sets one yet). The\n"
+           "matcher is unchanged. Returns False when time_threshold (seconds, > 0) ran out.")
       .def_property_readonly("stop_token_ids",
                              [](const PyMatcher& m) { return m.eos_ids; })
       .def_property_readonly("max_rollback_tokens", [](const PyMatcher&) { return -1; })
@@ -598,6 +704,14 @@ of max_threads threads ("auto": half the hardware threads), with the GIL release
           "Fills bitmask[indices[k]] (row k without indices) for each matcher on the pool.\n"
           "tokens_left (zapgram extension): one int for every row or one entry per matcher (int or\n"
           "None): the budget-aware masks, as fill_next_token_bitmask(..., tokens_left=n).")
+      .def("batch_traverse_draft_tree", &BatchTraverseDraftTrees, py::arg("matchers"),
+           py::arg("retrieve_next_token"), py::arg("retrieve_next_sibling"), py::arg("draft_tokens"),
+           py::arg("token_bitmask"), py::arg("time_threshold") = -1.0, py::arg("temperatures") = py::none(),
+           "traverse_draft_tree for one tree per matcher on the pool, the GIL released (zapgram\n"
+           "extension). The tree arrays are 2-D (one row per matcher; SGLang's layout) or lists of\n"
+           "1-D ones; matcher k's node i fills row offset_k + i of token_bitmask (k * N for trees of\n"
+           "N nodes). time_threshold counts from the call's start for every tree. Returns one bool\n"
+           "per matcher.")
       .def_static(
           "batch_accept_token",
           [](py::handle matchers, py::handle tokens, bool debug_print) {

@@ -19,6 +19,7 @@ namespace {
 struct Torch {
   PyObject* tensor_type = nullptr;
   PyObject* int32 = nullptr;
+  PyObject* int64 = nullptr;
   PyObject* float32 = nullptr;
   PyObject* float64 = nullptr;
   PyObject* float16 = nullptr;
@@ -36,11 +37,14 @@ struct Torch {
     if (module == nullptr) return false;
     tensor_type = PyObject_GetAttrString(module, "Tensor");
     int32 = PyObject_GetAttrString(module, "int32");
+    int64 = PyObject_GetAttrString(module, "int64");
     float32 = PyObject_GetAttrString(module, "float32");
     float64 = PyObject_GetAttrString(module, "float64");
     float16 = PyObject_GetAttrString(module, "float16");
     bfloat16 = PyObject_GetAttrString(module, "bfloat16");
-    if (tensor_type == nullptr || int32 == nullptr || bfloat16 == nullptr) throw py::error_already_set();
+    if (tensor_type == nullptr || int32 == nullptr || int64 == nullptr || bfloat16 == nullptr) {
+      throw py::error_already_set();
+    }
     return true;
   }
 };
@@ -96,13 +100,17 @@ TensorView TorchView(py::handle obj, Torch& t, const char* name) {
   py::object dtype = Steal(PyObject_GetAttr(obj.ptr(), t.dtype));
   PyObject* d = dtype.ptr();
   v.dtype = d == t.int32     ? DType::kInt32
+            : d == t.int64    ? DType::kInt64
             : d == t.float32  ? DType::kFloat32
             : d == t.float64  ? DType::kFloat64
             : d == t.float16  ? DType::kFloat16
             : d == t.bfloat16 ? DType::kBFloat16
                               : DType::kOther;
-  v.element_size = v.dtype == DType::kFloat64 ? 8 : v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16 ? 2 : 4;
-  if (v.dtype == DType::kOther) v.other_dtype = py::str(dtype);
+  v.element_size = v.dtype == DType::kFloat64 || v.dtype == DType::kInt64                ? 8
+                   : v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16 ? 2
+                                                                               : 4;
+  // Named as torch names it in errors ("torch.int64"): kept for int64 too.
+  if (v.dtype == DType::kOther || v.dtype == DType::kInt64) v.other_dtype = py::str(dtype);
   py::object shape = Steal(PyObject_GetAttr(obj.ptr(), t.shape));
   py::object stride = DenseCall(obj, t.stride, name);
   const Py_ssize_t ndim = PyTuple_Size(shape.ptr());
@@ -128,19 +136,24 @@ TensorView NumpyView(py::handle obj, const char* name, bool writable) {
   const int type_num = py::detail::array_descriptor_proxy(proxy->descr)->type_num;
   constexpr int kNpyHalf = 23;
   v.dtype = type_num == py::detail::npy_api::NPY_INT_      ? DType::kInt32
+            : type_num == py::detail::npy_api::NPY_LONG_ ||
+                    type_num == py::detail::npy_api::NPY_LONGLONG_
+                ? DType::kInt64
             : type_num == py::detail::npy_api::NPY_FLOAT_  ? DType::kFloat32
             : type_num == py::detail::npy_api::NPY_DOUBLE_ ? DType::kFloat64
             : type_num == kNpyHalf                         ? DType::kFloat16
                                                            : DType::kOther;
   v.element_size = static_cast<size_t>(py::detail::array_descriptor_proxy(proxy->descr)->elsize);
-  if (v.dtype == DType::kInt32 && v.element_size != 4) v.dtype = DType::kOther;
+  if ((v.dtype == DType::kInt32 && v.element_size != 4) || (v.dtype == DType::kInt64 && v.element_size != 8)) {
+    v.dtype = DType::kOther;
+  }
   // A byte-swapped array ('>i4' on a little-endian machine) would be read and
   // written in the wrong byte order: refused by name.
   const char byteorder = py::detail::array_descriptor_proxy(proxy->descr)->byteorder;
   if (byteorder == (std::endian::native == std::endian::little ? '>' : '<')) {
     v.dtype = DType::kOther;
     v.other_dtype = std::string(py::str(obj.attr("dtype").attr("str"))) + " (not in native byte order)";
-  } else if (v.dtype == DType::kOther) {
+  } else if (v.dtype == DType::kOther || v.dtype == DType::kInt64) {
     v.other_dtype = py::str(obj.attr("dtype"));
   }
   const int ndim = proxy->nd;
@@ -156,18 +169,6 @@ TensorView NumpyView(py::handle obj, const char* name, bool writable) {
   SetShape(&v, dims, steps, ndim, name);
   v.data = proxy->data;
   return v;
-}
-
-std::string DTypeName(const TensorView& v) {
-  switch (v.dtype) {
-    case DType::kInt32: return "int32";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kOther: break;
-  }
-  return v.other_dtype.empty() ? "another dtype" : v.other_dtype;
 }
 
 // Sets logits[j * stride] = minus_inf for every j < vocab_size whose bit is 0.
@@ -192,6 +193,28 @@ void MaskRow(T* logits, int64_t stride, const uint32_t* words, int64_t vocab_siz
 }
 
 }  // namespace
+
+std::string DTypeName(const TensorView& v) {
+  switch (v.dtype) {
+    case DType::kInt32: return "int32";
+    case DType::kInt64: break;  // its name as given
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kOther: break;
+  }
+  return v.other_dtype.empty() ? "another dtype" : v.other_dtype;
+}
+
+bool IsArray(py::handle obj) {
+  if (py::detail::npy_api::get().PyArray_Check_(obj.ptr())) return true;
+  Torch& torch = TorchObjects();
+  if (!torch.Ready()) return false;
+  const int is_tensor = PyObject_IsInstance(obj.ptr(), torch.tensor_type);
+  if (is_tensor < 0) throw py::error_already_set();
+  return is_tensor != 0;
+}
 
 TensorView ViewOf(py::handle obj, const char* name, bool writable) {
   if (py::detail::npy_api::get().PyArray_Check_(obj.ptr())) return NumpyView(obj, name, writable);
@@ -226,7 +249,7 @@ void ApplyBitmask(const TensorView& logits, const TensorView& bitmask, std::opti
   if (bitmask.dtype != DType::kInt32) {
     throw py::type_error("bitmask must have dtype int32, got " + DTypeName(bitmask));
   }
-  if (logits.dtype == DType::kInt32 || logits.dtype == DType::kOther) {
+  if (logits.dtype == DType::kInt32 || logits.dtype == DType::kInt64 || logits.dtype == DType::kOther) {
     throw py::type_error(std::string("logits must have dtype float32, float16, bfloat16 or float64, got ") +
                          DTypeName(logits));
   }

@@ -31,7 +31,7 @@
 
 namespace zapgram::python {
 
-enum class DType { kInt32, kFloat32, kFloat64, kFloat16, kBFloat16, kOther };
+enum class DType { kInt32, kInt64, kFloat32, kFloat64, kFloat16, kBFloat16, kOther };
 
 struct TensorView {
   char* data = nullptr;
@@ -47,6 +47,11 @@ struct TensorView {
 // `name` names the argument in errors. `writable`: a read-only numpy array
 // is refused (torch tensors are always writable).
 TensorView ViewOf(pybind11::handle obj, const char* name, bool writable);
+
+// Whether `obj` is a numpy array or a torch tensor (what ViewOf reads).
+bool IsArray(pybind11::handle obj);
+// The view's dtype as errors name it ("int32", "float16", ...).
+std::string DTypeName(const TensorView& view);
 
 // Row `index` of a bitmask view for masks of `mask_words` words: int32, rows
 // of exactly mask_words contiguous words, 0 <= index < rows (a 1-D bitmask

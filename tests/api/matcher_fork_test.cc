@@ -3,47 +3,18 @@
 // masks of a matcher that was fed the whole prefix itself, while the
 // original goes another way (a different allowed token, then a rollback)
 // with the masks a fresh matcher has there; neither sees the other's steps.
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "tests/support/test_paths.h"
+#include "tests/support/trace_docs.h"
 #include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 
 namespace zapgram {
 namespace {
-
-struct Doc {
-  std::string grammar;
-  std::vector<int32_t> tokens;
-};
-
-std::vector<Doc> ReadDocs(const std::string& trace, size_t count, size_t stride) {
-  std::ifstream in(testing::DataPath(trace));
-  EXPECT_TRUE(in.good()) << trace;
-  std::vector<Doc> docs;
-  std::string line;
-  for (size_t n = 0; std::getline(in, line) && docs.size() < count; ++n) {
-    if (n % stride != 0) continue;
-    const nlohmann::json record = nlohmann::json::parse(line);
-    if (!record.value("valid", true)) continue;
-    docs.push_back({record["grammar"].get<std::string>(), record["tokens"].get<std::vector<int32_t>>()});
-  }
-  return docs;
-}
-
-const Vocabulary& Llama3() {
-  static const Vocabulary* vocabulary = [] {
-    absl::StatusOr<Vocabulary> v = Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
-    EXPECT_TRUE(v.ok()) << v.status();
-    return new Vocabulary(*std::move(v));
-  }();
-  return *vocabulary;
-}
 
 std::vector<uint32_t> MaskOf(Matcher& m, size_t words) {
   std::vector<uint32_t> mask(words);
@@ -58,11 +29,11 @@ std::vector<uint32_t> FreshMask(const CompiledGrammar& g, const std::vector<int3
   return MaskOf(m, g.mask_words());
 }
 
-void CheckForks(const std::vector<Doc>& docs) {
-  const Vocabulary& vocabulary = Llama3();
+void CheckForks(const std::vector<testing::TraceDoc>& docs) {
+  const Vocabulary& vocabulary = testing::Llama3Vocabulary();
   LoadOptions options;
   options.schema.lenient = true;
-  for (const Doc& doc : docs) {
+  for (const testing::TraceDoc& doc : docs) {
     absl::StatusOr<Grammar> grammar = Grammar::Load(doc.grammar, testing::DataPath(""), options);
     ASSERT_TRUE(grammar.ok()) << doc.grammar << ": " << grammar.status();
     absl::StatusOr<CompiledGrammar> g = CompiledGrammar::Compile(*grammar, vocabulary);
@@ -114,15 +85,17 @@ void CheckForks(const std::vector<Doc>& docs) {
   }
 }
 
-TEST(MatcherFork, JsonDocs) { CheckForks(ReadDocs("traces/llama3/json-docs.jsonl", testing::Scaled(4, 2), 50)); }
+TEST(MatcherFork, JsonDocs) {
+  CheckForks(testing::ReadTraceDocs("traces/llama3/json-docs.jsonl", testing::Scaled(4, 2), 50));
+}
 
 TEST(MatcherFork, MaskBenchSchemas) {
-  CheckForks(ReadDocs("traces/llama3/maskbench.jsonl", testing::Scaled(8, 2), 997));
+  CheckForks(testing::ReadTraceDocs("traces/llama3/maskbench.jsonl", testing::Scaled(8, 2), 997));
 }
 
 TEST(MatcherFork, LarkGrammars) {
-  CheckForks(ReadDocs("traces/llama3/sql.jsonl", 2, 11));
-  CheckForks(ReadDocs("traces/llama3/java.jsonl", 1, 1));
+  CheckForks(testing::ReadTraceDocs("traces/llama3/sql.jsonl", 2, 11));
+  CheckForks(testing::ReadTraceDocs("traces/llama3/java.jsonl", 1, 1));
 }
 
 }  // namespace

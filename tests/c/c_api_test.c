@@ -1,6 +1,7 @@
 /* The C API end to end, from C: load a real tokenizer, compile builtin:json
  * and a broken grammar, walk a document byte run by byte run, check masks,
- * EOS, rollback and errors; a schema for generation and for validation.
+ * EOS, rollback and errors; a schema for generation and for validation;
+ * draft-tree masks on a toy vocabulary.
  * Usage: c_api_test TOKENIZER.json SCHEMA.json; exit 0 = pass. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,64 @@ static int failing_lm(void* user_data, const int32_t* prefix, size_t prefix_leng
                       int32_t vocab_size) {
   (void)user_data, (void)prefix, (void)prefix_length, (void)logprobs, (void)vocab_size;
   return 7;
+}
+
+/* Draft-tree masks: a tree over a toy vocabulary, each row against a
+ * matcher fed the node's path; refused and terminated rows zero; the
+ * matcher unchanged; a malformed tree is an error. */
+static void check_draft_tree(void) {
+  const char* tokens[5] = {"[", "1", "]", ",", ""};
+  const size_t lengths[5] = {1, 1, 1, 1, 0};
+  const int32_t eos_id = 4;
+  char* error = NULL;
+  zapgram_vocab* vocab = zapgram_vocab_from_tokens(tokens, lengths, 5, &eos_id, 1, &error);
+  CHECK(vocab != NULL);
+  if (vocab == NULL) return;
+  zapgram_grammar* grammar = zapgram_grammar_compile("regex:\\[1(,1)*\\]", NULL, vocab, &error);
+  zapgram_vocab_free(vocab);
+  CHECK(grammar != NULL);
+  if (grammar == NULL) return;
+  const size_t words = zapgram_grammar_mask_words(grammar);
+  CHECK(words == 1);
+  /* 0 -> 1 "[" -> 2 "1" -> 3 "]" -> 4 EOS
+   *                      -> 5 ","
+   *            -> 6 "]" (refused after "[") */
+  const int64_t first_child[7] = {1, 2, 3, 4, -1, -1, -1};
+  const int64_t next_sibling[7] = {-1, -1, 6, 5, -1, -1, -1};
+  const int64_t draft[7] = {0, 0, 1, 2, 4, 3, 2};
+  const int32_t paths[7][4] = {{-1}, {0, -1}, {0, 1, -1}, {0, 1, 2, -1}, {0, 1, 2, 4}, {0, 1, 3, -1}, {0, 2, -1}};
+  uint32_t rows[7];
+  float temperatures[7];
+  memset(rows, 0xA5, sizeof(rows));
+  zapgram_matcher* m = zapgram_matcher_new(grammar);
+  uint32_t before = 0, after = 0;
+  zapgram_matcher_compute_mask(m, &before);
+  CHECK(zapgram_matcher_traverse_draft_tree(m, first_child, next_sibling, draft, 7, rows, temperatures, -1.0, &error) ==
+        1);
+  CHECK(error == NULL);
+  for (int i = 0; i < 4; ++i) {
+    zapgram_matcher* fed = zapgram_matcher_new(grammar);
+    for (int k = 0; k < 4 && paths[i][k] >= 0; ++k) CHECK(zapgram_matcher_accept_token(fed, paths[i][k]) == 1);
+    uint32_t expected = 0;
+    zapgram_matcher_compute_mask(fed, &expected);
+    CHECK(rows[i] == expected);
+    CHECK(expected != 0);
+    zapgram_matcher_free(fed);
+  }
+  CHECK(rows[3] == (1u << 4)); /* after "[1]": EOS only */
+  CHECK(rows[4] == 0);         /* EOS terminates */
+  CHECK(rows[5] == (1u << 1)); /* after "[1,": "1" */
+  CHECK(rows[6] == 0);         /* "]" refused after "[" */
+  for (int i = 0; i < 7; ++i) CHECK(temperatures[i] == -1.0f);
+  zapgram_matcher_compute_mask(m, &after);
+  CHECK(after == before);
+  /* Malformed: node 1 reached twice. */
+  const int64_t cycle[7] = {1, 2, 1, -1, -1, -1, -1};
+  CHECK(zapgram_matcher_traverse_draft_tree(m, cycle, next_sibling, draft, 7, rows, NULL, -1.0, &error) == -1);
+  CHECK(error != NULL && strstr(error, "reached twice") != NULL);
+  zapgram_free_string(error);
+  zapgram_matcher_free(m);
+  zapgram_grammar_free(grammar);
 }
 
 /* Samples of "a" [bc]* "c" with at most 6 tokens before EOS, by every method. */
@@ -308,6 +367,7 @@ int main(int argc, char** argv) {
   zapgram_grammar_free(grammar);
   free(words);
   check_sampling();
+  check_draft_tree();
   if (failures == 0) printf("c_api_test: all checks passed\n");
   return failures == 0 ? 0 : 1;
 }

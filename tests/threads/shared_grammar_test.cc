@@ -12,7 +12,7 @@
 //   - a lazily determinized regex terminal (grammar/lazy_dfa.h), whose states
 //     threads create while others step through them;
 //   - the persistent mask pool (BatchMasker, api/batch_masker.cc) and the
-//     per-call ComputeMasks.
+//     per-call ComputeMasks; draft trees walked on threads and on the pool.
 // Each sequence walks its grammar by its own masks: at step s it takes the
 // k-th allowed token, k from the sequence's seed and s, so equal seeds give
 // equal walks. Checked: every thread's walk of a seed equals the walk of the
@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "parser/flat_grammar.h"
+#include "tests/support/draft_trees.h"
 #include "tests/support/test_paths.h"
 #include "tests/support/test_scale.h"
 #include "zapgram/grammar.h"
@@ -270,6 +272,61 @@ TEST(SharedGrammar, BatchMaskerAndComputeMasksMatchSingleMasks) {
         continue;
       }
       ASSERT_TRUE(batch[i]->AcceptToken(id));
+    }
+  }
+}
+
+// Draft trees (masks/draft_tree.h) of forks of one state walked on threads
+// at once, each fork by itself and all of them through the batch form on a
+// pool: every tree's rows equal the naive walk's (a fork fed each node's
+// path), computed on one thread first. Covers the lexed grammar too.
+TEST(SharedGrammar, DraftTreesOnThreads) {
+  Shared& shared = Load();
+  for (const Grammar& grammar : shared.grammars) {
+    absl::StatusOr<CompiledGrammar> g = CompiledGrammar::Compile(grammar, shared.vocabulary);
+    ASSERT_TRUE(g.ok()) << g.status();
+    Matcher root(*g);
+    WalkMatcher(root, g->mask_words(), /*seed=*/7, kSteps / 4);
+    std::mt19937_64 rng(11);
+    testing::DraftShape shape;
+    shape.nodes = testing::Scaled<size_t>(48, 24);
+    shape.foreign_rate = 0.1;
+    std::vector<testing::DraftedTree> trees;
+    std::vector<std::vector<uint32_t>> expected;
+    for (int t = 0; t < kThreads; ++t) {
+      trees.push_back(testing::DraftFrom(root, {}, shape, rng));
+      expected.push_back(testing::NaiveRows(root, trees.back()));
+    }
+    std::vector<Matcher> forks;
+    for (int t = 0; t < kThreads; ++t) forks.push_back(root.Fork());
+    std::vector<std::vector<uint32_t>> got(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        got[t].assign(trees[t].size() * g->mask_words(), 0);
+        for (int round = 0; round < 3; ++round) {
+          absl::StatusOr<bool> done = forks[t].TraverseDraftTree(trees[t].view(), got[t].data());
+          EXPECT_TRUE(done.ok() && *done);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(got[t], expected[t]) << "thread " << t;
+    std::vector<Matcher*> pointers;
+    std::vector<DraftTree> views;
+    std::vector<uint32_t*> rows;
+    for (int t = 0; t < kThreads; ++t) {
+      pointers.push_back(&forks[t]);
+      views.push_back(trees[t].view());
+      std::fill(got[t].begin(), got[t].end(), 0xFFFFFFFFu);
+      rows.push_back(got[t].data());
+    }
+    std::unique_ptr<bool[]> completed(new bool[kThreads]());
+    BatchMasker pool(4);
+    ASSERT_TRUE(pool.TraverseDraftTrees(pointers, views, rows, {}, {}, absl::MakeSpan(completed.get(), kThreads)).ok());
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_TRUE(completed[t]);
+      EXPECT_EQ(got[t], expected[t]) << "batch item " << t;
     }
   }
 }
