@@ -176,11 +176,6 @@ absl::StatusOr<Grammar> InlineRules(const Grammar& g, const InlineOptions& optio
     kept.push_back(r);
   }
   Grammar out;
-  out.source_name = g.source_name;
-  out.tokens = g.tokens;
-  out.root = new_id[g.root];
-  out.rules.resize(kept.size());
-  internal::PostOrderMemo memo(g.exprs.size());
   auto children = [&](ExprId id) {
     const Expr& e = g.exprs[id];
     if (e.kind == ExprKind::kRuleRef && inlined[e.rule]) {
@@ -196,12 +191,8 @@ absl::StatusOr<Grammar> InlineRules(const Grammar& g, const InlineOptions& optio
     }
     return internal::CopyNode(e, kids, 0, out);
   };
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const grammar::Rule& old = g.rules[kept[i]];
-    absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, old.body, memo, children, build);
-    if (!body.ok()) return body.status();
-    out.rules[i] = {old.name, *body, old.loc, old.keep_as_rule};
-  }
+  if (absl::Status st = internal::RebuildKeptRules(g, kept, children, build, out); !st.ok()) return st;
+  out.root = new_id[g.root];
   if (report != nullptr) {
     uint64_t count = 0;
     for (uint8_t x : inlined) count += x;

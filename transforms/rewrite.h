@@ -110,6 +110,28 @@ inline ExprId CopyNode(const Expr& e, const std::vector<ExprId>& kids, RuleId ru
   return static_cast<ExprId>(dst.exprs.size() - 1);
 }
 
+// Makes `dst` the grammar of the rules `kept` of `src` (old ids, in their
+// new order): src's name and tokens, rule i = src.rules[kept[i]] (name,
+// place, keep_as_rule) with its body rebuilt by BuildPostOrder(children,
+// build), one memo for all bodies (sharing preserved). `build` appends its
+// nodes to `dst`. The root is the caller's to set. What the passes that
+// drop or renumber rules (useless rules, inlining, CopyRules) share.
+template <typename ChildrenFn, typename BuildFn>
+absl::Status RebuildKeptRules(const Grammar& src, const std::vector<RuleId>& kept,
+                              ChildrenFn children, BuildFn build, Grammar& dst) {
+  dst.source_name = src.source_name;
+  dst.tokens = src.tokens;
+  dst.rules.resize(kept.size());
+  PostOrderMemo memo(src.exprs.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const grammar::Rule& old = src.rules[kept[i]];
+    absl::StatusOr<ExprId> body = BuildPostOrder(src, old.body, memo, children, build);
+    if (!body.ok()) return body.status();
+    dst.rules[i] = {old.name, *body, old.loc, old.keep_as_rule};
+  }
+  return absl::OkStatus();
+}
+
 // A fresh grammar with the rules `kept` of `src` (old ids, in their new
 // order), bodies copied with sharing preserved and every rule reference r
 // rewritten to new_id[r]. Only expressions reachable from kept bodies are
@@ -120,24 +142,18 @@ inline absl::StatusOr<Grammar> CopyRules(const Grammar& src, const std::vector<R
                                          const std::vector<RuleId>& new_id, RuleId new_root,
                                          const std::vector<std::string>* names = nullptr) {
   Grammar dst;
-  dst.source_name = src.source_name;
-  dst.tokens = src.tokens;
+  absl::Status built = RebuildKeptRules(
+      src, kept, OwnChildren(src),
+      [&](ExprId id, const std::vector<ExprId>& kids) {
+        const Expr& e = src.exprs[id];
+        RuleId rule = e.kind == ExprKind::kRuleRef ? new_id[e.rule] : 0;
+        return CopyNode(e, kids, rule, dst);
+      },
+      dst);
+  if (!built.ok()) return built;
   dst.root = new_root;
-  dst.rules.resize(kept.size());
-  PostOrderMemo memo(src.exprs.size());
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const grammar::Rule& old = src.rules[kept[i]];
-    absl::StatusOr<ExprId> body = BuildPostOrder(
-        src, old.body, memo, OwnChildren(src), [&](ExprId id, const std::vector<ExprId>& kids) {
-          const Expr& e = src.exprs[id];
-          RuleId rule = e.kind == ExprKind::kRuleRef ? new_id[e.rule] : 0;
-          return CopyNode(e, kids, rule, dst);
-        });
-    if (!body.ok()) return body.status();
-    dst.rules[i].name = names != nullptr ? (*names)[i] : old.name;
-    dst.rules[i].loc = old.loc;
-    dst.rules[i].keep_as_rule = old.keep_as_rule;
-    dst.rules[i].body = *body;
+  if (names != nullptr) {
+    for (size_t i = 0; i < kept.size(); ++i) dst.rules[i].name = (*names)[i];
   }
   return dst;
 }

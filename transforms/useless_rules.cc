@@ -109,13 +109,8 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
   // ids (one copy of the grammar, not a pruned copy and then a renumbered
   // one: a schema's IR can run to tens of MB).
   Grammar out;
-  out.source_name = g.source_name;
-  out.tokens = g.tokens;
-  out.rules.resize(kept.size());
-  out.root = new_id[g.root];
   uint64_t alternatives_dropped = 0;
   uint64_t repeats_emptied = 0;
-  internal::PostOrderMemo memo(g.exprs.size());
   auto children = [&](ExprId id) {
     // Nothing below an unproductive node is needed.
     return prod.expr[id] ? absl::Span<const ExprId>(g.exprs[id].children)
@@ -146,15 +141,9 @@ absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report)
         return internal::CopyNode(e, kids, e.rule, out);
     }
   };
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const grammar::Rule& old = g.rules[kept[i]];
-    absl::StatusOr<ExprId> body = internal::BuildPostOrder(g, old.body, memo, children, build);
-    if (!body.ok()) return body.status();
-    out.rules[i].name = old.name;
-    out.rules[i].loc = old.loc;
-    out.rules[i].keep_as_rule = old.keep_as_rule;
-    out.rules[i].body = *body;  // productive rule: never kNever
-  }
+  // A kept rule is productive: its body is never kNever.
+  if (absl::Status st = internal::RebuildKeptRules(g, kept, children, build, out); !st.ok()) return st;
+  out.root = new_id[g.root];
   if (report != nullptr) {
     report->Count("alternatives dropped", alternatives_dropped);
     report->Count("repeats emptied", repeats_emptied);
