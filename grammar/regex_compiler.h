@@ -99,7 +99,7 @@ absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view 
 // and the limits (the JSON Schema converter writes the same key complement
 // into every candidate the regular-terminal merge tries for an object), and
 // the universe a complement is taken within, by flags and limits.
-// Defined in regex_compiler.cc; a RegexDfaCache owns one. Pieces are
+// Defined in grammar/regex_parser.h; a RegexDfaCache owns one. Pieces are
 // stamped exactly as freshly built ones, so the automata are the same with
 // or without it.
 struct RegexPieces;
