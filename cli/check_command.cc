@@ -13,7 +13,8 @@
 //      names source:line:col.
 //   2. analyse the IR: rules not reachable from the root and rules that derive
 //      no string at all (unproductive) are warnings naming the rule and where it
-//      is defined; an unproductive root means the language is empty, an error.
+//      is defined; an unproductive root means the language is empty, also a
+//      warning (such a grammar compiles; it accepts no text).
 //   3. normalize: the grammar -> grammar passes of transforms/pipeline.h run
 //      on the IR, and each prints what it did: "transform PASS: R rules, E
 //      expressions, S symbols -> R' rules, ...; inlined: a, b; ..." (sizes as
@@ -350,11 +351,14 @@ int RunCheck(const std::vector<std::string>& args) {
     }
     if (!productive[r]) {
       if (r == ir->root) {
-        PrintDiagnostic(source->name, rule.loc, "error",
+        // The empty language compiles (transforms/useless_rules.h): no text
+        // is accepted and masks allow no token, not even EOS.
+        PrintDiagnostic(source->name, rule.loc, "warning",
                         absl::StrCat("root rule '", rule.name,
                                      "' is unproductive: it derives no string, so the "
-                                     "language is empty"));
-        ++errors;
+                                     "language is empty (no text is accepted; masks allow "
+                                     "no token, not even EOS)"));
+        ++warnings;
       } else {
         PrintDiagnostic(
             source->name, rule.loc, "warning",

@@ -375,10 +375,9 @@ absl::StatusOr<Grammar> Lowering::Run() {
     if (!token.ok()) return token.status();
     out_.tokens[*token].ignored = true;
   }
-  if (out_.tokens.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(arena_.source_name, ": the grammar uses no terminal at all"));
-  }
+  // No terminal at all (`start:` with an empty body, or rules that only
+  // refer to each other): the language is {""} or empty, and the grammar
+  // is not lexed; it compiles as any byte-level grammar does.
   if (!(st = out_.Validate()).ok()) return st;
   return std::move(out_);
 }

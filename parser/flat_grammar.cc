@@ -759,15 +759,16 @@ absl::Status Lowering::Finish(FlatGrammar& out) {
       }
     }
   }
-  if (!productive[out.start_nt]) {
-    return absl::InvalidArgumentError(absl::StrCat(g_.source_name, ": root rule '",
-                                                   g_.rules[g_.root].name,
-                                                   "' derives no string"));
-  }
-  // Keep productions whose symbols are all productive and which are reachable.
+  // An unproductive root (the empty language) is not an error: the start
+  // production S' -> root is kept below, root keeps none, so S' predicts
+  // nothing; no text is accepted and no byte or token is ever allowed.
+  // Keep productions whose symbols are all productive and which are
+  // reachable, and the start production S' -> root in any case (the chart
+  // starts from its item).
   std::vector<std::vector<uint32_t>> by_lhs(num_nt);
   for (uint32_t p = 0; p < productions_.size(); ++p) {
-    bool ok = std::all_of(productions_[p].rhs.begin(), productions_[p].rhs.end(),
+    bool ok = productions_[p].lhs == out.start_nt ||
+              std::all_of(productions_[p].rhs.begin(), productions_[p].rhs.end(),
                           [&](Symbol s) { return !IsNonterminal(s) || productive[s]; });
     if (ok) by_lhs[productions_[p].lhs].push_back(p);
   }

@@ -214,7 +214,8 @@ struct FlatGrammar {
 };
 
 // Lowers `grammar` (rooted at grammar.root). Errors: a budget of `limits`
-// exceeded, or a root that derives no string at all.
+// exceeded. A root that derives no string (the empty language) keeps no
+// production (S' -> root alone): nothing is ever accepted.
 // `dfa_cache`, if given, holds regexes compiled by an earlier stage
 // (transforms::MergeRegularTerminals) and receives the ones compiled here.
 absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,

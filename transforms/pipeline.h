@@ -38,15 +38,14 @@ struct NormalizeOptions {
 };
 
 // Runs the passes above on `grammar`. `report` (may be null) receives one
-// PassReport per pass, with sizes. Errors: an invalid grammar, or a root that
-// derives no string (from useless_rules).
+// PassReport per pass, with sizes. Errors: an invalid grammar. A root that
+// derives no string gives the empty language's grammar (useless_rules.h).
 absl::StatusOr<grammar::Grammar> Normalize(const grammar::Grammar& grammar,
                                            TransformReport* report = nullptr,
                                            const NormalizeOptions& options = {});
 
 // The pipeline as the compiler runs it (default options, no report). Errors
-// as Normalize: an invalid grammar, or an empty language ("root rule 'r' is
-// unproductive", with its source location). Cost: linear in the grammar.
+// as Normalize: an invalid grammar. Cost: linear in the grammar.
 absl::StatusOr<grammar::Grammar> NormalizeForCompile(const grammar::Grammar& grammar);
 // The same, releasing `grammar` once the first pass has read it (a compile
 // then holds at most a pass's input, output and scratch at once).

@@ -23,7 +23,10 @@
 // kept rules are rebuilt, into a fresh grammar with new ids. Nothing is
 // mutated in place (expressions may be shared).
 //
-// The language is unchanged: every dropped part matched nothing.
+// The language is unchanged: every dropped part matched nothing. A root
+// that derives no string (the empty language) is not an error: the result
+// is that root alone with a body that matches nothing (EmptyLanguage), so
+// such a grammar compiles, accepts no text and allows no token.
 // Tests: tests/transforms/transforms_test.cc (UselessRules.*, LanguagePreservation.*).
 #include "transforms/useless_rules.h"
 
@@ -76,18 +79,31 @@ std::vector<uint8_t> ReachedRules(const Grammar& g, const grammar::Productivity&
   return reached;
 }
 
+// The grammar of the empty language for `g`, whose root derives no string:
+// its root rule alone, with a body that matches nothing (a class of no code
+// point; the lowering gives it no production, so no Earley item ever
+// completes the root and no byte or token is ever allowed). A lexed
+// grammar's lexicon goes too: no token can take part in a sentence.
+Grammar EmptyLanguage(const Grammar& g, PassReport* report) {
+  const grammar::Rule& root = g.rules[g.root];
+  for (RuleId r = 0; r < g.rules.size(); ++r) {
+    if (r != g.root && report != nullptr) report->AddRule("removed unproductive", g.rules[r].name);
+  }
+  if (report != nullptr) report->Count("empty language", 1);
+  Grammar out;
+  out.source_name = g.source_name;
+  const ExprId nothing = out.AddCharClass({}, false, root.loc);
+  out.rules.push_back({root.name, nothing, root.loc});
+  out.root = 0;
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<Grammar> RemoveUselessRules(const Grammar& g, PassReport* report) {
   if (absl::Status st = g.Validate(); !st.ok()) return st;
   grammar::Productivity prod = grammar::ComputeProductivity(g);
-  if (!prod.rule[g.root]) {
-    const grammar::Rule& root = g.rules[g.root];
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d:%d: root rule '%s' is unproductive: it derives no string, so the language is "
-        "empty",
-        g.source_name, root.loc.line, root.loc.col, root.name));
-  }
+  if (!prod.rule[g.root]) return EmptyLanguage(g, report);
 
   const std::vector<uint8_t> reached = ReachedRules(g, prod);
   std::vector<RuleId> kept;

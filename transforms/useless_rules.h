@@ -13,10 +13,12 @@ namespace zapgram::transforms {
 // Returns an equivalent grammar (same language from the root) without
 // unproductive rules, alternatives or sequences, and without rules
 // unreachable from the root. Rule ids are renumbered (kept rules keep their
-// relative order); the root is kept. Errors: `grammar` invalid, or a root
-// that derives no string (InvalidArgument naming the root rule).
+// relative order); the root is kept. A root that derives no string (the
+// empty language) gives the root rule alone with a body matching nothing
+// (a class of no code point), not lexed. Errors: `grammar` invalid.
 // `report` (may be null) receives the removed rules and the counters
-// "alternatives dropped" and "repeats emptied"; its sizes are left alone.
+// "alternatives dropped", "repeats emptied" and (for the empty language)
+// "empty language"; its sizes are left alone.
 absl::StatusOr<grammar::Grammar> RemoveUselessRules(const grammar::Grammar& grammar,
                                                     PassReport* report = nullptr);
 

@@ -123,6 +123,54 @@ TEST(GrammarFromText, LarkRegexAndGbnfEqualTheirSpecs) {
   ExpectSameMasks(*regex_text, *regex_spec, {"", "a", "ab", "abx", "xy"});
 }
 
+// No plain grammar refused (issue 33): the language {""} and the empty
+// language load in every format. Masks equal a brute force (each id fed to
+// a fresh matcher, EOS allowed iff the state accepts): only EOS for {""},
+// nothing for the empty language; IsAccepting says which it is; no byte or
+// token is accepted, and EOS finishes only {""}.
+TEST(GrammarFromText, EmptyStringAndEmptyLanguageLoad) {
+  struct Case {
+    GrammarFormat format;
+    std::string text;
+    bool only_empty_string;  // {""}; else the empty language
+  };
+  const std::vector<Case> cases = {
+      {GrammarFormat::kGbnf, "root ::= \"\"\n", true},
+      {GrammarFormat::kGbnf, "root ::= a\na ::= \"\" | \"\" \"\"\n", true},
+      {GrammarFormat::kGbnf, "root ::= \"x\" root\n", false},
+      {GrammarFormat::kGbnf, "root ::= root\n", false},
+      {GrammarFormat::kLark, "start:\n", true},
+      {GrammarFormat::kLark, "start: a?\na:\n", true},
+      {GrammarFormat::kLark, "start: start\n", false},
+      {GrammarFormat::kLark, "start: a\na: \"x\" a\n", false},
+      {GrammarFormat::kRegex, "", true},
+      {GrammarFormat::kRegex, "[^\\s\\S]", false},
+      {GrammarFormat::kJsonSchema, "false", false},
+  };
+  const Vocabulary vocab = SmallVocabulary();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    absl::StatusOr<Grammar> g = Grammar::FromText(c.format, c.text);
+    ASSERT_TRUE(g.ok()) << g.status();
+    absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*g, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    Matcher m(*compiled);
+    EXPECT_EQ(m.IsAccepting(), c.only_empty_string);
+    std::vector<uint32_t> words(compiled->mask_words());
+    const size_t allowed = m.ComputeMask(words.data());
+    EXPECT_EQ(allowed, c.only_empty_string ? 1u : 0u);
+    for (int32_t id = 0; id < static_cast<int32_t>(vocab.size()); ++id) {
+      Matcher fresh(*compiled);
+      const bool bit = (words[id / 32] >> (id % 32)) & 1u;
+      EXPECT_EQ(bit, fresh.AcceptToken(id)) << "token " << id;
+      EXPECT_EQ(bit, id == 0 && c.only_empty_string) << "token " << id;
+    }
+    EXPECT_FALSE(m.AcceptBytes("a"));
+    EXPECT_EQ(m.AcceptToken(0), c.only_empty_string);  // EOS
+    EXPECT_EQ(m.IsFinished(), c.only_empty_string);
+  }
+}
+
 TEST(GrammarFromText, ErrorsNameTheSourceAndPlace) {
   struct Case {
     GrammarFormat format;

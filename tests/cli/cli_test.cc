@@ -304,8 +304,8 @@ TEST(CliTest, CheckLarkErrorsNameFileLineCol) {
 
   path = WriteTemp("empty.lark", "start: a\na: \"x\" a\n");
   r = RunCli({"check", path});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(Contains(r.out, path + ":1:1: error: root rule 'start' is unproductive")) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;  // the empty language compiles
+  EXPECT_TRUE(Contains(r.out, path + ":1:1: warning: root rule 'start' is unproductive")) << r.out;
 
   r = RunCli({"check", "/nonexistent/grammar.lark"});  // could not run
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
@@ -363,11 +363,50 @@ TEST(CliTest, CheckWarnsAboutUnproductiveRule) {
   EXPECT_TRUE(Contains(r.out, path + ":2:1: warning: rule 'loop' is unproductive")) << r.out;
 }
 
-TEST(CliTest, CheckUnproductiveRootIsAnError) {
+// The empty language compiles: check warns, parse rejects every file at its
+// first byte (an empty file too) with nothing expected, mask allows nothing.
+TEST(CliTest, EmptyLanguageIsAWarningAndRejectsEverything) {
   std::string path = WriteTemp("empty_language.gbnf", "root ::= \"x\" root\n");
   CliResult r = RunCli({"check", path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, path + ":1:1: warning: root rule 'root' is unproductive")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "the language is empty")) << r.out;
+  EXPECT_TRUE(Contains(r.out, path + ": ok (1 warning)")) << r.out;
+
+  const std::string empty_file = WriteTemp("empty_input.txt", "");
+  const std::string x_file = WriteTemp("x_input.txt", "xx");
+  r = RunCli({"parse", path, empty_file, x_file, "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(Contains(r.out, path + ":1:1: error: root rule 'root' is unproductive")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"accepted\":false,\"offset\":0,\"line\":1,\"col\":1,\"expected\":[]"))
+      << r.out;
+  EXPECT_FALSE(Contains(r.out, "\"accepted\":true")) << r.out;
+
+  r = RunCli({"mask", path, "--tokenizer", (DataDir() / "tokenizers/llama3.tokenizer.json").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "0 of 128256 tokens allowed")) << r.out;
+}
+
+// {""}: check, parse and mask of a grammar whose only sentence is empty,
+// GBNF and Lark (`start:` with an empty body).
+TEST(CliTest, OnlyTheEmptyStringGrammarsLoad) {
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"only_empty.gbnf", "root ::= \"\"\n"},
+           {"only_empty.lark", "start:\n"},
+           {"only_empty_rules.lark", "start: a\na: b\nb:\n"}}) {
+    SCOPED_TRACE(name);
+    const std::string path = WriteTemp(name, text);
+    CliResult r = RunCli({"check", path});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    const std::string empty_file = WriteTemp("empty_input.txt", "");
+    const std::string a_file = WriteTemp("a_input.txt", "a");
+    r = RunCli({"parse", path, empty_file, a_file, "--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(Contains(r.out, "\"accepted\":true")) << r.out;
+    EXPECT_TRUE(Contains(r.out, "\"accepted\":false,\"offset\":0")) << r.out;
+    r = RunCli({"mask", path, "--tokenizer", (DataDir() / "tokenizers/llama3.tokenizer.json").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(Contains(r.out, "tokens allowed; EOS allowed")) << r.out;
+  }
 }
 
 TEST(CliTest, CheckSyntaxErrorNamesFileLineCol) {

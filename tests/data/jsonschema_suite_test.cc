@@ -13,7 +13,8 @@
 // newly supported group show up; a valid instance rejected by a strict
 // grammar must be one of kKnownValidRejections, each with its reason, and
 // an invalid instance may be accepted only in kLooseKeywordFiles. Groups
-// whose schema accepts nothing (Load: empty language) count as compiled.
+// whose schema accepts nothing (an empty language, which Load compiles)
+// count as compiled.
 #include <cstdio>
 #include <iterator>
 #include <map>

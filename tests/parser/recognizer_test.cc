@@ -135,14 +135,23 @@ TEST(RecognizerTest, UnicodeClassMatchesWholeCodepoints) {
   EXPECT_FALSE(Accepts(*flat, "a", true));
 }
 
-TEST(RecognizerTest, EmptyLanguageIsAnError) {
+TEST(RecognizerTest, EmptyLanguageCompilesAndAcceptsNothing) {
   Grammar g;
   g.source_name = "<loop>";
   g.rules.push_back({"root", 0, {}});
   g.rules[0].body = g.AddSequence({g.AddLiteral("a"), g.AddRuleRef(0)});
   absl::StatusOr<FlatGrammar> flat = BuildFlatGrammar(g);
-  ASSERT_FALSE(flat.ok());
-  EXPECT_EQ(flat.status().message(), "<loop>: root rule 'root' derives no string");
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->num_productions(), 1u);  // S' -> root alone; root keeps none
+  for (bool pruning : {true, false}) {
+    RecognizerOptions options;
+    options.pruning = pruning;
+    Recognizer r = pruning::MakeRecognizer(&*flat, options);
+    EXPECT_FALSE(r.IsAccepting());
+    EXPECT_TRUE(r.NextBytes().none());
+    EXPECT_EQ(r.FeedBytes("a"), 0u);
+    EXPECT_FALSE(Accepts(*flat, "", pruning));
+  }
 }
 
 TEST(RecognizerTest, ChartDumpGolden) {

@@ -65,16 +65,6 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   v.strict = strict.status();
   v.lenient = strict.status();
-  if (!strict.ok() && strict.status().message().find("is unproductive") != std::string_view::npos) {
-    // The schema accepts nothing (e.g. `false`, contradictory allOf): the
-    // grammar's language is empty, which Load reports; every instance is rejected.
-    v.strict = absl::OkStatus();
-    v.lenient = absl::OkStatus();
-    v.empty_language = true;
-    v.strict_accepts.assign(group.instances.size(), false);
-    v.lenient_accepts = v.strict_accepts;
-    return v;
-  }
   if (strict.ok()) {
     v.strict_accepts = Verdicts(*strict, group.instances, &v.recognizer_errors);
     v.lenient_accepts = v.strict_accepts;
@@ -86,14 +76,6 @@ SchemaVerdicts RunSchemaGroup(const SchemaGroup& group, const std::string& data_
   options.schema.lenient = true;
   absl::StatusOr<Grammar> lenient = Grammar::Load(group.spec, data_root, options);
   v.lenient = lenient.status();
-  if (!lenient.ok() &&
-      lenient.status().message().find("is unproductive") != std::string_view::npos) {
-    // What lenient mode kept accepts nothing: every instance is rejected.
-    v.lenient = absl::OkStatus();
-    v.empty_language = true;
-    v.lenient_accepts.assign(group.instances.size(), false);
-    return v;
-  }
   if (lenient.ok()) {
     v.warnings = lenient->warnings();
     v.lenient_accepts = Verdicts(*lenient, group.instances, &v.recognizer_errors);

@@ -44,7 +44,6 @@ struct SchemaVerdicts {
   // rejected and must be reported, never counted as a rejection.
   std::vector<std::string> recognizer_errors;
   double strict_compile_ms = 0;
-  bool empty_language = false;  // the schema accepts nothing: Load says so
   bool compiled() const { return strict.ok() || lenient.ok(); }
 };
 
