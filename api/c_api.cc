@@ -2,6 +2,7 @@
 // object owns the C++ object; errors become malloc'ed strings.
 #include "zapgram/zapgram.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -184,6 +185,17 @@ int zapgram_matcher_traverse_draft_tree(const zapgram_matcher* matcher, const in
     return -1;
   }
   return *completed ? 1 : 0;
+}
+
+int64_t zapgram_matcher_compute_ff_tokens(zapgram_matcher* matcher, int32_t* ids, size_t capacity, char** error) {
+  if (error != nullptr) *error = nullptr;
+  const absl::StatusOr<std::vector<int32_t>> tokens = matcher->matcher.ComputeFastForwardTokens();
+  if (!tokens.ok()) {
+    SetError(error, tokens.status());
+    return -1;
+  }
+  std::copy_n(tokens->begin(), std::min(capacity, tokens->size()), ids);
+  return static_cast<int64_t>(tokens->size());
 }
 
 int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id) {

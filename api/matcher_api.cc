@@ -8,6 +8,7 @@
 #include "api/grammar_data.h"
 #include "absl/strings/str_cat.h"
 #include "masks/budget_mask.h"
+#include "masks/canonical_tokenizer.h"
 #include "masks/draft_tree.h"
 #include "masks/matcher.h"
 #include "masks/vocabulary.h"
@@ -126,6 +127,14 @@ void Matcher::Reset() { impl_->Reset(); }
 bool Matcher::IsAccepting() const { return impl_->IsAccepting(); }
 bool Matcher::IsFinished() const { return impl_->IsFinished(); }
 std::string Matcher::ForcedBytes() { return impl_->ForcedBytes(); }
+
+absl::StatusOr<std::vector<int32_t>> Matcher::ComputeFastForwardTokens() {
+  absl::StatusOr<std::shared_ptr<const masks::CanonicalTokenizer>> tokenizer =
+      grammar_.vocabulary().impl()->SharedCanonicalTokenizer();
+  if (!tokenizer.ok()) return tokenizer.status();
+  if (impl_->IsFinished()) return std::vector<int32_t>();
+  return (*tokenizer)->FastForwardTokens(impl_->ForcedBytes());
+}
 size_t Matcher::ValidateTokens(absl::Span<const int32_t> draft) { return impl_->ValidateTokens(draft); }
 std::vector<std::string> Matcher::LastRejectedPrefixes() const { return impl_->LastRejectedPrefixes(); }
 std::vector<int32_t> Matcher::LastRejectedTokens() const { return impl_->LastRejectedTokens(); }

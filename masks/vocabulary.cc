@@ -39,6 +39,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "grammar/utf8.h"
+#include "masks/canonical_tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace zapgram::masks {
@@ -501,6 +502,12 @@ void ApplySteps(const std::vector<DecodeStep>& steps, std::string* text, std::st
 
 }  // namespace
 
+std::string ByteLevelTokenBytes(std::string_view token) {
+  std::string out;
+  ByteLevelDecode(token, &out);
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Step 3: assembly.
 
@@ -774,7 +781,23 @@ absl::StatusOr<Vocabulary> Vocabulary::LoadFromFile(const std::string& path, con
   std::string text(static_cast<size_t>(length), '\0');
   file.seekg(0);
   if (!file.read(text.data(), length)) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
-  return LoadFromJson(text, path, options);
+  absl::StatusOr<Vocabulary> vocabulary = LoadFromJson(text, path, options);
+  if (vocabulary.ok()) vocabulary->trie_slot_->tokenizer_path = path;
+  return vocabulary;
+}
+
+absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> Vocabulary::SharedCanonicalTokenizer() const {
+  std::lock_guard<std::mutex> lock(trie_slot_->canonical_mu);
+  if (!trie_slot_->canonical_loaded) {
+    if (trie_slot_->tokenizer_path.empty()) {
+      trie_slot_->canonical = absl::FailedPreconditionError(absl::StrCat(
+          source_name_, ": canonical tokenization needs a vocabulary loaded from a tokenizer.json file"));
+    } else {
+      trie_slot_->canonical = CanonicalTokenizer::LoadFromFile(trie_slot_->tokenizer_path);
+    }
+    trie_slot_->canonical_loaded = true;
+  }
+  return trie_slot_->canonical;
 }
 
 std::string_view Vocabulary::token_bytes(TokenId id) const {

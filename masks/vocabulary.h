@@ -129,6 +129,11 @@ static_assert(std::is_trivially_copyable_v<TokenRecord>);
 class TokenTrie;
 class MaskCache;
 class TokenSetStore;
+class CanonicalTokenizer;
+
+// HF's ByteLevel decoder on one token string: each character through GPT-2's
+// byte<->unicode table, or the string's own UTF-8 when a character has no byte.
+std::string ByteLevelTokenBytes(std::string_view token);
 
 class Vocabulary {
  public:
@@ -192,6 +197,13 @@ class Vocabulary {
   // this vocabulary (masks/token_sets.h), with the budget of
   // VocabularyOptions::token_set_cache_bytes. Thread-safe.
   std::shared_ptr<TokenSetStore> SharedTokenSets() const;
+  // The tokenizer's own encoder (masks/canonical_tokenizer.h), read again
+  // from the tokenizer.json this vocabulary was loaded from on the first
+  // call (its merges are not loaded with the vocabulary: ~0.5-2 s), then
+  // shared by every copy. kFailedPrecondition for a vocabulary not loaded
+  // from a file (LoadFromJson, FromTokenBytes); the load's error otherwise
+  // (kept: later calls return it again). Thread-safe.
+  absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> SharedCanonicalTokenizer() const;
 
  private:
   Vocabulary() = default;
@@ -214,6 +226,10 @@ class Vocabulary {
     size_t mask_cache_bytes = VocabularyOptions().mask_cache_bytes;
     std::shared_ptr<TokenSetStore> token_sets;
     size_t token_set_cache_bytes = VocabularyOptions().token_set_cache_bytes;
+    std::string tokenizer_path;  // LoadFromFile's path, for the canonical tokenizer
+    std::mutex canonical_mu;     // its own lock: loading takes seconds
+    bool canonical_loaded = false;
+    absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> canonical;
   };
   std::shared_ptr<TrieSlot> trie_slot_ = std::make_shared<TrieSlot>();
 

@@ -217,6 +217,21 @@ class ZAPGRAM_EXPORT Matcher {
   bool IsAccepting() const;                   // the text so far is a sentence
   bool IsFinished() const;                    // EOS accepted
   std::string ForcedBytes();                  // bytes the grammar forces next
+  // Canonical fast-forward tokens: the ids that every continuation the
+  // grammar allows begins with in the tokenizer's own encoding (its BPE
+  // merges, pre-tokenizer, normalizer and added tokens), stopping before
+  // any token whose spelling the text after the forced bytes could change
+  // (a longer token across the end, a pre-tokenizer piece still open).
+  // Their bytes are a prefix of ForcedBytes(); the state is unchanged
+  // (AcceptToken each to fast-forward). Empty when nothing is forced or the
+  // matcher has finished. The rule and why it is exact:
+  // masks/canonical_tokenizer.h. The first call on a vocabulary reads the
+  // tokenizer.json again for its merges (~1-3 s; later calls and copies
+  // share it). FailedPrecondition for a vocabulary not loaded from a file
+  // (Vocabulary::FromTokens), Unimplemented for a tokenizer pipeline not
+  // supported (byte-level BPE with the Llama 3 / Qwen 2.5 split, or
+  // SentencePiece-style BPE with byte fallback as Gemma 3).
+  absl::StatusOr<std::vector<int32_t>> ComputeFastForwardTokens();
   size_t ValidateTokens(absl::Span<const int32_t> draft);  // acceptable prefix length
   // The masks of a draft tree's nodes, XGrammar's traverse_draft_tree (the
   // method, its cost and what it shares: masks/draft_tree.h). Row i of

@@ -125,6 +125,18 @@ ZAPGRAM_EXPORT int zapgram_matcher_traverse_draft_tree(const zapgram_matcher* ma
                                                        const int64_t* draft_tokens, size_t num_nodes,
                                                        uint32_t* bitmask, float* temperatures,
                                                        double time_threshold, char** error);
+/* Canonical fast-forward tokens (C++: zapgram::Matcher::ComputeFastForwardTokens):
+ * the ids every continuation the grammar allows begins with in the
+ * tokenizer's own encoding, stopping before any token the following text
+ * could respell; their bytes are a prefix of the forced bytes. Writes up to
+ * `capacity` of them into `ids` (NULL when capacity is 0) and returns how
+ * many there are: call again with a larger buffer when that exceeds
+ * capacity. The matcher is unchanged. -1 on error (*error set): the
+ * vocabulary was not loaded from a tokenizer.json file, or its tokenizer's
+ * pipeline is not supported. The first call on a vocabulary reads the
+ * tokenizer's merges (~1-3 s). */
+ZAPGRAM_EXPORT int64_t zapgram_matcher_compute_ff_tokens(zapgram_matcher* matcher, int32_t* ids, size_t capacity,
+                                                         char** error);
 /* 1 when accepted, 0 when not allowed (the state is unchanged). */
 ZAPGRAM_EXPORT int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id);
 ZAPGRAM_EXPORT int zapgram_matcher_accept_bytes(zapgram_matcher* matcher, const char* bytes, size_t length);

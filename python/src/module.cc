@@ -648,6 +648,19 @@ cache=False turns off the mask cache (for measurements).)")
              return py::bytes(m.matcher.ForcedBytes());
            })
       .def(
+          "compute_ff_tokens",
+          [](PyMatcher& m) {
+            m.CheckFree();
+            if (m.IsTerminated()) return std::vector<int32_t>();
+            return WithoutGil([&] { return m.matcher.ComputeFastForwardTokens(); });
+          },
+          "Canonical fast-forward tokens: the ids every continuation the grammar allows begins with\n"
+          "in the tokenizer's own encoding, stopping before any token the following text could\n"
+          "respell (llguidance's compute_ff_tokens). Their bytes are a prefix of\n"
+          "find_jump_forward_bytes(); the matcher is unchanged. The first call reads the tokenizer's\n"
+          "merges from its tokenizer.json (TokenizerInfo.from_huggingface); a TokenizerInfo built from\n"
+          "a token list raises ValueError.")
+      .def(
           "validate_tokens",
           [](PyMatcher& m, py::handle tokens_arg) {
             m.CheckFree();

@@ -194,6 +194,52 @@ static void check_schema_purpose(const zapgram_vocab* vocab, const char* schema_
   CHECK(schema_accepts(spec, vocab, &options, invalid) == 0);
 }
 
+/* Canonical fast-forward tokens: after `{"id": 1, "` the schema forces
+ * `name"` (spaces may come before the colon); Llama 3 spells it `name` `"`
+ * and the quote is open to what follows (`":` is one token), so one token
+ * is forced. After `name": "` the quote piece is open again: none. A
+ * vocabulary without a tokenizer.json has no encoder: -1 and an error. */
+static void check_ff_tokens(const zapgram_vocab* vocab, const char* schema_path) {
+  char spec[4096];
+  snprintf(spec, sizeof spec, "schema:%s", schema_path);
+  char* error = NULL;
+  zapgram_grammar* g = zapgram_grammar_compile(spec, NULL, vocab, &error);
+  CHECK(g != NULL);
+  if (g == NULL) return;
+  zapgram_matcher* m = zapgram_matcher_new(g);
+  CHECK(zapgram_matcher_accept_bytes(m, "{\"id\": 1, \"", 11) == 1);
+  int32_t ids[4] = {-1, -1, -1, -1};
+  CHECK(zapgram_matcher_compute_ff_tokens(m, NULL, 0, &error) == 1); /* count only */
+  CHECK(error == NULL);
+  CHECK(zapgram_matcher_compute_ff_tokens(m, ids, 4, &error) == 1);
+  CHECK(ids[0] >= 0 && ids[1] == -1);
+  CHECK(zapgram_matcher_accept_token(m, ids[0]) == 1);
+  CHECK(zapgram_matcher_compute_ff_tokens(m, ids, 4, &error) == 0); /* `"` stays open */
+  CHECK(zapgram_matcher_accept_bytes(m, "\": \"", 4) == 1);
+  CHECK(zapgram_matcher_compute_ff_tokens(m, ids, 4, &error) == 0); /* nothing forced */
+  CHECK(zapgram_matcher_accept_bytes(m, "ab\"}", 4) == 1);
+  CHECK(zapgram_matcher_is_accepting(m) == 1);
+  zapgram_matcher_free(m);
+  zapgram_grammar_free(g);
+
+  const char* toy[] = {"a", "b", ""};
+  const size_t lengths[3] = {1, 1, 0};
+  const int32_t eos = 2;
+  zapgram_vocab* small = zapgram_vocab_from_tokens(toy, lengths, 3, &eos, 1, &error);
+  CHECK(small != NULL);
+  if (small == NULL) return;
+  g = zapgram_grammar_compile("regex:ab", NULL, small, &error);
+  zapgram_vocab_free(small);
+  CHECK(g != NULL);
+  if (g == NULL) return;
+  m = zapgram_matcher_new(g);
+  CHECK(zapgram_matcher_compute_ff_tokens(m, ids, 8, &error) == -1);
+  CHECK(error != NULL && strstr(error, "tokenizer.json") != NULL);
+  zapgram_free_string(error);
+  zapgram_matcher_free(m);
+  zapgram_grammar_free(g);
+}
+
 /* Structural tags as JSON text: string triggers on the real vocabulary,
  * trigger and end tokens on a toy one. */
 static void check_structural_tags(const zapgram_vocab* vocab) {
@@ -316,6 +362,7 @@ int main(int argc, char** argv) {
   CHECK(n_eos >= 1);
 
   check_schema_purpose(vocab, argv[2]);
+  check_ff_tokens(vocab, argv[2]);
   check_structural_tags(vocab);
   check_regex_cache(vocab);
 
