@@ -1,5 +1,5 @@
 // `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
-//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes | --no-token-classes] [--data-root DIR] [--quiet]
+//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes | --no-token-classes] [--lazy-terminals] [--data-root DIR] [--quiet]
 //  [--cpu-clock]`:
 //  teacher-forced
 // mask benchmark over a trace file (format and output fixed by DESIGN.md,
@@ -53,7 +53,7 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
-    "                     [--token-classes | --no-token-classes]\n"
+    "                     [--token-classes | --no-token-classes] [--lazy-terminals]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
     "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--regex-cache-mb N] [--quiet]\n"
     "                     [--budget-slack S] [--cpu-clock]\n"
@@ -87,6 +87,9 @@ constexpr std::string_view kHelp =
     "                      expand them (default: Lark grammars only, where they\n"
     "                      pay; MatcherOptions::token_classes)\n"
     "  --no-token-classes  never use token classes (ablation)\n"
+    "  --lazy-terminals    the lazy tier: large regular parts become terminals\n"
+    "                      determinized as the text visits them\n"
+    "                      (LoadOptions::lazy_terminals)\n"
     "  --budget-slack S    budget-aware masks (masks/budget_mask.h) with n = the\n"
     "                      document's remaining tokens + 1 (EOS) + S: a valid\n"
     "                      document must still be accepted (its own rest finishes in\n"
@@ -195,6 +198,8 @@ int RunBench(const std::vector<std::string>& args) {
       token_classes = TokenClassUse::kAlways;
     } else if (arg == "--no-token-classes") {
       token_classes = TokenClassUse::kNever;
+    } else if (arg == "--lazy-terminals") {
+      load_options.lazy_terminals = true;
     } else if (arg == "--no-ci-sets") {
       use_token_sets = false;
     } else if (absl::StartsWith(arg, "--tokenizer")) {

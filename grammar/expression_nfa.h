@@ -45,6 +45,13 @@
 
 namespace zapgram::grammar {
 
+// Merged terminals left to be determinized lazily (the merge's lazy tier,
+// transforms/regular_terminals.h): each one's NFA, built from the
+// expressions, under its pattern text, for the lowering to take.
+struct LazyRegexNfas {
+  absl::node_hash_map<std::string, ByteNfa> by_pattern;
+};
+
 class ExpressionNfaBuilder {
  public:
   // `rule_body` gives the expression a kRuleRef stands for; the expressions

@@ -12,10 +12,20 @@ namespace {
 // incoming ranges and epsilons are dropped (the states stay, unreachable).
 ByteNfa Trim(const ByteNfa& nfa) {
   const uint32_t n = nfa.num_states();
-  std::vector<std::vector<uint32_t>> reverse(n);
+  // Predecessors, in one array (per state a range of it).
+  std::vector<uint32_t> reverse_begin(n + 1, 0);
   for (uint32_t s = 0; s < n; ++s) {
-    for (const ByteNfa::Range& r : nfa.ranges(s)) reverse[r.to].push_back(s);
-    for (uint32_t t : nfa.epsilons(s)) reverse[t].push_back(s);
+    for (const ByteNfa::Range& r : nfa.ranges(s)) ++reverse_begin[r.to + 1];
+    for (uint32_t t : nfa.epsilons(s)) ++reverse_begin[t + 1];
+  }
+  for (uint32_t s = 0; s < n; ++s) reverse_begin[s + 1] += reverse_begin[s];
+  std::vector<uint32_t> reverse(reverse_begin[n]);
+  {
+    std::vector<uint32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
+    for (uint32_t s = 0; s < n; ++s) {
+      for (const ByteNfa::Range& r : nfa.ranges(s)) reverse[fill[r.to]++] = s;
+      for (uint32_t t : nfa.epsilons(s)) reverse[fill[t]++] = s;
+    }
   }
   std::vector<uint8_t> useful(n, 0);
   std::vector<uint32_t> stack;
@@ -28,7 +38,8 @@ ByteNfa Trim(const ByteNfa& nfa) {
   while (!stack.empty()) {
     const uint32_t s = stack.back();
     stack.pop_back();
-    for (uint32_t p : reverse[s]) {
+    for (uint32_t i = reverse_begin[s]; i < reverse_begin[s + 1]; ++i) {
+      const uint32_t p = reverse[i];
       if (!useful[p]) {
         useful[p] = 1;
         stack.push_back(p);
@@ -59,10 +70,8 @@ LazyDfa::LazyDfa(const ByteNfa& nfa, const std::vector<uint32_t>& starts,
       num_classes_(static_cast<uint32_t>(representatives_.size())),
       first_id_(first_id),
       max_states_(max_states),
-      chunks_(new std::atomic<Chunk*>[(max_states + kChunkStates - 1) / kChunkStates]) {
-  for (uint32_t i = 0; i < (max_states + kChunkStates - 1) / kChunkStates; ++i) {
-    chunks_[i].store(nullptr, std::memory_order_relaxed);
-  }
+      chunks_(new std::atomic<Chunk*>[PlaceOf(max_states).chunk + 1]) {
+  for (uint32_t i = 0; i <= PlaceOf(max_states).chunk; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
   mark_.assign(nfa_.num_states(), 0);
   std::lock_guard<std::mutex> lock(mu_);
   for (uint32_t start : starts) {
@@ -78,10 +87,19 @@ LazyDfa::LazyDfa(const ByteNfa& nfa, const std::vector<uint32_t>& starts,
 LazyDfa::~LazyDfa() = default;
 
 uint32_t LazyDfa::Fill(uint32_t state, uint32_t cls) const {
+  const Place at = PlaceOf(state - first_id_);
+  // A byte no NFA state of the subset reads is dead, known from the flags
+  // without the lock (a walk of the token trie from a narrow state meets
+  // every first byte once); any thread would store the same 0.
+  if (!Flags(state).live_bytes[representatives_[cls]]) {
+    chunks_[at.chunk].load(std::memory_order_acquire)->next[static_cast<size_t>(at.offset) * num_classes_ + cls].store(
+        0, std::memory_order_release);
+    return 0;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const uint32_t local = state - first_id_;
   std::atomic<uint32_t>& entry =
-      chunks_[local / kChunkStates].load(std::memory_order_relaxed)->next[(local % kChunkStates) * num_classes_ + cls];
+      chunks_[at.chunk].load(std::memory_order_relaxed)->next[static_cast<size_t>(at.offset) * num_classes_ + cls];
   const uint32_t known = entry.load(std::memory_order_relaxed);
   if (known != kUnknown) return known;  // filled by another thread meanwhile
   const uint8_t byte = representatives_[cls];
@@ -108,16 +126,17 @@ uint32_t LazyDfa::Intern(std::vector<uint32_t> subset) const {
   if (it != ids_.end()) return it->second;
   const uint32_t local = count_.load(std::memory_order_relaxed);
   if (local >= max_states_) return kOverflow;
-  if (local % kChunkStates == 0) {
+  const Place at = PlaceOf(local);
+  if (at.offset == 0) {
+    const size_t entries = static_cast<size_t>(ChunkStates(at.chunk)) * num_classes_;
     auto chunk = std::make_unique<Chunk>();
-    chunk->next.reset(new std::atomic<uint32_t>[static_cast<size_t>(kChunkStates) * num_classes_]);
-    for (size_t i = 0; i < static_cast<size_t>(kChunkStates) * num_classes_; ++i) {
-      chunk->next[i].store(kUnknown, std::memory_order_relaxed);
-    }
-    chunks_[local / kChunkStates].store(chunk.get(), std::memory_order_release);
+    chunk->next.reset(new std::atomic<uint32_t>[entries]);
+    for (size_t i = 0; i < entries; ++i) chunk->next[i].store(kUnknown, std::memory_order_relaxed);
+    chunk->flags.reset(new StateFlags[ChunkStates(at.chunk)]);
+    chunks_[at.chunk].store(chunk.get(), std::memory_order_release);
     owned_chunks_.push_back(std::move(chunk));
   }
-  StateFlags& flags = owned_chunks_[local / kChunkStates]->flags[local % kChunkStates];
+  StateFlags& flags = owned_chunks_[at.chunk]->flags[at.offset];
   for (uint32_t s : subset) {
     flags.accepting |= nfa_.accepting(s);
     for (const ByteNfa::Range& r : nfa_.ranges(s)) {
@@ -140,8 +159,11 @@ size_t LazyDfa::memory_bytes() const {
   for (uint32_t s = 0; s < nfa_.num_states(); ++s) {
     nfa_bytes += nfa_.ranges(s).size() * sizeof(ByteNfa::Range) + nfa_.epsilons(s).size() * 4 + 64;
   }
-  const size_t chunk_bytes = sizeof(Chunk) + static_cast<size_t>(kChunkStates) * num_classes_ * 4;
-  return nfa_bytes + owned_chunks_.size() * chunk_bytes + subset_bytes_;
+  size_t chunk_bytes = 0;
+  for (uint32_t k = 0; k < owned_chunks_.size(); ++k) {
+    chunk_bytes += sizeof(Chunk) + static_cast<size_t>(ChunkStates(k)) * (num_classes_ * 4 + sizeof(StateFlags));
+  }
+  return nfa_bytes + chunk_bytes + subset_bytes_;
 }
 
 }  // namespace zapgram::grammar

@@ -11,8 +11,10 @@
 // transition is computed once and then read from a table.
 //
 // Layout. States are numbered from `first_id` on (so they extend an eager
-// table's numbering). Their rows live in fixed chunks of kChunkStates states
-// that never move once allocated: a transition entry is an atomic uint32
+// table's numbering). Their rows live in chunks that never move once
+// allocated, each twice the size of the one before (64 states, then 128,
+// ...: a terminal that meets few states allocates little, which matters
+// when a compile leaves its large terminals lazy): a transition entry is an atomic uint32
 // holding the target, 0 (dead) or kUnknown (not computed yet). Readers load
 // entries without a lock; a miss takes the mutex, computes the subset,
 // interns it and publishes the entry with release order, so every field of a
@@ -36,6 +38,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <bitset>
 #include <cstdint>
 #include <memory>
@@ -71,11 +74,17 @@ class LazyDfa {
   // Target of `state` (first_id <= state < first_id + num_states()) on a byte
   // of column `cls`: a state, 0 (dead) or kOverflow. Thread-safe.
   uint32_t Step(uint32_t state, uint32_t cls) const {
-    const uint32_t local = state - first_id_;
-    const Chunk* chunk = chunks_[local / kChunkStates].load(std::memory_order_acquire);
-    const uint32_t to =
-        chunk->next[(local % kChunkStates) * num_classes_ + cls].load(std::memory_order_acquire);
+    const Place at = PlaceOf(state - first_id_);
+    const Chunk* chunk = chunks_[at.chunk].load(std::memory_order_acquire);
+    const uint32_t to = chunk->next[static_cast<size_t>(at.offset) * num_classes_ + cls].load(std::memory_order_acquire);
     return to != kUnknown ? to : Fill(state, cls);
+  }
+  // The row of `state` (num_classes entries, each a target, 0 or kUnknown),
+  // for a caller stepping one state many times: an entry that reads
+  // kUnknown is computed by Step(state, cls).
+  const std::atomic<uint32_t>* Row(uint32_t state) const {
+    const Place at = PlaceOf(state - first_id_);
+    return &chunks_[at.chunk].load(std::memory_order_acquire)->next[static_cast<size_t>(at.offset) * num_classes_];
   }
   bool accepting(uint32_t state) const { return Flags(state).accepting; }
   const std::bitset<256>& live_bytes(uint32_t state) const { return Flags(state).live_bytes; }
@@ -87,19 +96,29 @@ class LazyDfa {
   size_t memory_bytes() const;
 
  private:
-  static constexpr uint32_t kChunkStates = 1024;
+  static constexpr uint32_t kFirstChunkBits = 6;  // the first chunk holds 64 states
   struct StateFlags {
     std::bitset<256> live_bytes;
     bool accepting = false;
   };
   struct Chunk {
-    std::unique_ptr<std::atomic<uint32_t>[]> next;  // kChunkStates * num_classes
-    std::array<StateFlags, kChunkStates> flags;
+    std::unique_ptr<std::atomic<uint32_t>[]> next;  // ChunkStates(k) * num_classes
+    std::unique_ptr<StateFlags[]> flags;            // ChunkStates(k)
   };
+  // Chunk k holds ChunkStates(k) = 64 << k states, from local id 64 * (2^k - 1) on.
+  struct Place {
+    uint32_t chunk;
+    uint32_t offset;
+  };
+  static uint32_t ChunkStates(uint32_t k) { return uint32_t{1} << (kFirstChunkBits + k); }
+  static Place PlaceOf(uint32_t local) {
+    const uint32_t k = static_cast<uint32_t>(std::bit_width((local >> kFirstChunkBits) + 1u)) - 1u;
+    return {k, local - (((uint32_t{1} << k) - 1u) << kFirstChunkBits)};
+  }
 
   const StateFlags& Flags(uint32_t state) const {
-    const uint32_t local = state - first_id_;
-    return chunks_[local / kChunkStates].load(std::memory_order_acquire)->flags[local % kChunkStates];
+    const Place at = PlaceOf(state - first_id_);
+    return chunks_[at.chunk].load(std::memory_order_acquire)->flags[at.offset];
   }
   uint32_t Fill(uint32_t state, uint32_t cls) const;
   // Requires mu_. Returns the id of `subset` (epsilon-closed, sorted,

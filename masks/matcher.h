@@ -150,6 +150,10 @@ class CompiledGrammar {
   // builds them: a counted unit start from the vocabulary's CountedProfile,
   // any other by BuildTokenSets.
   StateTokenSets BuildOnDemandSets(uint32_t state) const;
+  // The sets of an eager or lazy state (a mask class), through the
+  // vocabulary's store where that pays; `*built` is set when this grammar
+  // built some part of them rather than finding it.
+  std::shared_ptr<const StateTokenSets> SharedTokenSets(uint32_t state, bool* built) const;
   // Per eager terminal state, the representative of the states that no
   // token can tell apart (BoundedEquivalence); keys the cache and the sets.
   // Empty until computed: every state is then its own class. Computed once
@@ -295,11 +299,13 @@ class CompiledGrammar {
 
  private:
   // Sets without a slot of their own, built on first use: lexed grammars',
-  // keyed by (state, token), and lazy terminal states', keyed by state; and
-  // guard failures keyed by (guard state, rank).
+  // keyed by (state, token), and counted terminal states', keyed by state;
+  // and guard failures keyed by (guard state, rank). Lazy terminal states'
+  // sets are built as eager ones' (SharedTokenSets) into lazy_sets_.
   const StateTokenSets& OnDemandSets(uint64_t key, absl::FunctionRef<StateTokenSets()> build) const;
   mutable std::mutex on_demand_mu_;
   mutable absl::node_hash_map<uint64_t, StateTokenSets> on_demand_sets_;
+  mutable absl::flat_hash_map<uint32_t, std::shared_ptr<const StateTokenSets>> lazy_sets_;  // by lazy state
   // Looked up by span (SpanHash, SpanEq: masks/closure_memo.h).
   mutable absl::flat_hash_map<std::vector<uint32_t>, std::shared_ptr<const StateTokenSets>, SpanHash, SpanEq>
       subtree_sets_;

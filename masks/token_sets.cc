@@ -2,6 +2,7 @@
 #include "masks/token_sets.h"
 
 #include <array>
+#include <atomic>
 #include <bitset>
 #include <deque>
 #include <utility>
@@ -18,9 +19,13 @@ namespace {
 // eager states, so a walk started at one reads the dense table directly
 // (through local copies of the pointers: stores into the walk's uint32_t
 // arrays could otherwise alias the table's fields and force reloads). A lazy
-// start goes through TerminalTable::Step, which may build states, and gets
-// no subtree shortcut (finding a state's self-loop bytes would step every
-// byte class and could spend the lazy DFA's state budget).
+// start steps its lazy DFA (LazyTable), which may build states. It gets
+// the subtree shortcut too: a lazy state's self-loop bytes are found by
+// stepping its live bytes only, once per byte class, and the states those
+// steps build are the ones the walk itself would build at the trie's first
+// level (every byte starts some token), so the state budget pays nothing
+// extra (inside a JSON string value fused with what follows it: ~1 ms walk
+// of every node without the shortcut, against a few thousand jumps).
 struct EagerTable {
   explicit EagerTable(const parser::TerminalTable& t)
       : next(t.next.data()), byte_class(t.byte_class.data()), classes(t.num_classes),
@@ -45,6 +50,45 @@ struct EagerTable {
   uint32_t classes;
   const uint8_t* accepting;
 };
+// A lazy terminal's states (they step only to lazy states): the lazy DFA
+// read directly, without TerminalTable::Step's tests for the kind of state,
+// through the row of the state stepped last (a walk steps the siblings of
+// a trie node from one state).
+struct LazyTable {
+  explicit LazyTable(const parser::TerminalTable& table)
+      : t(table), lazy(*table.lazy), byte_class(table.byte_class.data()) {}
+  uint32_t Step(uint32_t s, uint8_t byte) const {
+    if (s != row_state) {
+      row_state = s;
+      row = lazy.Row(s);
+    }
+    const uint32_t to = row[byte_class[byte]].load(std::memory_order_acquire);
+    return to != grammar::LazyDfa::kUnknown ? to : lazy.Step(s, byte_class[byte]);
+  }
+  bool Accepting(uint32_t s) const { return lazy.accepting(s); }
+  static constexpr bool kHasLoops = true;
+  static constexpr bool kCounted = false;
+  // The live bytes on which `s` steps to itself, one step per byte class
+  // (a class's bytes step alike; kOverflow is no loop).
+  TrieByteSet LoopBytes(uint32_t s) const {
+    TrieByteSet loop{};
+    const parser::ByteSet& live = lazy.live_bytes(s);
+    std::array<uint8_t, 256> verdict;  // per class: 0 unknown, 1 loop, 2 not
+    verdict.fill(0);
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (!live[b]) continue;
+      uint8_t& v = verdict[byte_class[b]];
+      if (v == 0) v = lazy.Step(s, byte_class[b]) == s ? 1 : 2;
+      if (v == 1) loop[b / 64] |= uint64_t{1} << (b % 64);
+    }
+    return loop;
+  }
+  const parser::TerminalTable& t;
+  const grammar::LazyDfa& lazy;
+  const uint8_t* byte_class;
+  mutable uint32_t row_state = 0;  // 0: none yet (the dead state is never lazy)
+  mutable const std::atomic<uint32_t>* row = nullptr;
+};
 struct AnyTable {
   const parser::TerminalTable& t;
   uint32_t Step(uint32_t s, uint8_t byte) const { return t.Step(s, byte); }
@@ -53,6 +97,47 @@ struct AnyTable {
   static constexpr bool kCounted = false;
   TrieByteSet LoopBytes(uint32_t) const { return {}; }
 };
+
+// Whether `s` is a state whose automaton can be read row by row here: an
+// eager state or a lazy one (not dead, not a counted terminal's: those are
+// read off their profiles, see token_sets.h).
+bool RowState(const parser::TerminalTable& t, uint32_t s) {
+  return s != 0 && s != parser::TerminalTable::kOverflow &&
+         (s < t.eager_states() || (t.lazy != nullptr && !t.is_counted(s)));
+}
+
+// The rows of eager and lazy states by byte class. An eager row is read in
+// place; a lazy one is stepped class by class into a buffer, which builds
+// the states it reaches (an entry is kOverflow once the lazy DFA is full).
+// A row stays valid until the next call. Eager states step only to eager
+// states and lazy ones only to lazy ones, so a spelling or a core never
+// mixes the two.
+// Only a lazy state's live classes are stepped: the others are dead
+// without asking (a step computes a subset under the DFA's lock).
+class Rows {
+ public:
+  explicit Rows(const parser::TerminalTable& t) : t_(t), buffer_(t.num_classes), byte_of_class_(t.num_classes) {
+    for (uint32_t b = 256; b-- > 0;) byte_of_class_[t.byte_class[b]] = static_cast<uint8_t>(b);
+  }
+  const uint32_t* Row(uint32_t s) {
+    if (s < t_.eager_states()) return &t_.next[static_cast<size_t>(s) * t_.num_classes];
+    const parser::ByteSet& live = t_.lazy->live_bytes(s);
+    for (uint32_t c = 0; c < t_.num_classes; ++c) buffer_[c] = live[byte_of_class_[c]] ? t_.lazy->Step(s, c) : 0;
+    return buffer_.data();
+  }
+
+ private:
+  const parser::TerminalTable& t_;
+  std::vector<uint32_t> buffer_;
+  std::vector<uint8_t> byte_of_class_;  // one byte of each class
+};
+
+// Runs `f` with the walk table of `state`'s terminal, eager or lazy.
+template <typename F>
+decltype(auto) WithTable(const parser::TerminalTable& t, uint32_t state, F&& f) {
+  if (state < t.eager_states()) return f(EagerTable(t));
+  return f(LazyTable(t));
+}
 
 // A counted terminal's states (grammar/counted_automaton.h): the count
 // lives in the state number, so no state loops on itself, but at a unit
@@ -260,6 +345,7 @@ constexpr size_t kWideLiveBytes = 64;
 struct CoreExits {
   static constexpr bool kActive = true;
   const uint8_t* label = nullptr;
+  uint32_t label_size = 0;  // states past it (lazy ones built during the walk) are not in the core
   std::vector<uint32_t>* out = nullptr;
   // See CoreEscapes.
   TrieByteSet stay{};
@@ -269,7 +355,8 @@ struct CoreExits {
   // The `stay` bytes that take some wide state out of the core or to the
   // dead state: the last byte of every way out (see SettlesFrom).
   TrieByteSet escaping{};
-  bool Leaves(uint32_t next) const { return label[next] == kNotInCore; }
+  bool Leaves(uint32_t next) const { return LabelOf(next) == kNotInCore; }
+  uint8_t LabelOf(uint32_t s) const { return s < label_size ? label[s] : kNotInCore; }
   // Whether node i's subtree, entered from core state `parent`, never
   // leaves the core nor dies: it reads only bytes the wide states are
   // closed on (Settles), and either it is shallower than the escape depth
@@ -316,12 +403,13 @@ struct CoreExits {
 // the core or dies from p, else 1 + the least escape of p's successors by a `stay`
 // byte or a character (relaxed to a fixed point); a subtree shallower than
 // escape[p] bytes has fewer characters than that. Narrow states get 0.
-void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const uint8_t* label, CoreExits* exits,
+void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, CoreExits* exits,
                  std::vector<uint8_t>* escape) {
-  const EagerTable table(t);
+  const AnyTable table{t};
+  auto label = [&](uint32_t s) { return exits->LabelOf(s); };
   const size_t n = core.states.size();
   std::vector<uint8_t> wide(n);
-  for (size_t k = 0; k < n; ++k) wide[k] = t.eager_live_bytes[core.states[k]].count() > kWideLiveBytes;
+  for (size_t k = 0; k < n; ++k) wide[k] = t.live_bytes(core.states[k]).count() > kWideLiveBytes;
   TrieByteSet& stay = exits->stay;
   stay = {};
   exits->escaping = {};
@@ -330,7 +418,7 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
     for (size_t k = 0; k < n && closed; ++k) {
       if (!wide[k]) continue;
       const uint32_t next = table.Step(core.states[k], static_cast<uint8_t>(b));
-      const uint8_t to = next == 0 ? kNotInCore : label[next];
+      const uint8_t to = next == 0 || next == parser::TerminalTable::kOverflow ? kNotInCore : label(next);
       closed = to == kNotInCore || wide[to];  // dead is kNotInCore too
       some_stays |= to != kNotInCore;
       some_escapes |= to == kNotInCore;
@@ -369,7 +457,7 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
     while (!todo.empty() && exits->utf8) {
       const auto [phase, state] = todo.back();
       todo.pop_back();
-      const uint8_t at = state == 0 ? kNotInCore : label[state];
+      const uint8_t at = state == 0 || state == parser::TerminalTable::kOverflow ? kNotInCore : label(state);
       if (phase == 0) {  // a whole character read: it must end in W
         exits->utf8 = at != kNotInCore && wide[at];
         std::vector<uint8_t>& ends = after_char[k];
@@ -408,7 +496,7 @@ void CoreEscapes(const parser::TerminalTable& t, const TerminalCore& core, const
     std::vector<uint8_t>& to = leads_to[k];
     for (uint32_t b = 0; b < 256; ++b) {
       if (((stay[b / 64] >> (b % 64)) & 1) == 0) continue;
-      const uint8_t q = label[table.Step(core.states[k], static_cast<uint8_t>(b))];
+      const uint8_t q = label(table.Step(core.states[k], static_cast<uint8_t>(b)));
       if (std::find(to.begin(), to.end(), q) == to.end()) to.push_back(q);
     }
     if (exits->utf8) {
@@ -442,7 +530,7 @@ StateTokenSets BuildTerminalTokenSets(const TokenTrie& trie, const parser::Termi
   } else if (t.is_counted(state)) {
     ClassifyTerminalTokens(trie, CountedTable(t, state), state, use_subtrees, &accepted, &out.uncertain_roots);
   } else {
-    ClassifyTerminalTokens(trie, AnyTable{t}, state, use_subtrees, &accepted, &out.uncertain_roots);
+    ClassifyTerminalTokens(trie, LazyTable(t), state, use_subtrees, &accepted, &out.uncertain_roots);
   }
   std::move(accepted).Store(&out);
   return out;
@@ -460,18 +548,20 @@ template <typename Number>
 std::vector<uint32_t> SpellBreadthFirst(const parser::TerminalTable& t, std::vector<uint32_t>* order,
                                         std::vector<uint32_t> spelling, Number number) {
   std::vector<uint32_t> class_target(t.num_classes);
+  Rows rows(t);
   for (size_t k = 0; k < order->size(); ++k) {
     const uint32_t s = (*order)[k];
-    const uint32_t* row = &t.next[static_cast<size_t>(s) * t.num_classes];
+    const uint32_t* row = rows.Row(s);
     // Targets are numbered in byte order (classes are not ordered).
     std::fill(class_target.begin(), class_target.end(), kNoSpelling);
     for (uint32_t b = 0; b < 256; ++b) {
       uint32_t& target = class_target[t.byte_class[b]];
       if (target != kNoSpelling) continue;
-      target = number(row[t.byte_class[b]]);
+      const uint32_t to = row[t.byte_class[b]];
+      target = to == parser::TerminalTable::kOverflow ? kNoSpelling : number(to);
       if (target == kNoSpelling) return {};
     }
-    spelling.push_back(t.eager_accepting[s]);
+    spelling.push_back(t.accepting(s));
     const size_t runs_at = spelling.size();
     spelling.push_back(0);
     for (uint32_t b = 0; b < 256; ++b) {
@@ -492,7 +582,7 @@ std::vector<uint32_t> SpellBreadthFirst(const parser::TerminalTable& t, std::vec
 
 std::vector<uint32_t> CanonicalSubautomaton(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
   // States are numbered in the order found (the dead state is 0, the start 1).
-  if (state == 0 || state >= t.eager_states()) return {};
+  if (!RowState(t, state)) return {};
   absl::flat_hash_map<uint32_t, uint32_t> number = {{0u, 0u}, {state, 1u}};
   std::vector<uint32_t> order = {state};
   return SpellBreadthFirst(t, &order, {}, [&](uint32_t target) {
@@ -584,9 +674,10 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
   // Found by a 0-1 breadth-first search (free steps go to the front of the
   // queue; with none, the plain one by levels).
   auto wide_step = [&](uint32_t from, uint32_t to) {
-    const parser::ByteSet& live = t.eager_live_bytes[from];
-    return live.count() > kWideLiveBytes && live == t.eager_live_bytes[to];
+    const parser::ByteSet& live = t.live_bytes(from);
+    return live.count() > kWideLiveBytes && live == t.live_bytes(to);
   };
+  Rows rows(t);
   absl::flat_hash_map<uint32_t, uint32_t> index = {{state, 0u}};
   std::vector<uint32_t> reached = {state};
   std::vector<uint32_t> distance = {0};
@@ -602,9 +693,10 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
     todo.pop_front();
     if (done[k] != 0) continue;
     done[k] = 1;
-    const uint32_t* row = &t.next[static_cast<size_t>(reached[k]) * t.num_classes];
+    const uint32_t* row = rows.Row(reached[k]);
     for (uint32_t c = 0; c < t.num_classes; ++c) {
       if (row[c] == 0) continue;
+      if (row[c] == parser::TerminalTable::kOverflow) return {};  // the lazy DFA is full
       const bool wide = wide_step(reached[k], row[c]);
       const bool free = free_wide_steps && wide;
       const uint32_t d = distance[k] + (free ? 0 : 1);
@@ -633,7 +725,7 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
   // With free steps, a state may be found after a state stepping to it was
   // done: the edges among the states found, again.
   for (size_t k = 0; free_wide_steps && k < reached.size(); ++k) {
-    const uint32_t* row = &t.next[static_cast<size_t>(reached[k]) * t.num_classes];
+    const uint32_t* row = rows.Row(reached[k]);
     for (uint32_t c = 0; c < t.num_classes; ++c) {
       auto it = row[c] == 0 ? index.end() : index.find(row[c]);
       if (it != index.end()) add_edge(k, it->second);
@@ -675,16 +767,20 @@ TerminalCore CoreAround(const parser::TerminalTable& t, uint32_t state, uint32_t
 // counter's) goes `length` steps deep from `state`: breadth first over
 // such steps only, stopping there.
 bool LongWideRun(const parser::TerminalTable& t, uint32_t state, uint32_t length) {
+  Rows rows(t);
   absl::flat_hash_map<uint32_t, uint32_t> depth = {{state, 0u}};
   std::vector<uint32_t> todo = {state};
   for (size_t k = 0; k < todo.size(); ++k) {
     const uint32_t from = todo[k];
-    const parser::ByteSet& live = t.eager_live_bytes[from];
+    const parser::ByteSet& live = t.live_bytes(from);
     if (live.count() <= kWideLiveBytes) continue;
-    const uint32_t* row = &t.next[static_cast<size_t>(from) * t.num_classes];
+    const uint32_t* row = rows.Row(from);
     const uint32_t next_depth = depth[from] + 1;
     for (uint32_t c = 0; c < t.num_classes; ++c) {
-      if (row[c] == 0 || live != t.eager_live_bytes[row[c]] || !depth.try_emplace(row[c], next_depth).second) continue;
+      if (row[c] == 0 || row[c] == parser::TerminalTable::kOverflow || live != t.live_bytes(row[c]) ||
+          !depth.try_emplace(row[c], next_depth).second) {
+        continue;
+      }
       if (next_depth >= length) return true;
       todo.push_back(row[c]);
     }
@@ -694,12 +790,19 @@ bool LongWideRun(const parser::TerminalTable& t, uint32_t state, uint32_t length
 
 // The escape depth of a core's start (CoreEscapes), kNeverEscapes when no
 // run of the wide states' bytes leads out of the core.
-uint8_t StartEscape(const parser::TerminalTable& t, const TerminalCore& core) {
-  std::vector<uint8_t> label(t.eager_states(), kNotInCore);
+// The labels of a core's states (their index), kNotInCore for every other
+// state built so far.
+std::vector<uint8_t> CoreLabels(const parser::TerminalTable& t, const TerminalCore& core) {
+  std::vector<uint8_t> label(t.num_states(), kNotInCore);
   for (uint32_t k = 0; k < core.states.size(); ++k) label[core.states[k]] = static_cast<uint8_t>(k);
-  CoreExits exits{.label = label.data()};
+  return label;
+}
+
+uint8_t StartEscape(const parser::TerminalTable& t, const TerminalCore& core) {
+  const std::vector<uint8_t> label = CoreLabels(t, core);
+  CoreExits exits{.label = label.data(), .label_size = static_cast<uint32_t>(label.size())};
   std::vector<uint8_t> escape;
-  CoreEscapes(t, core, label.data(), &exits, &escape);
+  CoreEscapes(t, core, &exits, &escape);
   return escape[0];
 }
 
@@ -707,7 +810,7 @@ uint8_t StartEscape(const parser::TerminalTable& t, const TerminalCore& core) {
 
 TerminalCore SpellTerminalCore(const parser::TerminalTable& t, uint32_t state, uint32_t max_states) {
   max_states = std::min<uint32_t>(max_states, 254);  // BuildCoreTokenSets labels them in a byte
-  if (state == 0 || state >= t.eager_states()) return {};
+  if (!RowState(t, state)) return {};
   // A step between two wide states with the same live bytes moves along a
   // string's body, as a counter does: a key that must hold (or must not
   // hold) a 32-digit hex run counts the run in 32 such states, any other
@@ -739,15 +842,16 @@ StateTokenSets BuildCoreTokenSets(const TokenTrie& trie, const parser::TerminalT
                                   size_t mask_words, bool use_subtrees) {
   StateTokenSets out;
   AcceptedTokens accepted(mask_words);
-  std::vector<uint8_t> label(t.eager_states(), kNotInCore);
-  for (uint32_t k = 0; k < core.states.size(); ++k) label[core.states[k]] = static_cast<uint8_t>(k);
-  CoreExits exits{.label = label.data(), .out = &out.core_exits};
+  const std::vector<uint8_t> label = CoreLabels(t, core);
+  CoreExits exits{.label = label.data(), .label_size = static_cast<uint32_t>(label.size()), .out = &out.core_exits};
   std::vector<uint8_t> escape;
-  CoreEscapes(t, core, label.data(), &exits, &escape);
+  CoreEscapes(t, core, &exits, &escape);
   exits.escape = escape.data();
-  const EagerTable table(t);
-  TerminalWalk<EagerTable, CoreExits>(trie, table, use_subtrees, &accepted, &out.uncertain_roots, exits)
-      .WalkAll(core.states[0]);
+  WithTable(t, core.states[0], [&](const auto& table) {
+    TerminalWalk<std::decay_t<decltype(table)>, CoreExits>(trie, table, use_subtrees, &accepted,
+                                                           &out.uncertain_roots, exits)
+        .WalkAll(core.states[0]);
+  });
   std::move(accepted).Store(&out);
   return out;
 }
@@ -756,14 +860,16 @@ StateTokenSets FinishSplitTokenSets(const TokenTrie& trie, const parser::Termina
                                     std::shared_ptr<const StateTokenSets> core_sets, size_t mask_words) {
   StateTokenSets out;
   AcceptedTokens accepted(mask_words);
-  const EagerTable table(t);
-  TerminalWalk<EagerTable> walk(trie, table, /*use_subtrees=*/true, &accepted, &out.uncertain_roots);
-  const std::vector<uint32_t>& exits = core_sets->core_exits;
-  for (size_t k = 0; k + 1 < exits.size(); k += 2) {
-    const uint32_t node = exits[k];
-    walk.Walk(node, trie.nodes()[node].subtree_end, core.states[exits[k + 1] & ~kCoreExitEnded],
-              (exits[k + 1] & kCoreExitEnded) != 0);
-  }
+  WithTable(t, core.states[0], [&](const auto& table) {
+    TerminalWalk<std::decay_t<decltype(table)>> walk(trie, table, /*use_subtrees=*/true, &accepted,
+                                                     &out.uncertain_roots);
+    const std::vector<uint32_t>& exits = core_sets->core_exits;
+    for (size_t k = 0; k + 1 < exits.size(); k += 2) {
+      const uint32_t node = exits[k];
+      walk.Walk(node, trie.nodes()[node].subtree_end, core.states[exits[k + 1] & ~kCoreExitEnded],
+                (exits[k + 1] & kCoreExitEnded) != 0);
+    }
+  });
   std::move(accepted).Store(&out);
   out.core = std::move(core_sets);
   return out;
@@ -781,14 +887,15 @@ void StoreAcceptedWords(std::vector<uint32_t> words, size_t mask_words, StateTok
 }  // namespace
 
 uint32_t MajorityStep(const parser::TerminalTable& t, uint32_t state) {
-  if (state == 0 || state >= t.eager_states()) return 0;
+  if (!RowState(t, state)) return 0;
   std::vector<uint32_t> bytes_of_class(t.num_classes, 0);
   for (uint32_t b = 0; b < 256; ++b) ++bytes_of_class[t.byte_class[b]];
-  const uint32_t* row = &t.next[static_cast<size_t>(state) * t.num_classes];
+  Rows rows(t);
+  const uint32_t* row = rows.Row(state);
   absl::flat_hash_map<uint32_t, uint32_t> bytes_to;
   uint32_t best = 0, best_bytes = 0;
   for (uint32_t c = 0; c < t.num_classes; ++c) {
-    if (row[c] == 0) continue;
+    if (row[c] == 0 || row[c] == parser::TerminalTable::kOverflow) continue;
     const uint32_t n = bytes_to[row[c]] += bytes_of_class[c];
     if (n > best_bytes) best = row[c], best_bytes = n;
   }
@@ -807,7 +914,9 @@ StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTabl
   for (uint32_t i = TokenTrie::kRoot + 1; i < num_nodes; i = nodes[i].subtree_end) {
     children.push_back(i);
     const uint32_t next = t.Step(state, nodes[i].byte), base_next = t.Step(base, nodes[i].byte);
-    borrowed.push_back(next != 0 && base_next != 0 && class_of(next) == class_of(base_next));
+    constexpr uint32_t kOverflow = parser::TerminalTable::kOverflow;
+    borrowed.push_back(next != 0 && next != kOverflow && base_next != 0 && base_next != kOverflow &&
+                       class_of(next) == class_of(base_next));
   }
   auto is_borrowed = [&](uint32_t node) {
     const size_t k = static_cast<size_t>(std::upper_bound(children.begin(), children.end(), node) - children.begin());
@@ -824,17 +933,22 @@ StateTokenSets BorrowTokenSets(const TokenTrie& trie, const parser::TerminalTabl
     }
   }
   // The other subtrees: their ids are cleared, then walked from `state`.
-  const EagerTable table(t);
   std::vector<uint32_t> own_roots;
   AcceptedTokens own(mask_words);
-  TerminalWalk<EagerTable> walk(trie, table, /*use_subtrees=*/true, &own, &own_roots);
-  for (size_t k = 0; k < children.size(); ++k) {
-    if (borrowed[k]) continue;
-    for (TokenId id : trie.SubtreeTokens(children[k])) {
-      words[static_cast<uint32_t>(id) / 32] &= ~(1u << (static_cast<uint32_t>(id) % 32));
+  WithTable(t, state, [&](const auto& table) {
+    TerminalWalk<std::decay_t<decltype(table)>> walk(trie, table, /*use_subtrees=*/true, &own, &own_roots);
+    for (size_t k = 0; k < children.size(); ++k) {
+      if (borrowed[k]) continue;
+      for (TokenId id : trie.SubtreeTokens(children[k])) {
+        words[static_cast<uint32_t>(id) / 32] &= ~(1u << (static_cast<uint32_t>(id) % 32));
+      }
+      // A child the state dies on stays rejected (its ids were cleared);
+      // one it overflows on is walked, which files it as uncertain.
+      if (t.Step(state, nodes[children[k]].byte) != 0) {
+        walk.Walk(children[k], nodes[children[k]].subtree_end, state, false);
+      }
     }
-    if (t.Step(state, nodes[children[k]].byte) != 0) walk.Walk(children[k], nodes[children[k]].subtree_end, state, false);
-  }
+  });
   StateTokenSets walked;
   std::move(own).Store(&walked);
   for (size_t w = 0; w < walked.accepted_words.size(); ++w) words[w] |= walked.accepted_words[w];

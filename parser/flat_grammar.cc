@@ -84,8 +84,9 @@ struct RawProduction {
 class Lowering {
  public:
   Lowering(const grammar::Grammar& g, const CompileLimits& limits,
-           grammar::RegexDfaCache* dfa_cache)
-      : g_(g), limits_(limits), dfa_cache_(dfa_cache != nullptr ? *dfa_cache : own_dfa_cache_) {}
+           grammar::RegexDfaCache* dfa_cache, grammar::LazyRegexNfas* lazy_nfas)
+      : g_(g), limits_(limits), dfa_cache_(dfa_cache != nullptr ? *dfa_cache : own_dfa_cache_),
+        lazy_nfas_(lazy_nfas) {}
 
   absl::StatusOr<FlatGrammar> Run();
 
@@ -104,6 +105,9 @@ class Lowering {
   absl::StatusOr<Symbol> RegexSymbolFor(const Expr& e);
   // A regex too large to determinize ahead of time: its NFA joins lazy_nfa_.
   // kNone when it matches no non-empty string.
+  // The symbol of a regex terminal `sym` (kNone: an empty language), made
+  // optional when the regex matches the empty string; memoized under `key`.
+  absl::StatusOr<Symbol> FinishRegexSymbol(std::string key, const std::string& name, Symbol sym, bool nullable);
   absl::StatusOr<Symbol> LazyRegexTerminal(const grammar::ByteNfa& nfa, const std::string& name,
                                            bool* nullable);
   // The symbol standing for `id` inside a sequence (fresh nonterminal for composites).
@@ -139,6 +143,7 @@ class Lowering {
   const CompileLimits& limits_;
   grammar::RegexDfaCache own_dfa_cache_;
   grammar::RegexDfaCache& dfa_cache_;
+  grammar::LazyRegexNfas* lazy_nfas_;  // the merge's lazy terminals (may be null)
   std::vector<std::string> names_;
   std::vector<RawProduction> productions_;
   std::vector<std::pair<uint32_t, ExprId>> tasks_;
@@ -218,11 +223,20 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
       return sym;
     }
   }
+  bool nullable = false;
+  Symbol sym = kNone;
+  // A lazy terminal of the merge: its NFA is built already.
+  auto lazy_nfa = lazy_nfas_ == nullptr || e.flags != 0 ? lazy_nfas_->by_pattern.end()
+                                                        : lazy_nfas_->by_pattern.find(e.literal);
+  if (lazy_nfas_ != nullptr && lazy_nfa != lazy_nfas_->by_pattern.end()) {
+    absl::StatusOr<Symbol> lazy = LazyRegexTerminal(lazy_nfa->second, name, &nullable);
+    if (!lazy.ok()) return located(lazy.status());
+    sym = *lazy;
+    return FinishRegexSymbol(std::move(key), name, sym, nullable);
+  }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
   absl::StatusOr<grammar::ClassDfa> dfa = dfa_cache_.TakeClasses(e.literal, e.flags, regex_limits);
-  bool nullable = false;
-  Symbol sym = kNone;
   if (dfa.ok()) {
     // A terminal consumes at least one byte: a regex that matches the empty
     // string becomes `N -> ε | T` with T matching the rest of its language.
@@ -248,6 +262,11 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   } else {
     return located(dfa.status());
   }
+  return FinishRegexSymbol(std::move(key), name, sym, nullable);
+}
+
+absl::StatusOr<Symbol> Lowering::FinishRegexSymbol(std::string key, const std::string& name, Symbol sym,
+                                                   bool nullable) {
   if (nullable) {
     uint32_t nt = NewNonterminal(name + "#opt");
     absl::Status st = AddProduction(nt, {});
@@ -917,8 +936,9 @@ std::string SymbolName(const FlatGrammar& g, Symbol s) {
 
 absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
                                              const CompileLimits& limits,
-                                             grammar::RegexDfaCache* dfa_cache) {
-  Lowering lowering(grammar, limits, dfa_cache);
+                                             grammar::RegexDfaCache* dfa_cache,
+                                             grammar::LazyRegexNfas* lazy_nfas) {
+  Lowering lowering(grammar, limits, dfa_cache, lazy_nfas);
   return lowering.Run();
 }
 

@@ -45,6 +45,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/counted_automaton.h"
+#include "grammar/expression_nfa.h"
 #include "grammar/grammar.h"
 #include "grammar/lazy_dfa.h"
 #include "grammar/regex_compiler.h"
@@ -218,9 +219,12 @@ struct FlatGrammar {
 // production (S' -> root alone): nothing is ever accepted.
 // `dfa_cache`, if given, holds regexes compiled by an earlier stage
 // (transforms::MergeRegularTerminals) and receives the ones compiled here.
+// `lazy_nfas`, if given, holds the merge's lazy terminals by pattern: those
+// regexes become lazy terminals from these NFAs (taken from the map).
 absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
                                              const CompileLimits& limits = {},
-                                             grammar::RegexDfaCache* dfa_cache = nullptr);
+                                             grammar::RegexDfaCache* dfa_cache = nullptr,
+                                             grammar::LazyRegexNfas* lazy_nfas = nullptr);
 
 // Byte classes such that the bytes of one class step every state of every
 // automaton that reads the input alike (a lexed grammar's lexer; else the

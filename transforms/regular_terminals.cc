@@ -216,7 +216,20 @@ std::optional<std::string> Merger::TryRegex(const std::vector<ExprId>& parts) {
   // Rendered first all the same: a text too long is a different verdict
   // (PlanSequence retries the run of a sequence's children then).
   if (anchors_.Refused(parts)) return fail(kFailed);
-  if (key == kUnbuilt || verdict_[key] == kUntried) {
+  if (options_.lazy_nfas != nullptr && (key == kUnbuilt || verdict_[key] == kUntried) &&
+      !options_.lazy_nfas->by_pattern.contains(pattern)) {
+    grammar::ByteNfa nfa;
+    absl::StatusOr<uint32_t> end = nfa_builder_.Append(nfa, 0, parts);
+    if (!end.ok()) return fail(kFailed);
+    if (nfa.num_states() > options_.lazy_above_nfa_states) {
+      nfa.SetAccepting(*end);
+      options_.lazy_nfas->by_pattern.emplace(pattern, std::move(nfa));
+      if (stats_ != nullptr) ++stats_->lazy;
+    }
+  }
+  if (options_.lazy_nfas != nullptr && options_.lazy_nfas->by_pattern.contains(pattern)) {
+    if (key != kUnbuilt) verdict_[key] = kCompiled;
+  } else if (key == kUnbuilt || verdict_[key] == kUntried) {
     const uint64_t hits_before = dfa_cache_.hits();
     // Built from the expressions, not from the text (grammar/expression_nfa.h).
     const absl::StatusOr<grammar::ClassDfa>& dfa = dfa_cache_.Determinized(

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "grammar/expression_nfa.h"
 #include "grammar/regex_compiler.h"
 
 namespace zapgram::transforms {
@@ -50,6 +51,16 @@ struct RegularTerminalOptions {
   // Where the compiled candidates go, for the lowering to reuse (it asks for
   // the same patterns with the same limits); null = a private cache.
   grammar::RegexDfaCache* dfa_cache = nullptr;
+  // The lazy tier: with `lazy_nfas` set, a candidate whose NFA (built from
+  // its expressions) has more than `lazy_above_nfa_states` states is merged
+  // without being determinized: its NFA goes to `lazy_nfas` and the
+  // lowering determinizes it on demand (grammar/lazy_dfa.h), so the merge
+  // never tries and drops large candidates and the compile builds no
+  // automaton the input never visits. Smaller candidates (a string, a
+  // number, an enum of a few names) are determinized as without the tier:
+  // their minimal DFAs are shared across grammars.
+  grammar::LazyRegexNfas* lazy_nfas = nullptr;
+  uint32_t lazy_above_nfa_states = 256;
 };
 
 struct RegularTerminalStats {
@@ -57,6 +68,7 @@ struct RegularTerminalStats {
   uint64_t too_large = 0;  // regular expressions left alone (regex or DFA too large)
   uint64_t nodes_rendered = 0;  // expression nodes written as regex text
   uint64_t compiles = 0;        // regexes compiled to a DFA
+  uint64_t lazy = 0;            // merged without a DFA (the lazy tier)
 };
 
 absl::StatusOr<grammar::Grammar> MergeRegularTerminals(const grammar::Grammar& g,

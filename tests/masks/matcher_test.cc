@@ -49,18 +49,22 @@ std::shared_ptr<const Vocabulary> LoadVocabulary(const std::string& name) {
 // `lenient` (keywords a grammar cannot enforce dropped).
 std::shared_ptr<const CompiledGrammar> CompileFor(const std::string& spec,
                                                   std::shared_ptr<const Vocabulary> vocab,
-                                                  bool merge_regular = true, bool lenient = false) {
+                                                  bool merge_regular = true, bool lenient = false,
+                                                  bool lazy_terminals = false) {
   SchemaOptions schema;
   schema.lenient = lenient;
   absl::StatusOr<grammar::Grammar> ir = internal::ReadGrammarSpec(spec, testing::DataPath(""), schema, nullptr);
   EXPECT_TRUE(ir.ok()) << ir.status();
   auto data = std::make_shared<internal::CompiledGrammarData>();
+  grammar::LazyRegexNfas lazy_nfas;  // the merge's lazy tier, when asked for
   if (merge_regular) {
-    absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(*ir);
+    transforms::RegularTerminalOptions merge_options;
+    if (lazy_terminals) merge_options.lazy_nfas = &lazy_nfas;
+    absl::StatusOr<grammar::Grammar> merged = transforms::MergeRegularTerminals(*ir, nullptr, merge_options);
     EXPECT_TRUE(merged.ok()) << merged.status();
     ir = *std::move(merged);
   }
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*ir);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*ir, {}, nullptr, &lazy_nfas);
   EXPECT_TRUE(flat.ok()) << flat.status();
   data->flat = *std::move(flat);
   std::shared_ptr<const parser::FlatGrammar> shared_flat(data, &data->flat);
@@ -239,10 +243,12 @@ TEST(Matcher, MaskClassesComputedOnceTheGrammarRecurs) {
 void ForEachFreshSchema(const zapgram::Vocabulary& vocab, size_t stride,
                         absl::FunctionRef<void(const std::string& id, const std::shared_ptr<const CompiledGrammar>& g,
                                                const std::vector<TokenId>& tokens)>
-                            visit) {
+                            visit,
+                        bool lazy_terminals = false) {
   std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
   LoadOptions options;
   options.schema.lenient = true;
+  options.lazy_terminals = lazy_terminals;
   std::string line;
   for (size_t n = 0; std::getline(in, line); ++n) {
     if (n % stride != 0) continue;
@@ -256,37 +262,64 @@ void ForEachFreshSchema(const zapgram::Vocabulary& vocab, size_t stride,
   }
 }
 
-// Fresh JSON Schema grammars: every 64th MaskBench record (182 records, 180
-// schemas), masks at `per_doc` steps spread over each document (the first,
-// then evenly to its end: keys, strings with maxLength, extra keys,
-// numbers), each against the brute force.
-TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
-  const size_t stride = testing::Scaled<size_t>(64, 512), per_doc = testing::Scaled<size_t>(6, 4);
+// Fresh JSON Schema grammars, every `stride`th MaskBench record: masks at
+// `per_doc` steps spread over each document (the first, then evenly to its
+// end: keys, strings with maxLength, extra keys, numbers), each against the
+// brute force.
+struct SampleCounts {
+  int records = 0, lazy_grammars = 0, checked = 0, mismatches = 0;
+};
+SampleCounts MaskbenchSampleAgainstBruteForce(size_t stride, size_t per_doc, bool lazy_terminals) {
+  SampleCounts n;
   absl::StatusOr<zapgram::Vocabulary> vocab =
       zapgram::Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
-  ASSERT_TRUE(vocab.ok()) << vocab.status();
-  int records = 0, checked = 0, mismatches = 0;
-  ForEachFreshSchema(*vocab, stride, [&](const std::string& id, const std::shared_ptr<const CompiledGrammar>& g,
-                                         const std::vector<TokenId>& tokens) {
-    ++records;
-    Matcher m(g);
-    std::vector<uint32_t> words(g->mask_words());
-    std::string text;
-    const size_t gap = std::max<size_t>(1, tokens.size() / per_doc);
-    for (size_t k = 0; k < tokens.size(); ++k) {
-      m.ComputeMask(words.data());
-      if (k % gap == 0) {
-        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), id + " step " + std::to_string(k));
-        ++checked;
-      }
-      if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
-      text += g->vocabulary().token_bytes(tokens[k]);
-    }
-  });
-  std::printf("maskbench sample: %d records, %d masks checked against the brute force, %d mismatches\n",
-              records, checked, mismatches);
-  EXPECT_GE(records, 20);
-  EXPECT_EQ(mismatches, 0);
+  EXPECT_TRUE(vocab.ok()) << vocab.status();
+  if (!vocab.ok()) return n;
+  ForEachFreshSchema(
+      *vocab, stride,
+      [&](const std::string& id, const std::shared_ptr<const CompiledGrammar>& g, const std::vector<TokenId>& tokens) {
+        ++n.records;
+        n.lazy_grammars += g->grammar().terminals.lazy != nullptr;
+        Matcher m(g);
+        std::vector<uint32_t> words(g->mask_words());
+        std::string text;
+        const size_t gap = std::max<size_t>(1, tokens.size() / per_doc);
+        for (size_t k = 0; k < tokens.size(); ++k) {
+          m.ComputeMask(words.data());
+          if (k % gap == 0) {
+            n.mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), id + " step " + std::to_string(k));
+            ++n.checked;
+          }
+          if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
+          text += g->vocabulary().token_bytes(tokens[k]);
+        }
+      },
+      lazy_terminals);
+  return n;
+}
+
+// Every 64th record (182 records, 180 schemas).
+TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForce) {
+  const SampleCounts n = MaskbenchSampleAgainstBruteForce(testing::Scaled<size_t>(64, 512),
+                                                          testing::Scaled<size_t>(6, 4), /*lazy_terminals=*/false);
+  std::printf("maskbench sample: %d records, %d masks checked against the brute force, %d mismatches\n", n.records,
+              n.checked, n.mismatches);
+  EXPECT_GE(n.records, 20);
+  EXPECT_EQ(n.mismatches, 0);
+}
+
+// The same with the lazy tier (LoadOptions::lazy_terminals): large objects
+// are terminals determinized as the text visits them, their token sets
+// built over states made on demand (split, borrowed, walked with the
+// self-loop shortcut); every 96th record.
+TEST(MatcherTrace, MaskbenchSampleAgreesWithBruteForceWithLazyTerminals) {
+  const SampleCounts n = MaskbenchSampleAgainstBruteForce(testing::Scaled<size_t>(96, 768),
+                                                          testing::Scaled<size_t>(6, 3), /*lazy_terminals=*/true);
+  std::printf("maskbench sample, lazy tier: %d records (%d with lazy terminals), %d masks checked, %d mismatches\n",
+              n.records, n.lazy_grammars, n.checked, n.mismatches);
+  EXPECT_GE(n.records, 10);
+  EXPECT_GE(n.lazy_grammars, n.records / 4) << "the lazy tier left no terminal lazy";
+  EXPECT_EQ(n.mismatches, 0);
 }
 
 // A server's life in small: a fresh schema per request, each grammar dropped
@@ -1068,8 +1101,8 @@ bool CheckSplitSets(const CompiledGrammar& g, uint32_t state, const std::string&
 bool CheckBorrowedSets(const CompiledGrammar& g, uint32_t state, const std::string& where) {
   const parser::TerminalTable& t = g.grammar().terminals;
   const uint32_t step = MajorityStep(t, state);
-  if (step == 0 || step >= g.mask_classes().size()) return false;
-  const uint32_t base = g.mask_classes()[step];
+  if (step == 0) return false;
+  const uint32_t base = step < g.mask_classes().size() ? g.mask_classes()[step] : step;  // lazy: its own class
   if (base == state || MajorityStep(t, base) != base) return false;
   const StateTokenSets borrowed =
       BorrowTokenSets(g.trie(), t, g.mask_classes(), state, base, g.TokenSets(base), g.mask_words());
@@ -1270,6 +1303,76 @@ TEST(TokenSets, LazyTerminalStatesMatchOracle) {
     ASSERT_TRUE(r.Feed("ab"[rng() % 2])) << k;
   }
   EXPECT_GT(checked, 30);
+}
+
+// The lazy tier's states (large objects of MaskBench schemas merged into
+// one terminal, determinized as the text visits them): the states met while
+// feeding each document, every way their sets are built (the plain walk
+// with the self-loop shortcut, split at a core, borrowed, and the grammar's
+// own choice among them, CompiledGrammar::TokenSets) against the oracle.
+TEST(TokenSets, LazyTierStatesMatchOracle) {
+  const size_t per_grammar = testing::Scaled<size_t>(10, 3);
+  auto vocab = LoadVocabulary("llama3");
+  std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  std::string line;
+  int grammars = 0, checked = 0, split = 0, borrowing = 0, wide = 0;
+  for (size_t n = 0; std::getline(in, line) && grammars < 6; ++n) {
+    if (n % 37 != 0) continue;
+    nlohmann::json j = nlohmann::json::parse(line);
+    SchemaOptions lenient;
+    lenient.lenient = true;
+    if (!internal::ReadGrammarSpec(j.at("grammar").get<std::string>(), testing::DataPath(""), lenient, nullptr).ok()) {
+      continue;  // a schema zapgram refuses
+    }
+    auto g = CompileFor(j.at("grammar").get<std::string>(), vocab, /*merge_regular=*/true, /*lenient=*/true,
+                        /*lazy_terminals=*/true);
+    const parser::TerminalTable& t = g->grammar().terminals;
+    if (t.lazy == nullptr) continue;
+    ++grammars;
+    g->EnsureMaskClasses();
+    const std::string text = j.at("text").get<std::string>();
+    RecognizerOptions options;
+    parser::Recognizer r = pruning::MakeRecognizer(&g->grammar(), options);
+    // Every lazy state met, those inside strings (the costly sets) first.
+    std::vector<uint32_t> states, lazy_states;
+    for (size_t k = 0; k < text.size(); ++k) {
+      r.CollectScanStates(&states);
+      for (uint32_t s : states) {
+        if (s >= t.eager_states() && !t.is_counted(s) &&
+            std::find(lazy_states.begin(), lazy_states.end(), s) == lazy_states.end()) {
+          lazy_states.push_back(s);
+        }
+      }
+      if (!r.Feed(static_cast<uint8_t>(text[k]))) break;
+    }
+    std::stable_partition(lazy_states.begin(), lazy_states.end(),
+                          [&](uint32_t s) { return t.live_bytes(s).count() > 64; });
+    for (size_t k = 0; k < lazy_states.size() && k < per_grammar; ++k) {
+      const uint32_t s = lazy_states[k];
+      const std::string where = j.at("id").get<std::string>();
+      CheckStateSets(*g, s, where);
+      split += CheckSplitSets(*g, s, where);
+      borrowing += CheckBorrowedSets(*g, s, where);
+      wide += t.live_bytes(s).count() > 64;
+      // The grammar's own build (shared through the store where that pays).
+      const StateTokenSets& sets = g->TokenSets(s);
+      std::vector<uint32_t> roots = sets.uncertain_roots;
+      if (sets.core != nullptr) roots.insert(roots.end(), sets.core->uncertain_roots.begin(), sets.core->uncertain_roots.end());
+      std::sort(roots.begin(), roots.end());
+      OracleSets oracle = ClassifyNodesOneByOne(*g, s);
+      std::sort(oracle.roots.begin(), oracle.roots.end());
+      EXPECT_EQ(AllAcceptedIds(sets), oracle.accepted) << where << " lazy state " << s;
+      EXPECT_EQ(roots, oracle.roots) << where << " lazy state " << s;
+      ++checked;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  std::printf("lazy tier token sets: %d grammars, %d lazy states (%d wide, %d split, %d borrowing)\n", grammars,
+              checked, wide, split, borrowing);
+  EXPECT_GE(grammars, 3);
+  EXPECT_GE(checked, 15);
+  EXPECT_GT(wide, 0) << "no lazy state inside a string was checked";
+  EXPECT_GT(split, 0) << "no lazy state was split at its core";
 }
 
 // Counted terminals (a string of at most 100 characters, stepped
