@@ -339,6 +339,10 @@ int RunCheck(const std::vector<std::string>& args) {
     std::printf("%s: warning: %s\n", source->name.c_str(), w.c_str());
     ++warnings;
   }
+  for (const std::string& w : ir->warnings) {  // already located: "SOURCE:LINE:COL: ..."
+    std::printf("warning: %s\n", w.c_str());
+    ++warnings;
+  }
   const std::string& root_name = ir->rules[ir->root].name;
   std::vector<bool> reachable = grammar::ReachableRules(*ir);
   std::vector<bool> productive = grammar::ProductiveRules(*ir);

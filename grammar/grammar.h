@@ -144,6 +144,10 @@ class Grammar {
   // its rules' only terminals are kToken (Validate checks it).
   std::vector<Token> tokens;
   bool lexed() const { return !tokens.empty(); }
+  // What the reader compiled other than as written, one line each
+  // ("SOURCE:LINE:COL: ..."): a Lark terminal that can never match. Read by
+  // Grammar::warnings() and `zapgram check`; transforms do not carry it.
+  std::vector<std::string> warnings;
 
   // Builders. Each returns the id of the new expression.
   ExprId AddEmpty(SourceLocation loc = {});

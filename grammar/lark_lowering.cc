@@ -9,9 +9,11 @@
 //    where every terminal becomes a kToken.
 #include "grammar/lark_lowering.h"
 
+#include "grammar/regex_compiler.h"
 #include "grammar/regex_render.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -94,6 +96,15 @@ class Lowering {
   absl::StatusOr<uint32_t> TokenForExpr(ExprId id);
   uint32_t AddToken(const Pattern& p, std::string name, int32_t priority, SourceLocation loc);
   absl::Status CopyRules();
+  // A rule that derives nothing (`<never>: <never>`), made on first use.
+  RuleId NeverRule() {
+    if (never_rule_ == kNoNeverRule) {
+      never_rule_ = static_cast<RuleId>(out_.rules.size());
+      out_.rules.push_back({"<never>", 0, {}});
+      out_.rules[never_rule_].body = out_.AddRuleRef(never_rule_);
+    }
+    return never_rule_;
+  }
   std::string Where(SourceLocation loc) const {
     return absl::StrFormat("%s:%d:%d", arena_.source_name, loc.line, loc.col);
   }
@@ -118,6 +129,9 @@ class Lowering {
   std::vector<RuleId> kept_rules_;
   std::vector<RuleId> new_rule_id_;
   uint32_t anonymous_serial_ = 0;
+  std::vector<uint8_t> never_;  // per token: can never match (NeverMatchingAssertion)
+  static constexpr RuleId kNoNeverRule = static_cast<RuleId>(-1);
+  RuleId never_rule_ = kNoNeverRule;
 };
 
 constexpr uint32_t kNone = 0xFFFFFFFFu;
@@ -217,6 +231,7 @@ absl::Status Lowering::RenderPatterns(ExprId root) {
 uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority,
                             SourceLocation loc) {
   Token t;
+  bool never = false;
   t.name = std::move(name);
   t.is_string = p.is_string;
   t.priority = priority;
@@ -231,7 +246,21 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
   } else {
     t.pattern = p.regexp;  // joined: the parts' flags are scoped groups inside
   }
+  if (!t.is_string) {
+    // A regex whose assertions keep it from matching anything (/a(?=b)c/,
+    // /a^b$c/): Lark compiles it and its lexer never produces the terminal;
+    // so does this, with a pattern of no string, and says so.
+    if (std::optional<std::string> why = NeverMatchingAssertion(t.pattern, t.flags)) {
+      out_.warnings.push_back(absl::StrFormat(
+          "%s: terminal %s %s can never match (%s): compiled to the empty language", Where(loc),
+          t.name, RegexDisplayName(t.pattern, t.flags), *why));
+      t.pattern = "[^\\s\\S]";
+      t.flags = 0;
+      never = true;
+    }
+  }
   out_.tokens.push_back(std::move(t));
+  never_.push_back(never);
   return static_cast<uint32_t>(out_.tokens.size() - 1);
 }
 
@@ -336,6 +365,13 @@ absl::Status Lowering::CopyRules() {
         default: {
           absl::StatusOr<uint32_t> token = TokenForExpr(id);
           if (!token.ok()) return token.status();
+          if (never_[*token]) {
+            // A terminal that can never match: a rule that derives nothing,
+            // which RemoveUselessRules drops (leaving the empty language
+            // when nothing else is left).
+            memo[id] = out_.AddRuleRef(NeverRule(), e.loc);
+            break;
+          }
           out_.tokens[*token].in_rules = true;
           memo[id] = out_.AddToken(*token, e.loc);
           break;
@@ -376,8 +412,14 @@ absl::StatusOr<Grammar> Lowering::Run() {
     out_.tokens[*token].ignored = true;
   }
   // No terminal at all (`start:` with an empty body, or rules that only
-  // refer to each other): the language is {""} or empty, and the grammar
-  // is not lexed; it compiles as any byte-level grammar does.
+  // refer to each other), or only terminals that never match: the language
+  // is {""} or empty, and the grammar is not lexed; it compiles as any
+  // byte-level grammar does.
+  bool lexed = false;
+  for (size_t k = 0; k < out_.tokens.size(); ++k) {
+    lexed = lexed || out_.tokens[k].in_rules || (out_.tokens[k].ignored && !never_[k]);
+  }
+  if (!lexed) out_.tokens.clear();
   if (!(st = out_.Validate()).ok()) return st;
   return std::move(out_);
 }

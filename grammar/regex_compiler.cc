@@ -48,7 +48,6 @@ using regex_internal::Emit;
 using regex_internal::EmitContext;
 using regex_internal::Node;
 using regex_internal::NodeKind;
-using regex_internal::OperandDfa;
 using regex_internal::Parser;
 
 absl::StatusOr<uint32_t> AddRegex(ByteNfa& nfa, uint32_t from, std::string_view pattern,
@@ -161,7 +160,7 @@ absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view p
   }
   EmitContext ctx(nullptr);
   if (absl::Status st = BuildSetOperations(parser, limits, ctx); !st.ok()) return st;
-  absl::StatusOr<ByteDfa> dfa = OperandDfa(parser, unit, limits, ctx);
+  absl::StatusOr<ByteDfa> dfa = regex_internal::SequenceDfa(parser, {unit}, limits, ctx);
   if (!dfa.ok()) return dfa.status();
   parts.unit = *std::move(dfa);
   return parts;

@@ -21,7 +21,9 @@
 // Refused, with "regex /PATTERN/: <what> at offset N": lookarounds, atomic
 // groups, conditionals, backreferences (\1, (?P=name), \k<name>), possessive
 // quantifiers, \b \B \G, anchors anywhere else, unknown escapes and property
-// names, malformed syntax, and the limits below.
+// names, malformed syntax, and the limits below. Of a pattern refused for
+// its lookarounds and anchors alone, NeverMatchingAssertion (below) may
+// prove that it matches no text at all (Lark compiles /a(?=b)c/ so).
 //
 // Flags: i folds case with Unicode simple case folding (literals, ranges and
 // \p{..}; not the shorthands \d \w \s, as in Python); s lets `.` match \n;
@@ -62,6 +64,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "absl/container/node_hash_map.h"
@@ -224,6 +227,18 @@ struct RegexAnchorUse {
 // (under the x flag a comment would run past the end of the group that
 // encloses it, so it would not read the same there).
 std::optional<RegexAnchorUse> AnchorUseOf(std::string_view pattern, uint32_t flags);
+
+// For a pattern refused for its assertions alone (lookarounds, or anchors
+// where something can precede ^ \A or follow $ \Z \z): a description of
+// the assertion ("(?=b) at offset 1 can never hold where it stands") that
+// keeps it from matching any text, whatever text surrounds the match; Lark
+// compiles such a terminal, which its lexer never produces. nullopt when
+// the pattern is not refused, is refused for something else, or may match
+// as far as the proof sees (assertions at the top level of the pattern;
+// the method and its limits: grammar/regex_assertions.cc). Costs a few DFA
+// products within `limits`.
+std::optional<std::string> NeverMatchingAssertion(std::string_view pattern, uint32_t flags,
+                                                  const RegexLimits& limits = {});
 
 // "/pattern/flags" as Lark writes it (flags in the order imsxJ; a `/` of
 // the pattern is written \/, which means / in the dialect). The GBNF reader

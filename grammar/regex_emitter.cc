@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 #include "grammar/dfa_minimization.h"
 #include "grammar/dfa_set_ops.h"
 
@@ -122,6 +123,7 @@ absl::StatusOr<uint32_t> EmitInto(const Parser& parser, uint32_t root, ByteNfa& 
       case NodeKind::kEmpty:
       case NodeKind::kStart:
       case NodeKind::kEnd:
+      case NodeKind::kLookaround:  // only NeverMatchingAssertion emits one: as ""
         ret = nfa.AddState();
         nfa.AddEpsilon(f.from, ret);
         stack.pop_back();
@@ -209,14 +211,18 @@ absl::StatusOr<uint32_t> EmitInto(const Parser& parser, uint32_t root, ByteNfa& 
   return ret;
 }
 
-// The minimal DFA of the sub-pattern at `node`, matched whole, in the
-// classes it was determinized in.
-absl::StatusOr<ClassDfa> OperandClassDfa(const Parser& parser, uint32_t node,
-                                         const RegexLimits& limits, EmitContext& ctx) {
+// The minimal DFA of the sub-patterns at `nodes`, one after the other,
+// matched whole, in the classes it was determinized in.
+absl::StatusOr<ClassDfa> SequenceClassDfa(const Parser& parser, absl::Span<const uint32_t> nodes,
+                                          const RegexLimits& limits, EmitContext& ctx) {
   ByteNfa nfa;
-  absl::StatusOr<uint32_t> end = EmitInto(parser, node, nfa, 0, limits, ctx);
-  if (!end.ok()) return end.status();
-  nfa.SetAccepting(*end);
+  uint32_t end = 0;
+  for (uint32_t node : nodes) {
+    absl::StatusOr<uint32_t> next = EmitInto(parser, node, nfa, end, limits, ctx);
+    if (!next.ok()) return next.status();
+    end = *next;
+  }
+  nfa.SetAccepting(end);
   absl::StatusOr<ClassDfa> dfa = DeterminizeToClasses(nfa, limits.max_dfa_states);
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfaToClasses(*dfa);
@@ -320,9 +326,9 @@ uint32_t AddSpelledCodepoints(ByteNfa& nfa, uint32_t from, const std::vector<Cod
 }
 
 // The same widened to bytes.
-absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const RegexLimits& limits,
-                                   EmitContext& ctx) {
-  absl::StatusOr<ClassDfa> dfa = OperandClassDfa(parser, node, limits, ctx);
+absl::StatusOr<ByteDfa> SequenceDfa(const Parser& parser, absl::Span<const uint32_t> nodes,
+                                    const RegexLimits& limits, EmitContext& ctx) {
+  absl::StatusOr<ClassDfa> dfa = SequenceClassDfa(parser, nodes, limits, ctx);
   if (!dfa.ok()) return dfa.status();
   return dfa->Widen();
 }
@@ -365,7 +371,7 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     };
     absl::StatusOr<ClassDfa> built = absl::UnknownError("unset");
     if (n.kind == NodeKind::kNot) {
-      absl::StatusOr<ClassDfa> removed = OperandClassDfa(parser, n.children[0], limits, ctx);
+      absl::StatusOr<ClassDfa> removed = SequenceClassDfa(parser, {n.children[0]}, limits, ctx);
       if (!removed.ok()) return fail(removed.status());
       const absl::StatusOr<ClassDfa>& all = universe();
       if (!all.ok()) return fail(all.status());
@@ -396,7 +402,7 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
           result = IntersectCounted(*result, *one, operand.min, operand.max,
                                     limits.max_dfa_states);
         } else {
-          absl::StatusOr<ByteDfa> dfa = OperandDfa(parser, order[k], limits, ctx);
+          absl::StatusOr<ByteDfa> dfa = SequenceDfa(parser, {order[k]}, limits, ctx);
           if (!dfa.ok()) return fail(dfa.status());
           result = k == 0 ? *std::move(dfa)
                           : IntersectDfas(*result, *dfa, limits.max_dfa_states);

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "grammar/byte_automaton.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/regex_parser.h"
@@ -57,10 +58,11 @@ struct EmitContext {
 // recurses.
 absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits, EmitContext& ctx);
 
-// The minimal DFA of the sub-pattern at `node`, matched whole, in bytes;
-// the set operations must be built (BuildSetOperations).
-absl::StatusOr<ByteDfa> OperandDfa(const Parser& parser, uint32_t node, const RegexLimits& limits,
-                                   EmitContext& ctx);
+// The minimal DFA of the sub-patterns at `nodes`, one after the other
+// (one node: a set operation's operand), matched whole, in bytes; the set
+// operations must be built (BuildSetOperations).
+absl::StatusOr<ByteDfa> SequenceDfa(const Parser& parser, absl::Span<const uint32_t> nodes,
+                                    const RegexLimits& limits, EmitContext& ctx);
 
 // The NFA fragment of the tree at `root`, entered at `from`; returns its end
 // state. Builds the set operations first (with `pieces`, shared ones).

@@ -423,11 +423,18 @@ absl::Status Parser::ParseGroupOpen() {
         }
       }
       pos_ = close + 1;
-    } else if (starts("?=") || starts("?!")) {
-      return Error(offset, absl::StrFormat("lookahead (%s is not supported", p_.substr(pos_, 2)));
-    } else if (starts("?<=") || starts("?<!")) {
-      return Error(offset,
-                   absl::StrFormat("lookbehind (%s is not supported", p_.substr(pos_, 3)));
+    } else if (starts("?=") || starts("?!") || starts("?<=") || starts("?<!")) {
+      const bool behind = starts("?<");
+      const size_t length = behind ? 3 : 2;
+      if (!read_lookarounds_) {
+        return Error(offset, absl::StrFormat("%s (%s is not supported",
+                                             behind ? "lookbehind" : "lookahead",
+                                             p_.substr(pos_, length)));
+      }
+      frame.set_op = NodeKind::kLookaround;
+      frame.behind = behind;
+      frame.negative = p_[pos_ + length - 1] == '!';
+      pos_ += length;
     } else if (starts("?P=")) {
       return Error(offset, "backreference (?P=name) is not supported");
     } else if (starts("?&:") || starts("?~:")) {
@@ -561,6 +568,17 @@ absl::StatusOr<uint32_t> Parser::Parse() {
         flags_ = f.saved_flags;
         if (f.set_op == NodeKind::kEmpty) {
           Atom(CloseFrame(f, f.offset));
+        } else if (f.set_op == NodeKind::kLookaround) {
+          Node n;
+          n.kind = NodeKind::kLookaround;
+          n.children = {CloseFrame(f, f.offset)};
+          n.offset = static_cast<uint32_t>(f.offset);
+          n.end = static_cast<uint32_t>(pos_);
+          n.open_flags = f.saved_flags;
+          n.behind = f.behind;
+          n.negative = f.negative;
+          Atom(AddNode(std::move(n)));
+          frames_.back().can_repeat = false;  // Python: nothing to repeat
         } else {
           const uint32_t op = CloseSetOp(f, flags_inside);
           nodes_[op].end = static_cast<uint32_t>(pos_);
@@ -617,6 +635,7 @@ absl::StatusOr<uint32_t> Parser::Parse() {
         Node n;
         n.kind = c == '^' ? NodeKind::kStart : NodeKind::kEnd;
         n.offset = static_cast<uint32_t>(offset);
+        n.open_flags = flags_;
         Atom(AddNode(std::move(n)));
         frames_.back().can_repeat = false;
         break;
@@ -628,6 +647,8 @@ absl::StatusOr<uint32_t> Parser::Parse() {
           Node n;
           n.kind = e->kind == Escape::kStart ? NodeKind::kStart : NodeKind::kEnd;
           n.offset = static_cast<uint32_t>(offset);
+          n.open_flags = flags_;
+          n.absolute = true;
           Atom(AddNode(std::move(n)));
           frames_.back().can_repeat = false;
         } else if (e->kind == Escape::kClass) {

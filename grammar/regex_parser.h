@@ -79,12 +79,18 @@ inline uint32_t FlagsOf(JsonSpelling spelling) {
 }
 
 // kAnd and kNot are zapgram's set operations (?&:A|B) and (?~:A).
-enum class NodeKind : uint8_t { kEmpty, kClass, kConcat, kAlt, kRepeat, kStart, kEnd, kAnd, kNot };
+// kLookaround, (?=X) (?!X) (?<=X) (?<!X), is read only by a parser asked
+// to (Parser::ReadLookarounds, for NeverMatchingAssertion); it emits as the
+// empty string, as the anchors do.
+enum class NodeKind : uint8_t {
+  kEmpty, kClass, kConcat, kAlt, kRepeat, kStart, kEnd, kAnd, kNot, kLookaround
+};
 
 struct Node {
   NodeKind kind = NodeKind::kEmpty;
   std::vector<CodepointRange> ranges;  // kClass (normalized)
-  std::vector<uint32_t> children;      // kConcat, kAlt (>= 2), kRepeat (1), kAnd (>= 1), kNot (1)
+  std::vector<uint32_t> children;      // kConcat, kAlt (>= 2), kRepeat (1), kAnd (>= 1), kNot (1),
+                                       // kLookaround (1: X)
   uint32_t min = 0, max = 0;           // kRepeat
   uint32_t offset = 0;                 // in the pattern, for messages
   // kClass under kRegexJsonString: JSON-string spelling; kNot: the universe
@@ -92,10 +98,14 @@ struct Node {
   JsonSpelling spelling = JsonSpelling::kNone;
   bool over_limit = false;  // kRepeat: a count above max_repeat
   bool counted = false;     // kRepeat of a class that is an operand of kAnd (no unrolling)
-  // kAnd, kNot: the group's text is pattern[offset, end), read under
-  // open_flags (which, with the limits, decide its automaton).
+  // kAnd, kNot, kLookaround: the group's text is pattern[offset, end), read
+  // under open_flags (which, with the limits, decide its automaton).
+  // kStart, kEnd: open_flags are the flags in force there (m or not).
   uint32_t end = 0;
   uint32_t open_flags = 0;
+  bool behind = false;    // kLookaround: (?<=X) or (?<!X)
+  bool negative = false;  // kLookaround: (?!X) or (?<!X)
+  bool absolute = false;  // kStart, kEnd: \A, \Z or \z (not ^ or $)
 };
 
 class Parser {
@@ -105,6 +115,10 @@ class Parser {
          RegexPieces* pieces = nullptr)
       : p_(pattern), flags_(flags), limits_(limits), pieces_(pieces) {}
 
+  // Lookarounds become kLookaround nodes instead of errors (call before
+  // Parse). Only NeverMatchingAssertion reads them: nothing emits their
+  // meaning.
+  void ReadLookarounds() { read_lookarounds_ = true; }
   // Parses the whole pattern; returns the root node.
   absl::StatusOr<uint32_t> Parse();
   absl::Status CheckAnchors(uint32_t root) const;
@@ -124,7 +138,8 @@ class Parser {
     size_t offset = 0;       // of the '('
     bool can_repeat = false;  // the last thing in the current alternative is an atom
     bool quantified = false;  // the last thing is a quantified atom
-    NodeKind set_op = NodeKind::kEmpty;  // kAnd for (?&:, kNot for (?~:
+    NodeKind set_op = NodeKind::kEmpty;  // kAnd for (?&:, kNot for (?~:, or kLookaround
+    bool behind = false, negative = false;  // kLookaround
   };
   // What an escape denotes.
   struct Escape {
@@ -181,6 +196,7 @@ class Parser {
   uint32_t flags_;
   const RegexLimits& limits_;
   RegexPieces* pieces_;
+  bool read_lookarounds_ = false;
   std::vector<Node> nodes_;
   std::vector<Frame> frames_;
 };

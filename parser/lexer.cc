@@ -172,6 +172,12 @@ absl::Status LexerBuilder::CompileTokens() {
                           absl::StrFormat("%s:%d:%d: token %s: %s", g_.source_name, token.loc.line,
                                           token.loc.col, token.name, dfa.status().message()));
     }
+    if (dfa->empty() && !token.in_rules) {
+      // An ignored token of no text (a Lark regex whose assertions never
+      // hold, compiled to the empty language): never produced, as in Lark.
+      out_->in_lexer[t] = 0;
+      continue;
+    }
     if (dfa->empty()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s:%d:%d: token %s matches nothing", g_.source_name, token.loc.line, token.loc.col,

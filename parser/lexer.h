@@ -56,7 +56,8 @@ struct LexerTable {
   std::vector<std::string> names;
   std::vector<uint32_t> rank;     // place in Lark's try order; kNoRank: only reached by retyping
   std::vector<uint8_t> ignored;
-  std::vector<uint8_t> in_lexer;  // used by a rule or ignored (Lark drops the others)
+  std::vector<uint8_t> in_lexer;  // used by a rule or ignored, and matching some text
+                                  // (Lark drops the others, or never produces them)
 
   // The automaton over byte classes. State 0 is dead, 1 the start (a token boundary).
   std::array<uint8_t, 256> byte_class{};

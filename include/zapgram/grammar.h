@@ -92,14 +92,6 @@ struct SchemaOptions {
 struct LoadOptions {
   CompileLimits limits;
   SchemaOptions schema;
-  // The lazy tier: large regular parts of the grammar (a JSON Schema
-  // object whose members are all regular, say) become terminals that are
-  // determinized as the input visits them, not at compile time. Every
-  // mask stays exact. It trades compile time for mask time: on the
-  // slowest fifth of MaskBench's schemas (Llama 3) compiles took about a
-  // quarter less and masks about a fifth more (their token sets are built
-  // over states made on demand). Off by default.
-  bool lazy_terminals = false;
 };
 
 // The kinds of grammar text Grammar::FromText reads (no file involved).
@@ -146,8 +138,11 @@ class ZAPGRAM_EXPORT Grammar {
   static SharedRegexCacheStats GetSharedRegexCacheStats();
 
   GrammarStats stats() const;
-  // What loading dropped or approximated (lenient schema keywords), one
-  // line each: "dropped <keyword> at <pointer>: <why>". Empty otherwise.
+  // What loading dropped or approximated, one line each: lenient schema
+  // keywords ("dropped <keyword> at <pointer>: <why>"), Lark terminals that
+  // can never match ("SOURCE:LINE:COL: terminal NAME /.../ can never match
+  // (<assertion>): compiled to the empty language", as Lark compiles them).
+  // Empty otherwise.
   const std::vector<std::string>& warnings() const;
   const CompileTimes& compile_times() const;
   const internal::CompiledGrammarData& data() const { return *data_; }
