@@ -182,8 +182,9 @@ absl::Status CheckGrammarBytes(const grammar::Grammar& g, const CompileLimits& l
 
 // `read_ms`: what reading the text to `ir` took.
 absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
-    absl::StatusOr<grammar::Grammar> ir, const CompileLimits& limits, double read_ms,
+    absl::StatusOr<grammar::Grammar> ir, const LoadOptions& options, double read_ms,
     std::vector<std::string> warnings = {}) {
+  const CompileLimits& limits = options.limits;
   if (!ir.ok()) return ir.status();
   if (absl::Status st = CheckGrammarBytes(*ir, limits, "as read"); !st.ok()) return st;
   auto data = std::make_shared<internal::CompiledGrammarData>();
@@ -204,8 +205,10 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
   // The merge compiles its candidate regexes; the lowering reuses them.
   start = std::chrono::steady_clock::now();
   grammar::RegexDfaCache dfa_cache;
+  grammar::LazyRegexNfas lazy_nfas;
   transforms::RegularTerminalOptions merge_options;
   merge_options.dfa_cache = &dfa_cache;
+  if (options.lazy_terminals) merge_options.lazy_nfas = &lazy_nfas;
   absl::StatusOr<grammar::Grammar> merged =
       transforms::MergeRegularTerminals(*normalized, nullptr, merge_options);
   if (!merged.ok()) return merged.status();
@@ -215,7 +218,7 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> Compile(
   }
   data->times.merge_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
-  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits, &dfa_cache);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*merged, limits, &dfa_cache, &lazy_nfas);
   if (!flat.ok()) return flat.status();
   data->flat = *std::move(flat);
   data->times.lower_ms = MsSince(start);
@@ -237,7 +240,7 @@ absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view da
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> ir =
       internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings, options.limits);
-  auto data = Compile(std::move(ir), options.limits, MsSince(start), std::move(warnings));
+  auto data = Compile(std::move(ir), options, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
 }
@@ -283,7 +286,7 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
       ir = internal::ReadStructuralTags(text, source_name, options.schema, &warnings, options.limits);
       break;
   }
-  auto data = Compile(std::move(ir), options.limits, MsSince(start), std::move(warnings));
+  auto data = Compile(std::move(ir), options, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
 }
