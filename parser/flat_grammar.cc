@@ -226,13 +226,13 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   bool nullable = false;
   Symbol sym = kNone;
   // A lazy terminal of the merge: its NFA is built already.
-  auto lazy_nfa = lazy_nfas_ == nullptr || e.flags != 0 ? lazy_nfas_->by_pattern.end()
-                                                        : lazy_nfas_->by_pattern.find(e.literal);
-  if (lazy_nfas_ != nullptr && lazy_nfa != lazy_nfas_->by_pattern.end()) {
-    absl::StatusOr<Symbol> lazy = LazyRegexTerminal(lazy_nfa->second, name, &nullable);
-    if (!lazy.ok()) return located(lazy.status());
-    sym = *lazy;
-    return FinishRegexSymbol(std::move(key), name, sym, nullable);
+  if (lazy_nfas_ != nullptr && e.flags == 0) {
+    auto lazy_nfa = lazy_nfas_->by_pattern.find(e.literal);
+    if (lazy_nfa != lazy_nfas_->by_pattern.end()) {
+      absl::StatusOr<Symbol> lazy = LazyRegexTerminal(lazy_nfa->second, name, &nullable);
+      if (!lazy.ok()) return located(lazy.status());
+      return FinishRegexSymbol(std::move(key), name, *lazy, nullable);
+    }
   }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);

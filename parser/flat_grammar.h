@@ -220,7 +220,7 @@ struct FlatGrammar {
 // `dfa_cache`, if given, holds regexes compiled by an earlier stage
 // (transforms::MergeRegularTerminals) and receives the ones compiled here.
 // `lazy_nfas`, if given, holds the merge's lazy terminals by pattern: those
-// regexes become lazy terminals from these NFAs (taken from the map).
+// regexes become lazy terminals from these NFAs (read, not removed).
 absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
                                              const CompileLimits& limits = {},
                                              grammar::RegexDfaCache* dfa_cache = nullptr,
