@@ -312,8 +312,9 @@ void ExpectFastForwardCanonical(const std::string& tokenizer, size_t maskbench_s
       "all forced bytes encoded not canonical in %zu\n",
       tokenizer.c_str(), counts.docs, counts.outside_grammar, counts.forced_states, counts.fast_forwarded_states,
       counts.whole_not_canonical);
-  EXPECT_GT(counts.docs, 20u);
-  EXPECT_GT(counts.fast_forwarded_states, 50u);
+  // Sanitized builds walk a larger stride (fewer documents).
+  EXPECT_GT(counts.docs, testing::Scaled(20u, 8u));
+  EXPECT_GT(counts.fast_forwarded_states, testing::Scaled(50u, 20u));
   // The property can fail: encoding all the forced bytes, without the rule, does.
   EXPECT_GT(counts.whole_not_canonical, 0u);
 }
