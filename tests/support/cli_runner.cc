@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <system_error>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -26,12 +28,34 @@ std::string ShellQuote(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// Every path handed out, removed (files and folders alike) when the test
+// process exits, so runs leave nothing behind in the temp dir.
+class TempPaths {
+ public:
+  ~TempPaths() {
+    std::error_code ignored;
+    for (const std::string& path : paths_) std::filesystem::remove_all(path, ignored);
+  }
+  std::string Fresh(std::string_view name) {
+    std::string path = (std::filesystem::path(::testing::TempDir()) /
+                        ("zapgram_cli_" + std::to_string(getpid()) + "_" + std::to_string(paths_.size()) + "_" +
+                         std::string(name)))
+                           .string();
+    paths_.push_back(path);
+    return path;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+}  // namespace
+
 std::string FreshTempPath(std::string_view name) {
-  static int counter = 0;
-  return (std::filesystem::path(::testing::TempDir()) /
-          ("zapgram_cli_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" +
-           std::string(name)))
-      .string();
+  static TempPaths paths;
+  return paths.Fresh(name);
 }
 
 CliResult RunCliAt(const std::string& cli_path, const std::vector<std::string>& args) {

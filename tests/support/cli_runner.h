@@ -22,7 +22,8 @@ std::string ShellQuote(std::string_view s);
 // Runs `cli_path ARGS...`.
 CliResult RunCliAt(const std::string& cli_path, const std::vector<std::string>& args);
 
-// A fresh file path under the test temp dir (unique per call and process).
+// A fresh file path under the test temp dir (unique per call and process),
+// removed with whatever was made there when the process exits.
 std::string FreshTempPath(std::string_view name);
 
 // `text` split into lines (without the newlines).
