@@ -1,5 +1,5 @@
 // `zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]
-//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes | --no-token-classes] [--lazy-terminals] [--data-root DIR] [--quiet]
+//  [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets] [--token-classes | --no-token-classes] [--no-lazy-terminals] [--data-root DIR] [--quiet]
 //  [--cpu-clock]`:
 //  teacher-forced
 // mask benchmark over a trace file (format and output fixed by DESIGN.md,
@@ -53,7 +53,7 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram bench --tokenizer T.json --trace F.jsonl [--limit N] [--json]\n"
     "                     [--per-doc OUT.jsonl] [--no-pruning] [--no-cache] [--no-ci-sets]\n"
-    "                     [--token-classes | --no-token-classes] [--lazy-terminals]\n"
+    "                     [--token-classes | --no-token-classes] [--no-lazy-terminals]\n"
     "                     [--lenient] [--data-root DIR] [--grammar-cache-mb N]\n"
     "                     [--mask-cache-mb N] [--token-set-cache-mb N] [--regex-cache-mb N] [--quiet]\n"
     "                     [--budget-slack S] [--cpu-clock]\n"
@@ -87,9 +87,10 @@ constexpr std::string_view kHelp =
     "                      expand them (default: Lark grammars only, where they\n"
     "                      pay; MatcherOptions::token_classes)\n"
     "  --no-token-classes  never use token classes (ablation)\n"
-    "  --lazy-terminals    the lazy tier: large regular parts become terminals\n"
-    "                      determinized as the text visits them\n"
-    "                      (LoadOptions::lazy_terminals)\n"
+    "  --no-lazy-terminals determinize every terminal at compile time, without\n"
+    "                      the lazy tier (large regular parts as terminals\n"
+    "                      determinized as the text visits them, the default;\n"
+    "                      LoadOptions::lazy_terminals; ablation)\n"
     "  --budget-slack S    budget-aware masks (masks/budget_mask.h) with n = the\n"
     "                      document's remaining tokens + 1 (EOS) + S: a valid\n"
     "                      document must still be accepted (its own rest finishes in\n"
@@ -198,7 +199,9 @@ int RunBench(const std::vector<std::string>& args) {
       token_classes = TokenClassUse::kAlways;
     } else if (arg == "--no-token-classes") {
       token_classes = TokenClassUse::kNever;
-    } else if (arg == "--lazy-terminals") {
+    } else if (arg == "--no-lazy-terminals") {
+      load_options.lazy_terminals = false;
+    } else if (arg == "--lazy-terminals") {  // the default; kept for older scripts
       load_options.lazy_terminals = true;
     } else if (arg == "--no-ci-sets") {
       use_token_sets = false;

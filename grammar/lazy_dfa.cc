@@ -101,7 +101,7 @@ uint32_t LazyDfa::Fill(uint32_t state, uint32_t cls) const {
   std::atomic<uint32_t>& entry =
       chunks_[at.chunk].load(std::memory_order_relaxed)->next[static_cast<size_t>(at.offset) * num_classes_ + cls];
   const uint32_t known = entry.load(std::memory_order_relaxed);
-  if (known != kUnknown) return known;  // filled by another thread meanwhile
+  if (known != kUnknown) return Target(known);  // filled by another thread meanwhile
   const uint8_t byte = representatives_[cls];
   std::vector<uint32_t> next;
   for (uint32_t s : subsets_[local]) {
@@ -117,7 +117,7 @@ uint32_t LazyDfa::Fill(uint32_t state, uint32_t cls) const {
     to = Intern(std::move(next));
     if (to == kOverflow) return kOverflow;  // not stored: retried (and refused) next time
   }
-  entry.store(to, std::memory_order_release);
+  entry.store(to != 0 && Flags(to).accepting ? to | kAcceptingBit : to, std::memory_order_release);
   return to;
 }
 

@@ -54,6 +54,14 @@ class LazyDfa {
  public:
   static constexpr uint32_t kUnknown = 0xFFFFFFFFu;   // row entry not computed yet
   static constexpr uint32_t kOverflow = 0xFFFFFFFEu;  // Step past the state cap
+  // A row entry is kUnknown, 0 (dead) or a target state with this bit set
+  // when the target accepts: a walk of the token trie asks whether each
+  // state it steps to accepts, and reads it here with the step instead of
+  // from the target's flags (a load that misses the cache on large
+  // terminals). State ids stay below it.
+  static constexpr uint32_t kAcceptingBit = 0x80000000u;
+  static uint32_t Target(uint32_t entry) { return entry & ~kAcceptingBit; }
+  static bool TargetAccepts(uint32_t entry) { return (entry & kAcceptingBit) != 0; }
 
   // `nfa` holds one automaton per entry of `starts` (its start NFA state);
   // `representatives` gives one byte of each column of the caller's byte
@@ -61,7 +69,7 @@ class LazyDfa {
   // (ByteClassPartition::RefineByRanges ensures it). The
   // start states are created here, in order, as ids first_id, first_id+1, ...
   // (0 when an automaton's language is empty). Precondition:
-  // max_states >= starts.size() and first_id + max_states < kOverflow.
+  // max_states >= starts.size() and first_id + max_states < kAcceptingBit.
   LazyDfa(const ByteNfa& nfa, const std::vector<uint32_t>& starts,
           std::vector<uint8_t> representatives, uint32_t first_id, uint32_t max_states);
   LazyDfa(const LazyDfa&) = delete;
@@ -76,12 +84,12 @@ class LazyDfa {
   uint32_t Step(uint32_t state, uint32_t cls) const {
     const Place at = PlaceOf(state - first_id_);
     const Chunk* chunk = chunks_[at.chunk].load(std::memory_order_acquire);
-    const uint32_t to = chunk->next[static_cast<size_t>(at.offset) * num_classes_ + cls].load(std::memory_order_acquire);
-    return to != kUnknown ? to : Fill(state, cls);
+    const uint32_t entry = chunk->next[static_cast<size_t>(at.offset) * num_classes_ + cls].load(std::memory_order_acquire);
+    return entry != kUnknown ? Target(entry) : Fill(state, cls);
   }
-  // The row of `state` (num_classes entries, each a target, 0 or kUnknown),
-  // for a caller stepping one state many times: an entry that reads
-  // kUnknown is computed by Step(state, cls).
+  // The row of `state` (num_classes entries, each kUnknown, 0 or a target
+  // with kAcceptingBit), for a caller stepping one state many times: an
+  // entry that reads kUnknown is computed by Step(state, cls).
   const std::atomic<uint32_t>* Row(uint32_t state) const {
     const Place at = PlaceOf(state - first_id_);
     return &chunks_[at.chunk].load(std::memory_order_acquire)->next[static_cast<size_t>(at.offset) * num_classes_];

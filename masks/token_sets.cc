@@ -62,10 +62,18 @@ struct LazyTable {
       row_state = s;
       row = lazy.Row(s);
     }
-    const uint32_t to = row[byte_class[byte]].load(std::memory_order_acquire);
-    return to != grammar::LazyDfa::kUnknown ? to : lazy.Step(s, byte_class[byte]);
+    const uint32_t entry = row[byte_class[byte]].load(std::memory_order_acquire);
+    if (entry == grammar::LazyDfa::kUnknown) {
+      last_to = lazy.Step(s, byte_class[byte]);
+      last_accepting = last_to != 0 && last_to != grammar::LazyDfa::kOverflow && lazy.accepting(last_to);
+    } else {
+      last_to = grammar::LazyDfa::Target(entry);
+      last_accepting = grammar::LazyDfa::TargetAccepts(entry);
+    }
+    return last_to;
   }
-  bool Accepting(uint32_t s) const { return lazy.accepting(s); }
+  // A walk asks about the state it just stepped to: known from the row.
+  bool Accepting(uint32_t s) const { return s == last_to ? last_accepting : lazy.accepting(s); }
   static constexpr bool kHasLoops = true;
   static constexpr bool kCounted = false;
   // The live bytes on which `s` steps to itself, one step per byte class
@@ -88,6 +96,8 @@ struct LazyTable {
   const uint8_t* byte_class;
   mutable uint32_t row_state = 0;  // 0: none yet (the dead state is never lazy)
   mutable const std::atomic<uint32_t>* row = nullptr;
+  mutable uint32_t last_to = 0;  // what Step returned last, and whether it accepts
+  mutable bool last_accepting = false;
 };
 struct AnyTable {
   const parser::TerminalTable& t;
