@@ -57,6 +57,7 @@
 // propertyNames, min/maxProperties, items, prefixItems, additionalItems and
 // min/maxItems groups.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -303,6 +304,27 @@ absl::StatusOr<std::vector<ExprId>> Converter::ExtraMembers(
 }
 
 absl::StatusOr<ExprId> Converter::BuildObject(const MergedSchema& m) {
+  std::string key;
+  for (const Json* node : m.object_nodes) absl::StrAppend(&key, reinterpret_cast<uintptr_t>(node), ",");
+  key.push_back('|');
+  for (const std::string& r : m.required) absl::StrAppend(&key, r.size(), ":", r);
+  key.push_back('|');
+  for (const auto& [trigger, needed] : m.dependent_required) {
+    absl::StrAppend(&key, trigger.size(), ":", trigger, "(");
+    for (const std::string& k : needed) absl::StrAppend(&key, k.size(), ":", k);
+    key.push_back(')');
+  }
+  key.push_back('|');
+  for (const Json* p : m.property_names) absl::StrAppend(&key, reinterpret_cast<uintptr_t>(p), ",");
+  absl::StrAppend(&key, "|", m.min_properties, "|",
+                  m.max_properties ? absl::StrCat(*m.max_properties) : std::string("-"));
+  if (auto it = object_memo_.find(key); it != object_memo_.end()) return it->second;
+  absl::StatusOr<ExprId> built = BuildObjectUncached(m);
+  if (built.ok()) object_memo_.emplace(std::move(key), *built);
+  return built;
+}
+
+absl::StatusOr<ExprId> Converter::BuildObjectUncached(const MergedSchema& m) {
   auto& g = grammar_;
   // 1. Named keys.
   std::vector<NamedKey> named;

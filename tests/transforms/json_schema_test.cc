@@ -583,6 +583,29 @@ TEST(JsonSchema, DependentRequired) {
       << too_many.status();
 }
 
+// A recursive schema whose objects are met under several conjunctions (a
+// dependency case each, anyOf branches that add a type): each set of object
+// keywords is one object grammar, written once, with the same language.
+TEST(JsonSchema, ObjectGrammarWrittenOncePerObjectKeywords) {
+  const std::string schema = R"({"$schema": "http://json-schema.org/draft-07/schema#",
+      "properties": {"a": {"$ref": "#"}, "b": {"anyOf": [{"type": "array"}, {"$ref": "#"}]},
+                     "c": {"anyOf": [{"type": "string"}, {"$ref": "#"}]}, "n": {"type": "integer"}},
+      "dependencies": {"p": ["q"], "r": ["s"]}})";
+  ExpectLanguage(schema,
+                 {"{}", R"({"a": {"n": 1}})", R"({"b": [1]})", R"({"b": {"a": {}}})", R"({"c": "x"})",
+                  R"({"c": {"q": 2, "p": 1}})", R"({"q": 2, "p": 1})", R"({"a": {"b": {"s": 2, "r": 1}}})", "7"},
+                 {R"({"a": {"p": 1}})", R"({"n": "x"})", R"({"b": {"n": "x"}})", R"({"a": {"b": {"r": 1}}})",
+                  R"({"c": {"c": {"p": 0}}})", R"({"r": 1})"});
+  // The validation grammar (members in any order where exact) shares them too.
+  ExpectLanguage(schema, {R"({"p": 1, "q": 2})", R"({"b": {"r": 1, "s": 2}})"},
+                 {R"({"b": {"r": 1}})", R"({"a": {"a": {"n": 1.5}}})"}, ValidationSchemaOptions(false));
+  absl::StatusOr<Compiled> c = Compile(schema);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Rules as written (before any transform): one object grammar with its
+  // four dependency cases, not one per conjunction it is met under.
+  EXPECT_LT(c->ir.rules.size(), 150u) << c->ir.rules.size();
+}
+
 // if/then/else whose `if` tests one property: (if and then) or (not-if and
 // else), with not-if written by the converter. Non-objects satisfy such an
 // `if` (properties and required constrain objects only).
