@@ -615,13 +615,7 @@ absl::StatusOr<ExprId> GbnfReader::ReadRegex() {
   uint32_t flags = 0;
   for (;; ++pos_) {
     const char f = CharAt(pos_);
-    const uint32_t bit = f == 'i'   ? uint32_t{kRegexIgnoreCase}
-                         : f == 'm' ? uint32_t{kRegexMultiline}
-                         : f == 's' ? uint32_t{kRegexDotAll}
-                         : f == 'x' ? uint32_t{kRegexVerbose}
-                         : f == 'J' ? uint32_t{kRegexJsonString}
-                         : f == 'E' ? uint32_t{kRegexJsonAnySpelling}
-                                    : 0u;
+    const uint32_t bit = RegexFlagForLetter(f);
     if (bit == 0) break;
     flags |= bit;
   }

@@ -89,6 +89,23 @@ enum RegexFlags : uint32_t {
   kRegexJsonAnySpelling = 1u << 5,
 };
 
+// The letter of each RegexFlags bit, as a regex is written (/.../imsxJE,
+// inline (?imsxJE:...)), in the order rendering writes them.
+struct RegexFlagLetter {
+  char letter;
+  uint32_t flag;
+};
+inline constexpr RegexFlagLetter kRegexFlagLetters[] = {
+    {'i', kRegexIgnoreCase}, {'m', kRegexMultiline},  {'s', kRegexDotAll},
+    {'x', kRegexVerbose},    {'J', kRegexJsonString}, {'E', kRegexJsonAnySpelling}};
+// The flag `letter` stands for; 0 when it stands for none.
+inline uint32_t RegexFlagForLetter(char letter) {
+  for (const RegexFlagLetter& l : kRegexFlagLetters) {
+    if (l.letter == letter) return l.flag;
+  }
+  return 0;
+}
+
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
   std::string literal;                 // kLiteral bytes; kRegex pattern text

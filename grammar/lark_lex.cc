@@ -205,17 +205,16 @@ absl::StatusOr<ExprId> LarkReader::ReadRegexItem() {
   ++pos_;
   uint32_t flags = 0;
   while (IsNameChar(At(pos_))) {
-    switch (At(pos_)) {
-      case 'i': flags |= kRegexIgnoreCase; break;
-      case 'm': flags |= kRegexMultiline; break;
-      case 's': flags |= kRegexDotAll; break;
-      case 'x': flags |= kRegexVerbose; break;
-      case 'u': break;  // Unicode: already the meaning of a Python 3 str pattern
-      case 'l':
-        return ErrorAt(pos_, "regex flag 'l' (LOCALE) is not supported: its meaning depends on the "
-                             "machine's locale and Python refuses it for str patterns");
-      default:
-        return ErrorAt(pos_, absl::StrFormat("unknown regex flag '%c' (expected i, m, s, x or u)", At(pos_)));
+    // Python's flags: zapgram's own J and E are not Lark's.
+    const char c = At(pos_);
+    const uint32_t bit = RegexFlagForLetter(c);
+    if (bit != 0 && (bit & (kRegexJsonString | kRegexJsonAnySpelling)) == 0) {
+      flags |= bit;
+    } else if (c == 'l') {
+      return ErrorAt(pos_, "regex flag 'l' (LOCALE) is not supported: its meaning depends on the "
+                           "machine's locale and Python refuses it for str patterns");
+    } else if (c != 'u') {  // u (Unicode): already the meaning of a Python 3 str pattern
+      return ErrorAt(pos_, absl::StrFormat("unknown regex flag '%c' (expected i, m, s, x or u)", c));
     }
     ++pos_;
   }

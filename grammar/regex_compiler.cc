@@ -307,12 +307,9 @@ std::string RegexDisplayName(std::string_view pattern, uint32_t flags) {
   }
   out.append(pattern.data() + from, pattern.size() - from);
   out += "/";
-  if (flags & kRegexIgnoreCase) out += "i";
-  if (flags & kRegexMultiline) out += "m";
-  if (flags & kRegexDotAll) out += "s";
-  if (flags & kRegexVerbose) out += "x";
-  if (flags & kRegexJsonString) out += "J";
-  if (flags & kRegexJsonAnySpelling) out += "E";
+  for (const RegexFlagLetter& l : kRegexFlagLetters) {
+    if (flags & l.flag) out += l.letter;
+  }
   return out;
 }
 

@@ -458,13 +458,7 @@ absl::Status Parser::ParseGroupOpen() {
       bool minus = false;
       while (pos_ < p_.size() && p_[pos_] != ')' && p_[pos_] != ':') {
         char c = p_[pos_];
-        uint32_t bit = c == 'i'   ? uint32_t{kRegexIgnoreCase}
-                       : c == 's' ? uint32_t{kRegexDotAll}
-                       : c == 'm' ? uint32_t{kRegexMultiline}
-                       : c == 'x' ? uint32_t{kRegexVerbose}
-                       : c == 'J' ? uint32_t{kRegexJsonString}
-                       : c == 'E' ? uint32_t{kRegexJsonAnySpelling}
-                       : 0u;
+        const uint32_t bit = RegexFlagForLetter(c);
         if (c == '-' && !minus) {
           minus = true;
         } else if (!minus && c == 'a') {
