@@ -251,17 +251,15 @@ absl::StatusOr<ByteDfa> RegexDfaCache::Take(std::string_view pattern, uint32_t f
   return dfa;
 }
 
-absl::StatusOr<ClassDfa> RegexDfaCache::TakeClasses(std::string_view pattern, uint32_t flags,
-                                                   const RegexLimits& limits) {
+absl::StatusOr<ClassDfa> RegexDfaCache::TakeDeterminized(std::string_view pattern, uint32_t flags,
+                                                        const RegexLimits& limits) {
   Entry& entry = Find(pattern, flags, limits);
   absl::StatusOr<ClassDfa> dfa = absl::UnknownError("unset");
-  if (entry.minimal.has_value()) {  // Compile widened it already
+  if (entry.minimal.has_value()) {  // Compile minimized (and widened) it already
     dfa = entry.minimal->ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(**entry.minimal))
                               : absl::StatusOr<ClassDfa>(entry.minimal->status());
-  } else if (entry.determinized.ok()) {
-    dfa = MinimizeDfaToClasses(*entry.determinized);
   } else {
-    dfa = entry.determinized.status();
+    dfa = std::move(entry.determinized);
   }
   entries_.erase(KeyOf(pattern, flags, limits));
   return dfa;

@@ -236,7 +236,7 @@ absl::StatusOr<Symbol> Lowering::RegexSymbolFor(const Expr& e) {
   }
   grammar::RegexLimits regex_limits;
   regex_limits.max_dfa_states = std::min(limits_.max_eager_regex_states, limits_.max_dfa_states);
-  absl::StatusOr<grammar::ClassDfa> dfa = dfa_cache_.TakeClasses(e.literal, e.flags, regex_limits);
+  absl::StatusOr<grammar::ClassDfa> dfa = dfa_cache_.TakeDeterminized(e.literal, e.flags, regex_limits);
   if (dfa.ok()) {
     // A terminal consumes at least one byte: a regex that matches the empty
     // string becomes `N -> ε | T` with T matching the rest of its language.

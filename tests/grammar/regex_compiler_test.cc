@@ -1099,23 +1099,35 @@ TEST(RegexDfaCacheTest, ReusesResultsAcrossStateLimitsOnlyWhenTheyDecide) {
 
 // TakeClasses gives Take's minimal DFA in classes, whether the entry was only
 // determinized or Compile widened it already, and drops the entry too.
-TEST(RegexDfaCacheTest, TakeClassesIsTakeBeforeWidening) {
-  for (const std::string pattern : {"abcdefghij", "[a-f0-9]+(?:-[a-f0-9]+)*", "(?J)\\w{2,5}x?", "a|b|c"}) {
+// TakeDeterminized: the determinized DFA (the minimal one once Compile
+// made it), moved out; its minimization is Take's DFA state for state.
+TEST(RegexDfaCacheTest, TakeDeterminizedIsTakeBeforeMinimizing) {
+  for (const std::string pattern :
+       {"abcdefghij", "[a-f0-9]+(?:-[a-f0-9]+)*", "(?J)\\w{2,5}x?", "a|b|c", "(?:ab|cb)c|xbc"}) {
     for (const bool compiled_first : {false, true}) {
       RegexDfaCache cache;
       absl::StatusOr<ByteDfa> taken = cache.Take(pattern, 0, {});
       ASSERT_TRUE(taken.ok()) << pattern;
       if (compiled_first) ASSERT_TRUE(cache.Compile(pattern, 0, {}).ok());
-      absl::StatusOr<ClassDfa> classes = cache.TakeClasses(pattern, 0, {});
-      ASSERT_TRUE(classes.ok()) << pattern;
-      const ByteDfa widened = classes->Widen();
-      EXPECT_EQ(widened.next, taken->next) << pattern;
-      EXPECT_EQ(widened.accepting, taken->accepting) << pattern;
+      absl::StatusOr<ClassDfa> determinized = cache.TakeDeterminized(pattern, 0, {});
+      ASSERT_TRUE(determinized.ok()) << pattern;
       EXPECT_EQ(cache.size(), 0u);
+      if (compiled_first) {
+        EXPECT_EQ(determinized->Widen().next, taken->next) << pattern;
+        continue;
+      }
+      EXPECT_GE(determinized->num_states(), taken->num_states()) << pattern;
+      const ByteDfa minimal = MinimizeDfaToClasses(*determinized).Widen();
+      EXPECT_EQ(minimal.next, taken->next) << pattern;
+      EXPECT_EQ(minimal.accepting, taken->accepting) << pattern;
     }
   }
+  // Not minimal: the three ways to "bc" end in states a minimal DFA merges.
   RegexDfaCache cache;
-  EXPECT_FALSE(cache.TakeClasses("a(", 0, {}).ok());
+  absl::StatusOr<ClassDfa> unminimized = cache.TakeDeterminized("(?:ab|cb)c|xbc", 0, {});
+  ASSERT_TRUE(unminimized.ok());
+  EXPECT_GT(unminimized->num_states(), MinimizeDfaToClasses(*unminimized).num_states());
+  EXPECT_FALSE(cache.TakeDeterminized("a(", 0, {}).ok());
 }
 
 // A RegexDfaCache shares class fragments, parsed classes and set operations

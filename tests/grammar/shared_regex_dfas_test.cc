@@ -23,7 +23,7 @@ namespace zapgram::grammar {
 namespace {
 
 ClassDfa DfaOf(std::string_view pattern) {
-  absl::StatusOr<ClassDfa> dfa = RegexDfaCache().TakeClasses(pattern, 0, RegexLimits{});
+  absl::StatusOr<ClassDfa> dfa = RegexDfaCache().TakeDeterminized(pattern, 0, RegexLimits{});
   EXPECT_TRUE(dfa.ok()) << dfa.status();
   return *dfa;
 }
