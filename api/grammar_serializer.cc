@@ -403,8 +403,11 @@ bool ReadCountedSegment(Reader& r, uint32_t eager_states, uint64_t expected_base
   if (!r.Check(seg.base == expected_base, "counted terminals not numbered after the eager states")) return false;
   absl::StatusOr<grammar::CountedAutomaton> automaton = grammar::CountedAutomaton::Build(std::move(parts));
   if (!automaton.ok()) return r.Fail(std::string(automaton.status().message()));
-  // The twin's states k >= 1 are eager states twin_offset + k.
-  const uint64_t twin_states = automaton->TwinDfa().num_states();
+  // The twin's states k >= 1 are eager states twin_offset + k; it has the
+  // dead state, P's positions, the unit's live states and S's positions
+  // (CountedAutomaton::TwinDfa, counted here rather than built).
+  const grammar::CountedParts& built = automaton->parts();
+  const uint64_t twin_states = 1 + built.prefix.size() + (built.unit.num_states() - 1) + built.suffix.size();
   if (!r.Check(seg.twin_offset < eager_states && uint64_t{seg.twin_offset} + twin_states <= eager_states,
                "counted terminal twin out of the eager states")) {
     return false;

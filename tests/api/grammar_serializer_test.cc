@@ -181,6 +181,12 @@ TEST(GrammarSerializer, CountedRepetitionRoundTrips) {
     absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, testing::Llama3Vocabulary());
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     ASSERT_FALSE(grammar->data().flat.terminals.counted.empty());
+    // The loader counts a twin's states rather than building it.
+    for (const parser::TerminalTable::CountedSegment& seg : grammar->data().flat.terminals.counted) {
+      const grammar::CountedParts& parts = seg.automaton->parts();
+      EXPECT_EQ(1 + parts.prefix.size() + (parts.unit.num_states() - 1) + parts.suffix.size(),
+                seg.automaton->TwinDfa().num_states());
+    }
     const CompiledGrammar loaded = RoundTrip(*compiled, SecondLlama3());
     ExpectSameMasksOnWalk(*compiled, loaded, testing::Scaled(120, 15), ++seed, "counted");
   }
