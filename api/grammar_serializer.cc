@@ -225,6 +225,65 @@ bool AllBelow(const std::vector<uint32_t>& v, uint64_t bound) {
   return true;
 }
 
+// Whether every state s >= 1 of a transition table (rows of `columns`
+// entries, state 0 dead) that is reachable from `starts` and not `exempt`
+// can reach a state marked in `target`. Compiled automata have it (their
+// reachable states are prefixes of some match; a counted terminal's twin
+// numbers one unreachable state); a forged table without it could force
+// bytes forever where no text can end (Matcher::ForcedBytes follows a
+// state with one live byte until something accepts), so the loader
+// requires it.
+bool AllStatesLive(const std::vector<uint32_t>& next, uint32_t columns, const std::vector<uint8_t>& target,
+                   const std::vector<uint32_t>& starts, const std::vector<uint8_t>& exempt) {
+  const size_t states = target.size();
+  std::vector<uint8_t> reached(states, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t s : starts) {
+    if (s != 0 && s < states && !reached[s]) {
+      reached[s] = 1;
+      stack.push_back(s);
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t c = 0; c < columns; ++c) {
+      const uint32_t to = next[static_cast<size_t>(s) * columns + c];
+      if (to != 0 && !reached[to]) {
+        reached[to] = 1;
+        stack.push_back(to);
+      }
+    }
+  }
+  std::vector<uint32_t> begin(states + 1, 0);
+  for (size_t i = 0; i < next.size(); ++i) ++begin[next[i] + 1];
+  for (size_t t = 0; t < states; ++t) begin[t + 1] += begin[t];
+  std::vector<uint32_t> from(begin[states]);
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  for (size_t i = 0; i < next.size(); ++i) from[fill[next[i]]++] = static_cast<uint32_t>(i / columns);
+  std::vector<uint8_t> live(states, 0);
+  for (uint32_t t = 1; t < states; ++t) {
+    if (target[t]) {
+      live[t] = 1;
+      stack.push_back(t);
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t t = stack.back();
+    stack.pop_back();
+    for (uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
+      if (!live[from[k]]) {
+        live[from[k]] = 1;
+        stack.push_back(from[k]);
+      }
+    }
+  }
+  for (size_t t = 1; t < states; ++t) {
+    if (reached[t] && !live[t] && (exempt.empty() || !exempt[t])) return false;
+  }
+  return true;
+}
+
 // Byte classes (byte -> class) and their count: a lexer's or the terminal
 // table's.
 void WriteByteClasses(const std::array<uint8_t, 256>& byte_class, uint32_t num_classes, Writer& w) {
@@ -297,6 +356,14 @@ std::shared_ptr<const parser::LexerTable> ReadLexer(Reader& r, const CompileLimi
   l->words_per_state = static_cast<uint32_t>((tokens + 63) / 64);
   l->continue_bits = r.Elements<uint64_t>(uint64_t{states} * l->words_per_state, "lexer continue bits");
   if (!r.ok()) return nullptr;
+  // Live: every state can still reach one where a terminal accepts.
+  std::vector<uint8_t> accepts(states, 0);
+  for (uint32_t s = 0; s < states; ++s) {
+    accepts[s] = l->emit[s] != parser::kNoToken || l->min_accepting_rank[s] != parser::kNoRank;
+  }
+  if (!r.Check(AllStatesLive(l->next, l->num_classes, accepts, {1}, {}), "a lexer state can never end a token")) {
+    return nullptr;
+  }
   // No bit past the last token: ForEachToken would name a token out of range.
   if (tokens % 64 != 0) {
     const uint64_t past = ~uint64_t{0} << (tokens % 64);
@@ -400,6 +467,14 @@ bool ReadCountedSegment(Reader& r, uint32_t eager_states, uint64_t expected_base
   }
   parts.unit.accepting = r.Elements<uint8_t>(unit_states, "counted terminal unit accepting flags");
   if (!r.ok()) return false;
+  {
+    std::vector<uint32_t> rows;
+    rows.reserve(static_cast<size_t>(unit_states) * 256);
+    for (const std::array<uint32_t, 256>& row : parts.unit.next) rows.insert(rows.end(), row.begin(), row.end());
+    if (!r.Check(AllStatesLive(rows, 256, parts.unit.accepting, {1}, {}), "a counted terminal's unit state is dead")) {
+      return false;
+    }
+  }
   if (!r.Check(seg.base == expected_base, "counted terminals not numbered after the eager states")) return false;
   absl::StatusOr<grammar::CountedAutomaton> automaton = grammar::CountedAutomaton::Build(std::move(parts));
   if (!automaton.ok()) return r.Fail(std::string(automaton.status().message()));
@@ -586,12 +661,34 @@ absl::Status ReadFlatGrammar(Reader& r, const CompileLimits& limits, parser::Fla
   if (r.ok()) ReadTerminals(r, limits, g.terminals);
   if (r.ok()) ReadTokenTerminals(r, g);
   if (!r.ok()) return r.status();
+  // Every eager state a terminal reaches, but the token states (which
+  // leave on no byte by design), can still reach acceptance.
+  {
+    const parser::TerminalTable& t = g.terminals;
+    std::vector<uint8_t> token_state(t.eager_states(), 0);
+    for (uint32_t s = g.token_state_begin; s < g.token_state_end; ++s) token_state[s] = 1;
+    if (!AllStatesLive(t.next, t.num_classes, t.eager_accepting, t.start, token_state)) {
+      return absl::DataLossError("compiled grammar: corrupt: an eager terminal state can never accept");
+    }
+  }
   // Terminal symbols name a terminal of the table, or a token of the lexer.
+  // A byte-level terminal starts in a state that is neither dead nor
+  // accepting, as in a compile (which never lowers a terminal that matches
+  // no non-empty text): else a production would look productive and be
+  // unproductive. (A lexer token a compile keeps may be one the lexer never
+  // emits, shadowed by another; Matcher::ForcedBytes' bound covers forged
+  // lexers.)
   const uint64_t terminals = g.lexed() ? g.lexer->names.size() : g.terminals.start.size();
   for (const parser::FlatProduction& p : productions) {
     for (parser::Symbol s : p.rhs) {
-      if (parser::IsTerminal(s) && parser::Payload(s) >= terminals) {
+      if (!parser::IsTerminal(s)) continue;
+      const uint32_t k = parser::Payload(s);
+      if (k >= terminals) {
         return absl::DataLossError("compiled grammar: corrupt: a production names a terminal out of range");
+      }
+      if (!g.lexed() && (g.terminals.start[k] == 0 || g.terminals.accepting(g.terminals.start[k]))) {
+        return absl::DataLossError(
+            "compiled grammar: corrupt: a production names a terminal that matches no non-empty text");
       }
     }
   }

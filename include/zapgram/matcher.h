@@ -240,7 +240,7 @@ class ZAPGRAM_EXPORT Matcher {
   void Reset();
   bool IsAccepting() const;                   // the text so far is a sentence
   bool IsFinished() const;                    // EOS accepted
-  std::string ForcedBytes();                  // bytes the grammar forces next
+  std::string ForcedBytes();                  // bytes the grammar forces next (at most 64 KiB)
   // Canonical fast-forward tokens: the ids that every continuation the
   // grammar allows begins with in the tokenizer's own encoding (its BPE
   // merges, pre-tokenizer, normalizer and added tokens), stopping before

@@ -261,6 +261,27 @@ TEST(GrammarSerializer, SmallGrammarsRoundTrip) {
   }
 }
 
+// Every Lark and GBNF grammar of the shared data that compiles loads back
+// with the same tables (the loader's liveness checks hold for real lexers
+// and terminal tables).
+TEST(GrammarSerializer, EveryDataGrammarRoundTrips) {
+  const Vocabulary vocabulary = SmallVocabulary();
+  size_t checked = 0;
+  for (const char* extension : {".lark", ".gbnf"}) {
+    const std::vector<std::string> files = testing::ListFiles(testing::DataPath("grammars"), extension);
+    for (size_t k = 0; k < files.size(); k += testing::Scaled<size_t>(1, 9)) {
+      absl::StatusOr<Grammar> grammar = Grammar::Load(files[k]);
+      if (!grammar.ok()) continue;
+      absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, vocabulary);
+      if (!compiled.ok()) continue;  // a token named by text this vocabulary lacks
+      SCOPED_TRACE(files[k]);
+      RoundTrip(*compiled, vocabulary);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, testing::Scaled<size_t>(40, 5));
+}
+
 TEST(GrammarSerializer, OtherVocabularyVersionOrMagicIsAnError) {
   const Vocabulary vocabulary = SmallVocabulary();
   const CompiledGrammar g = SmallGrammars(vocabulary)[0];
