@@ -70,6 +70,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/grammar_data.h"
+#include "grammar/byte_automaton.h"
 #include "grammar/checksum.h"
 #include "masks/vocabulary.h"
 #include "zapgram/matcher.h"
@@ -261,23 +262,7 @@ bool AllStatesLive(const std::vector<uint32_t>& next, uint32_t columns, const st
   std::vector<uint32_t> from(begin[states]);
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   for (size_t i = 0; i < next.size(); ++i) from[fill[next[i]]++] = static_cast<uint32_t>(i / columns);
-  std::vector<uint8_t> live(states, 0);
-  for (uint32_t t = 1; t < states; ++t) {
-    if (target[t]) {
-      live[t] = 1;
-      stack.push_back(t);
-    }
-  }
-  while (!stack.empty()) {
-    const uint32_t t = stack.back();
-    stack.pop_back();
-    for (uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
-      if (!live[from[k]]) {
-        live[from[k]] = 1;
-        stack.push_back(from[k]);
-      }
-    }
-  }
+  const std::vector<uint8_t> live = grammar::StatesReachingAcceptance(target, begin, from);
   for (size_t t = 1; t < states; ++t) {
     if (reached[t] && !live[t] && (exempt.empty() || !exempt[t])) return false;
   }
