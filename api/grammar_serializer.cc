@@ -58,6 +58,7 @@
 // kResourceExhausted (a budget of the given CompileLimits).
 //
 // Tests: tests/api/grammar_serializer_test.cc; fuzz/compiled_grammar_fuzzer.cc.
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -233,38 +234,44 @@ bool AllBelow(const std::vector<uint32_t>& v, uint64_t bound) {
 // numbers one unreachable state); a forged table without it could force
 // bytes forever where no text can end (Matcher::ForcedBytes follows a
 // state with one live byte until something accepts), so the loader
-// requires it.
+// requires it. Exempt states must leave on no byte (token states).
+//
+// Cost: a load is a fraction of a compile only if this stays near a scan
+// of the table. Rows are mostly dead entries, which ForEachLiveColumn skips
+// by groups; the reversed edges are built from the live entries only, and
+// StatesReachingAcceptance walks them. Then no state that cannot reach
+// `target` may be reachable: none is a start, and no edge leads to one
+// from a state that can (a path from a start would have to take such an
+// edge: exempt states have no way out).
 bool AllStatesLive(const std::vector<uint32_t>& next, uint32_t columns, const std::vector<uint8_t>& target,
                    const std::vector<uint32_t>& starts, const std::vector<uint8_t>& exempt) {
   const size_t states = target.size();
-  std::vector<uint8_t> reached(states, 0);
-  std::vector<uint32_t> stack;
-  for (uint32_t s : starts) {
-    if (s != 0 && s < states && !reached[s]) {
-      reached[s] = 1;
-      stack.push_back(s);
-    }
-  }
-  while (!stack.empty()) {
-    const uint32_t s = stack.back();
-    stack.pop_back();
-    for (uint32_t c = 0; c < columns; ++c) {
-      const uint32_t to = next[static_cast<size_t>(s) * columns + c];
-      if (to != 0 && !reached[to]) {
-        reached[to] = 1;
-        stack.push_back(to);
-      }
-    }
-  }
+  if (states <= 1) return true;
+  const auto row = [&](size_t s) { return &next[s * columns]; };
   std::vector<uint32_t> begin(states + 1, 0);
-  for (size_t i = 0; i < next.size(); ++i) ++begin[next[i] + 1];
+  for (size_t s = 1; s < states; ++s) {
+    grammar::ForEachLiveColumn(row(s), columns, [&](uint32_t, uint32_t to) { ++begin[to + 1]; });
+  }
   for (size_t t = 0; t < states; ++t) begin[t + 1] += begin[t];
   std::vector<uint32_t> from(begin[states]);
-  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-  for (size_t i = 0; i < next.size(); ++i) from[fill[next[i]]++] = static_cast<uint32_t>(i / columns);
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (size_t s = 1; s < states; ++s) {
+      grammar::ForEachLiveColumn(row(s), columns,
+                                 [&](uint32_t, uint32_t to) { from[fill[to]++] = static_cast<uint32_t>(s); });
+    }
+  }
   const std::vector<uint8_t> live = grammar::StatesReachingAcceptance(target, begin, from);
-  for (size_t t = 1; t < states; ++t) {
-    if (reached[t] && !live[t] && (exempt.empty() || !exempt[t])) return false;
+  if (std::all_of(live.begin() + 1, live.end(), [](uint8_t v) { return v != 0; })) return true;
+  const auto allowed = [&](uint32_t t) { return t == 0 || live[t] || (!exempt.empty() && exempt[t]); };
+  for (uint32_t s : starts) {
+    if (s < states && !allowed(s)) return false;
+  }
+  for (size_t s = 1; s < states; ++s) {
+    if (!live[s]) continue;
+    bool ok = true;
+    grammar::ForEachLiveColumn(row(s), columns, [&](uint32_t, uint32_t to) { ok = ok && allowed(to); });
+    if (!ok) return false;
   }
   return true;
 }
@@ -451,7 +458,7 @@ bool ReadCountedSegment(Reader& r, uint32_t eager_states, uint64_t expected_base
     }
   }
   parts.unit.accepting = r.Elements<uint8_t>(unit_states, "counted terminal unit accepting flags");
-  if (!r.ok()) return false;
+  if (!r.ok() || !r.Check(unit_states >= 2, "counted terminal unit without a start state")) return false;
   {
     std::vector<uint32_t> rows;
     rows.reserve(static_cast<size_t>(unit_states) * 256);
@@ -495,10 +502,8 @@ bool ReadTerminals(Reader& r, const CompileLimits& limits, parser::TerminalTable
   t.eager_has_next.assign(eager, 0);
   t.eager_live_bytes.assign(eager, parser::ByteSet());
   for (uint32_t s = 0; s < eager; ++s) {
-    const uint32_t* row = &t.next[static_cast<size_t>(s) * t.num_classes];
-    for (uint32_t c = 0; c < t.num_classes; ++c) {
-      if (row[c] != 0) t.eager_live_bytes[s] |= bytes_of_class[c];
-    }
+    grammar::ForEachLiveColumn(&t.next[static_cast<size_t>(s) * t.num_classes], t.num_classes,
+                               [&](uint32_t c, uint32_t) { t.eager_live_bytes[s] |= bytes_of_class[c]; });
     t.eager_has_next[s] = t.eager_live_bytes[s].any();
     t.eager_accepting[s] = t.eager_accepting[s] != 0;
   }

@@ -6,7 +6,8 @@
 //   compile   Grammar::Load + CompiledGrammar::Compile, what a server pays
 //             for a grammar it has not seen
 //   load      CompiledGrammar::Deserialize of the grammar's serialized form
-//             (the vocabulary already loaded, as on a server)
+//             (the vocabulary already loaded, as on a server; the median
+//             of three loads)
 //   bytes     the serialized size
 // and, to decide whether lazy parts should travel: the document's masks
 // walked on the loaded grammar twice, cold (what a loaded grammar pays: its
@@ -23,7 +24,7 @@
 //
 // Usage: zapgram_serialize_roundtrip --tokenizer T.json --trace F.jsonl
 //        [--data-root DIR] [--lenient] [--lazy] [--no-regex-cache]
-//        [--shared-token-sets] [--json]
+//        [--shared-token-sets] [--json] [--verbose: one line per grammar on stderr]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -72,7 +73,7 @@ double WalkMs(const zapgram::CompiledGrammar& g, const std::vector<int32_t>& tok
 int Usage() {
   std::fprintf(stderr,
                "usage: zapgram_serialize_roundtrip --tokenizer T.json --trace F.jsonl [--data-root DIR]\n"
-               "       [--lenient] [--lazy] [--no-regex-cache] [--shared-token-sets] [--json]\n");
+               "       [--lenient] [--lazy] [--no-regex-cache] [--shared-token-sets] [--json] [--verbose]\n");
   return 2;
 }
 
@@ -80,7 +81,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   std::string tokenizer, trace, data_root;
-  bool json = false, no_regex_cache = false, shared_token_sets = false;
+  bool json = false, no_regex_cache = false, shared_token_sets = false, verbose = false;
   zapgram::LoadOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     else if (arg == "--no-regex-cache") no_regex_cache = true;
     else if (arg == "--shared-token-sets") shared_token_sets = true;
     else if (arg == "--json") json = true;
+    else if (arg == "--verbose") verbose = true;
     else return Usage();
   }
   if (tokenizer.empty() || trace.empty()) return Usage();
@@ -132,9 +134,19 @@ int main(int argc, char** argv) {
     }
     const double compile = MsSince(start);
     const std::string serialized = compiled->Serialize();
-    start = Clock::now();
-    absl::StatusOr<zapgram::CompiledGrammar> loaded = zapgram::CompiledGrammar::Deserialize(serialized, *vocabulary);
-    const double load = MsSince(start);
+    // The median of three loads (a load takes microseconds to milliseconds,
+    // so one preemption on a shared machine would swamp a single one).
+    std::vector<double> loads;
+    absl::StatusOr<zapgram::CompiledGrammar> loaded = absl::UnknownError("not loaded");
+    for (int k = 0; k < 3; ++k) {
+      start = Clock::now();
+      loaded = zapgram::CompiledGrammar::Deserialize(serialized, *vocabulary);
+      loads.push_back(MsSince(start));
+    }
+    const double load = Quantile(loads, 0.5);
+    if (verbose) {
+      std::fprintf(stderr, "%s compile %.3f load %.3f bytes %zu\n", spec.c_str(), compile, load, serialized.size());
+    }
     if (!loaded.ok()) {
       std::fprintf(stderr, "%s: %s\n", spec.c_str(), std::string(loaded.status().message()).c_str());
       ++mismatched;
