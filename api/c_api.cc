@@ -139,6 +139,27 @@ zapgram_grammar* zapgram_grammar_compile_structural_tags(const char* json, size_
 
 void zapgram_grammar_free(zapgram_grammar* grammar) { delete grammar; }
 
+char* zapgram_grammar_serialize(const zapgram_grammar* grammar, size_t* length) {
+  const std::string bytes = grammar->grammar.Serialize();
+  char* out = CopyString(bytes);
+  if (out != nullptr && length != nullptr) *length = bytes.size();
+  return out;
+}
+
+zapgram_grammar* zapgram_grammar_deserialize(const char* bytes, size_t length, const zapgram_vocab* vocab,
+                                             char** error) {
+  if (error != nullptr) *error = nullptr;
+  const std::string_view view = bytes == nullptr ? std::string_view() : std::string_view(bytes, length);
+  absl::StatusOr<zapgram::CompiledGrammar> c = zapgram::CompiledGrammar::Deserialize(view, vocab->vocab);
+  if (!c.ok()) {
+    SetError(error, c.status());
+    return nullptr;
+  }
+  return new zapgram_grammar{*std::move(c)};
+}
+
+uint64_t zapgram_vocab_fingerprint(const zapgram_vocab* vocab) { return vocab->vocab.fingerprint(); }
+
 size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar) {
   return grammar->grammar.mask_words();
 }

@@ -57,6 +57,7 @@ std::string_view Vocabulary::token_bytes(int32_t id) const {
   if (id < 0 || id >= impl_->padded_size() || impl_->kind(id) != masks::TokenKind::kNormal) return {};
   return impl_->token_bytes(id);
 }
+uint64_t Vocabulary::fingerprint() const { return impl_->Fingerprint(); }
 bool Vocabulary::is_normal(int32_t id) const {
   return id >= 0 && id < impl_->padded_size() && impl_->kind(id) == masks::TokenKind::kNormal;
 }

@@ -70,6 +70,7 @@ LazyDfa::LazyDfa(const ByteNfa& nfa, const std::vector<uint32_t>& starts,
       num_classes_(static_cast<uint32_t>(representatives_.size())),
       first_id_(first_id),
       max_states_(max_states),
+      nfa_starts_(starts),
       chunks_(new std::atomic<Chunk*>[PlaceOf(max_states).chunk + 1]) {
   for (uint32_t i = 0; i <= PlaceOf(max_states).chunk; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
   mark_.assign(nfa_.num_states(), 0);

@@ -98,6 +98,13 @@ class LazyDfa {
   const std::bitset<256>& live_bytes(uint32_t state) const { return Flags(state).live_bytes; }
 
   uint32_t first_id() const { return first_id_; }
+  // What it was built from, for its serialized form (api/grammar_serializer.cc):
+  // the NFA as trimmed (trimming keeps state numbers and is idempotent, so a
+  // LazyDfa built from it and the same starts numbers its states alike),
+  // the NFA start of each automaton, the representatives.
+  const ByteNfa& nfa() const { return nfa_; }
+  const std::vector<uint32_t>& nfa_starts() const { return nfa_starts_; }
+  const std::vector<uint8_t>& representatives() const { return representatives_; }
   uint32_t num_states() const { return count_.load(std::memory_order_acquire); }
   uint32_t max_states() const { return max_states_; }
   // Heap bytes held (rows, flags, subsets, NFA); grows with num_states().
@@ -139,6 +146,7 @@ class LazyDfa {
   uint32_t first_id_;
   uint32_t max_states_;
   std::vector<uint32_t> starts_;
+  std::vector<uint32_t> nfa_starts_;  // the constructor's `starts`
   // Chunk pointers, sized for max_states at construction (never resized).
   std::unique_ptr<std::atomic<Chunk*>[]> chunks_;
   mutable std::atomic<uint32_t> count_{0};

@@ -762,7 +762,7 @@ bool Matcher::IsAccepting() const { return recognizer_.IsAccepting(); }
 std::string Matcher::ForcedBytes() {
   std::string forced;
   // A token terminal could take the next token instead of the bytes.
-  while (!recognizer_.IsAccepting() && !HasTokenItems()) {
+  while (forced.size() < kMaxForcedBytes && !recognizer_.IsAccepting() && !HasTokenItems()) {
     const parser::ByteSet next = recognizer_.NextBytes();
     if (next.count() != 1) break;
     uint8_t byte = 0;

@@ -410,6 +410,11 @@ class Matcher {
   bool IsFinished() const { return finished_; }  // EOS accepted
   // Bytes the grammar forces next (the longest run with one possible byte
   // each, stopping where the text is a sentence), for jump-forward decoding.
+  // At most kMaxForcedBytes: a compiled grammar's run always ends (every
+  // item has a completion), but a loaded one that was forged
+  // (api/grammar_serializer.cc cannot prove every lexer table productive)
+  // could force bytes forever.
+  static constexpr size_t kMaxForcedBytes = size_t{1} << 16;
   std::string ForcedBytes();
   // How many leading tokens of `draft` would be accepted in sequence; the
   // state does not change.

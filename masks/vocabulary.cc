@@ -38,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "grammar/checksum.h"
 #include "grammar/utf8.h"
 #include "masks/canonical_tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -803,6 +804,26 @@ absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> Vocabulary::SharedCano
 std::string_view Vocabulary::token_bytes(TokenId id) const {
   const TokenRecord& record = records_[Checked(id)];
   return std::string_view(bytes_).substr(record.offset, record.length);
+}
+
+uint64_t Vocabulary::Fingerprint() const {
+  std::call_once(trie_slot_->fingerprint_once, [this] {
+    // One stream: per id a 4-byte record (kind, EOS flag, length) and the
+    // bytes, then the two sizes; offsets into bytes_ are not hashed (they
+    // depend on how the vocabulary was laid out, not on what it is).
+    grammar::XxHash64Stream hash;
+    for (TokenId id = 0; id < padded_size(); ++id) {
+      const TokenRecord& r = records_[static_cast<size_t>(id)];
+      const char head[4] = {static_cast<char>(r.kind), static_cast<char>(r.flags),
+                            static_cast<char>(r.length & 0xFF), static_cast<char>(r.length >> 8)};
+      hash.Update(std::string_view(head, sizeof head));
+      hash.Update(token_bytes(id));
+    }
+    const uint32_t sizes[2] = {static_cast<uint32_t>(size_), static_cast<uint32_t>(padded_size())};
+    hash.Update(std::string_view(reinterpret_cast<const char*>(sizes), sizeof sizes));
+    trie_slot_->fingerprint = hash.Digest();
+  });
+  return trie_slot_->fingerprint;
 }
 
 int32_t Vocabulary::count(TokenKind kind) const {

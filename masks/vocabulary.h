@@ -205,6 +205,15 @@ class Vocabulary {
   // (kept: later calls return it again). Thread-safe.
   absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> SharedCanonicalTokenizer() const;
 
+  // What a mask depends on, as a 64-bit XXH64 (grammar/checksum.h): per id
+  // in [0, padded_size()) its kind, EOS flag and bytes, then size() and
+  // padded_size(). Equal vocabularies (the same tokenizer.json with the same
+  // options, or the same token list) have equal fingerprints however they
+  // were loaded; a persistent compiled grammar (api/grammar_serializer.cc)
+  // names the fingerprint it was compiled for. Computed on the first call
+  // (~1 ms per 128k ids), then shared by every copy. Thread-safe.
+  uint64_t Fingerprint() const;
+
  private:
   Vocabulary() = default;
   size_t Checked(TokenId id) const {
@@ -230,6 +239,8 @@ class Vocabulary {
     std::mutex canonical_mu;     // its own lock: loading takes seconds
     bool canonical_loaded = false;
     absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> canonical;
+    std::once_flag fingerprint_once;
+    uint64_t fingerprint = 0;
   };
   std::shared_ptr<TrieSlot> trie_slot_ = std::make_shared<TrieSlot>();
 

@@ -76,11 +76,6 @@ using grammar::Expr;
 using grammar::ExprId;
 using grammar::ExprKind;
 
-struct RawProduction {
-  uint32_t lhs;
-  std::vector<Symbol> rhs;
-};
-
 class Lowering {
  public:
   Lowering(const grammar::Grammar& g, const CompileLimits& limits,
@@ -134,7 +129,6 @@ class Lowering {
   absl::StatusOr<Symbol> OptionalChain(uint32_t nt, Symbol x, uint32_t count, bool define_nt);
   absl::Status AddProduction(uint32_t lhs, std::vector<Symbol> rhs);
   absl::Status BuildTerminalTable(FlatGrammar& out);
-  absl::Status Finish(FlatGrammar& out);
 
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
   // Counts up to this unroll (cheaper below it: see the essay).
@@ -145,7 +139,7 @@ class Lowering {
   grammar::RegexDfaCache& dfa_cache_;
   grammar::LazyRegexNfas* lazy_nfas_;  // the merge's lazy terminals (may be null)
   std::vector<std::string> names_;
-  std::vector<RawProduction> productions_;
+  std::vector<FlatProduction> productions_;
   std::vector<std::pair<uint32_t, ExprId>> tasks_;
   absl::flat_hash_map<ExprId, uint32_t> composite_nt_;
   absl::flat_hash_map<std::string, uint32_t> terminal_ids_;
@@ -748,34 +742,52 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::Finish(FlatGrammar& out) {
-  const uint32_t num_nt = static_cast<uint32_t>(names_.size());
+}  // namespace
+
+absl::Status LayOutProductions(const std::vector<FlatProduction>& productions,
+                               const std::string& source_name, const CompileLimits& limits,
+                               FlatGrammar& out) {
+  const uint32_t num_nt = out.num_nonterminals();
+  if (out.start_nt >= num_nt ||
+      std::none_of(productions.begin(), productions.end(),
+                   [&](const FlatProduction& p) { return p.lhs == out.start_nt; })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": the start nonterminal has no production"));
+  }
+  for (const FlatProduction& p : productions) {
+    if (p.lhs >= num_nt || std::any_of(p.rhs.begin(), p.rhs.end(), [&](Symbol s) {
+          return (IsNonterminal(s) && s >= num_nt) || IsEnd(s) || (s >> 30) == 3;
+        })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name, ": a production names a nonterminal out of range"));
+    }
+  }
 
   // Productive nonterminals: count, per production, the nonterminals not yet
   // known productive; a production reaching zero makes its lhs productive.
   std::vector<uint8_t> productive(num_nt, 0);
-  std::vector<uint32_t> missing(productions_.size(), 0);
+  std::vector<uint32_t> missing(productions.size(), 0);
   std::vector<std::vector<uint32_t>> uses(num_nt);
   std::vector<uint32_t> work;
-  for (uint32_t p = 0; p < productions_.size(); ++p) {
-    for (Symbol s : productions_[p].rhs) {
+  for (uint32_t p = 0; p < productions.size(); ++p) {
+    for (Symbol s : productions[p].rhs) {
       if (IsNonterminal(s)) {
         ++missing[p];
         uses[s].push_back(p);
       }
     }
-    if (missing[p] == 0 && !productive[productions_[p].lhs]) {
-      productive[productions_[p].lhs] = 1;
-      work.push_back(productions_[p].lhs);
+    if (missing[p] == 0 && !productive[productions[p].lhs]) {
+      productive[productions[p].lhs] = 1;
+      work.push_back(productions[p].lhs);
     }
   }
   while (!work.empty()) {
     uint32_t nt = work.back();
     work.pop_back();
     for (uint32_t p : uses[nt]) {
-      if (--missing[p] == 0 && !productive[productions_[p].lhs]) {
-        productive[productions_[p].lhs] = 1;
-        work.push_back(productions_[p].lhs);
+      if (--missing[p] == 0 && !productive[productions[p].lhs]) {
+        productive[productions[p].lhs] = 1;
+        work.push_back(productions[p].lhs);
       }
     }
   }
@@ -786,11 +798,11 @@ absl::Status Lowering::Finish(FlatGrammar& out) {
   // reachable, and the start production S' -> root in any case (the chart
   // starts from its item).
   std::vector<std::vector<uint32_t>> by_lhs(num_nt);
-  for (uint32_t p = 0; p < productions_.size(); ++p) {
-    bool ok = productions_[p].lhs == out.start_nt ||
-              std::all_of(productions_[p].rhs.begin(), productions_[p].rhs.end(),
+  for (uint32_t p = 0; p < productions.size(); ++p) {
+    bool ok = productions[p].lhs == out.start_nt ||
+              std::all_of(productions[p].rhs.begin(), productions[p].rhs.end(),
                           [&](Symbol s) { return !IsNonterminal(s) || productive[s]; });
-    if (ok) by_lhs[productions_[p].lhs].push_back(p);
+    if (ok) by_lhs[productions[p].lhs].push_back(p);
   }
   std::vector<uint8_t> reachable(num_nt, 0);
   reachable[out.start_nt] = 1;
@@ -799,7 +811,7 @@ absl::Status Lowering::Finish(FlatGrammar& out) {
     uint32_t nt = work.back();
     work.pop_back();
     for (uint32_t p : by_lhs[nt]) {
-      for (Symbol s : productions_[p].rhs) {
+      for (Symbol s : productions[p].rhs) {
         if (IsNonterminal(s) && !reachable[s]) {
           reachable[s] = 1;
           work.push_back(s);
@@ -809,14 +821,13 @@ absl::Status Lowering::Finish(FlatGrammar& out) {
   }
 
   // Layout, grouped by lhs.
-  out.nt_names = names_;
   out.nt_production_begin.assign(num_nt + 1, 0);
   for (uint32_t nt = 0; nt < num_nt; ++nt) {
     out.nt_production_begin[nt] = static_cast<uint32_t>(out.production_begin.size());
     if (!reachable[nt]) continue;
     for (uint32_t p : by_lhs[nt]) {
       out.production_begin.push_back(static_cast<uint32_t>(out.rhs.size()));
-      for (Symbol s : productions_[p].rhs) {
+      for (Symbol s : productions[p].rhs) {
         out.rhs.push_back(s);
         out.dot_lhs.push_back(nt);
       }
@@ -891,10 +902,10 @@ absl::Status Lowering::Finish(FlatGrammar& out) {
           if (!out.nullable[s]) break;
         }
       }
-      if (out.predict_waiting.size() + out.predict_scan.size() > limits_.max_rhs_symbols) {
+      if (out.predict_waiting.size() + out.predict_scan.size() > limits.max_rhs_symbols) {
         return absl::ResourceExhaustedError(absl::StrCat(
-            g_.source_name, ": prediction tables exceed max_rhs_symbols = ",
-            limits_.max_rhs_symbols));
+            source_name, ": prediction tables exceed max_rhs_symbols = ",
+            limits.max_rhs_symbols));
       }
     }
   }
@@ -902,6 +913,8 @@ absl::Status Lowering::Finish(FlatGrammar& out) {
   out.predict_scan_begin[num_nt] = static_cast<uint32_t>(out.predict_scan.size());
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::StatusOr<FlatGrammar> Lowering::Run() {
   absl::Status st = g_.Validate();
@@ -922,7 +935,8 @@ absl::StatusOr<FlatGrammar> Lowering::Run() {
     out.lexer = *std::move(lexer);
   }
   if (!(st = BuildTerminalTable(out)).ok()) return st;
-  if (!(st = Finish(out)).ok()) return st;
+  out.nt_names = names_;
+  if (!(st = LayOutProductions(productions_, g_.source_name, limits_, out)).ok()) return st;
   return out;
 }
 

@@ -41,6 +41,7 @@
 #include <bitset>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -225,6 +226,27 @@ absl::StatusOr<FlatGrammar> BuildFlatGrammar(const grammar::Grammar& grammar,
                                              const CompileLimits& limits = {},
                                              grammar::RegexDfaCache* dfa_cache = nullptr,
                                              grammar::LazyRegexNfas* lazy_nfas = nullptr);
+
+// A production before layout: `lhs -> rhs` (rhs without the end marker).
+struct FlatProduction {
+  uint32_t lhs;
+  std::vector<Symbol> rhs;
+};
+
+// The last step of the lowering, on its own so that a grammar read back
+// from its serialized form (api/grammar_serializer.cc) is laid out by the
+// same code: keeps the productions that are productive and reachable from
+// out.start_nt (its own are always kept), lays them out grouped by lhs in
+// `productions` order (rhs, dot_lhs, production_begin,
+// nt_production_begin), and computes nullable and the prediction closures.
+// `out` has its nt_names and start_nt set. The productions of a grammar
+// laid out here, listed in layout order, lay out to the same tables.
+// Errors: InvalidArgument when start_nt has no production or a symbol
+// names a nonterminal out of range (terminal payloads are the caller's to
+// check); ResourceExhausted past limits.max_rhs_symbols of prediction tables.
+absl::Status LayOutProductions(const std::vector<FlatProduction>& productions,
+                               const std::string& source_name, const CompileLimits& limits,
+                               FlatGrammar& out);
 
 // Byte classes such that the bytes of one class step every state of every
 // automaton that reads the input alike (a lexed grammar's lexer; else the

@@ -36,7 +36,7 @@ while (($#)); do
   shift
 done
 all=(gbnf_reader_fuzzer lark_reader_fuzzer regex_compiler_fuzzer json_schema_fuzzer
-     vocabulary_fuzzer matcher_fuzzer)
+     vocabulary_fuzzer matcher_fuzzer compiled_grammar_fuzzer)
 ((${#targets[@]})) || targets=("${all[@]}")
 data=${ZAPGRAM_DATA_DIR:-$(cd .. && pwd)/shared/data}
 out=build-fuzz

@@ -17,6 +17,11 @@ seeds and crash regressions live in fuzz/seeds/<target>/):
   vocabulary_fuzzer      the shared tokenizer.json files cut to their first
                          --vocab ids (merges, added tokens and decoder kept)
   matcher_fuzzer         pseudo-random operation sequences (fixed seed)
+  compiled_grammar_fuzzer  none generated: its seeds are serialized compiled
+                         grammars (fuzz/seeds/compiled_grammar_fuzzer/, written
+                         by the fuzzer's source built with -DZAPGRAM_WRITE_SEEDS,
+                         see its file comment), as they depend on the format
+                         version and the fuzzer's vocabulary
 
 The input format is fuzz/fuzz_support.h's: TEXT, then \\xff\\xfe and the
 recognizer input. Files larger than --max-bytes are skipped; --max N keeps N
@@ -201,6 +206,7 @@ def main():
         "json_schema_fuzzer": schema_seeds(args.data),
         "vocabulary_fuzzer": vocabulary_seeds(args.data, args.vocab),
         "matcher_fuzzer": matcher_seeds(64),
+        "compiled_grammar_fuzzer": [],
     }
     for name, seeds in targets.items():
         folder = os.path.join(args.out, name)

@@ -161,6 +161,7 @@ class ZAPGRAM_EXPORT Grammar {
  private:
   explicit Grammar(std::shared_ptr<const internal::CompiledGrammarData> data)
       : data_(std::move(data)) {}
+  friend class CompiledGrammar;  // Deserialize wraps the data it reads
   std::shared_ptr<const internal::CompiledGrammarData> data_;
 };
 

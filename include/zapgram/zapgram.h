@@ -76,6 +76,23 @@ ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_compile_structural_tags(const ch
                                                                         char** error);
 ZAPGRAM_EXPORT void zapgram_grammar_free(zapgram_grammar* grammar);
 
+/* Persistent compiled grammars (C++: zapgram::CompiledGrammar::Serialize /
+ * Deserialize; format: api/grammar_serializer.cc). zapgram_grammar_serialize
+ * returns the grammar's bytes (a versioned, checksummed form tied to its
+ * vocabulary's fingerprint), *length of them, in a buffer to be released
+ * with zapgram_free_string; NULL only when out of memory.
+ * zapgram_grammar_deserialize reads bytes[0 .. length) back for `vocab`
+ * (which may be freed afterwards): NULL with *error set when they are not
+ * a compiled grammar, of another format version, compiled for another
+ * vocabulary, truncated or corrupt (the message says which, and the byte
+ * offset), never a crash. Masks of the loaded grammar equal the original's. */
+ZAPGRAM_EXPORT char* zapgram_grammar_serialize(const zapgram_grammar* grammar, size_t* length);
+ZAPGRAM_EXPORT zapgram_grammar* zapgram_grammar_deserialize(const char* bytes, size_t length,
+                                                            const zapgram_vocab* vocab, char** error);
+/* A 64-bit hash of the vocabulary's ids, kinds, EOS flags and bytes: what a
+ * serialized grammar is tied to (a cache key's part). */
+ZAPGRAM_EXPORT uint64_t zapgram_vocab_fingerprint(const zapgram_vocab* vocab);
+
 /* The process-wide store of determinized regex DFAs that every grammar read
  * consults before it determinizes a terminal, and fills (a new JSON Schema
  * then pays only for the patterns no earlier grammar had; C++:

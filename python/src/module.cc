@@ -460,6 +460,7 @@ PYBIND11_MODULE(_core, m) {
   using namespace zapgram;
   using namespace zapgram::python;
   m.doc() = "zapgram's C++ engine (use the zapgram package, not this module)";
+  m.attr("SERIAL_FORMAT_VERSION") = CompiledGrammar::kSerialFormatVersion;
 
   py::class_<Vocabulary>(m, "Vocabulary")
       .def_static(
@@ -481,7 +482,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("padded_size", &Vocabulary::padded_size)
       .def_property_readonly("eos_ids", &Vocabulary::eos_ids)
       .def("token_bytes", [](const Vocabulary& v, int32_t id) { return py::bytes(std::string(v.token_bytes(id))); })
-      .def("is_normal", &Vocabulary::is_normal);
+      .def("is_normal", &Vocabulary::is_normal)
+      .def_property_readonly("fingerprint", &Vocabulary::fingerprint);
 
   py::class_<Grammar>(m, "Grammar")
       .def_static(
@@ -520,6 +522,30 @@ PYBIND11_MODULE(_core, m) {
              return WithoutGil([&] { return CompiledGrammar::Compile(grammar, vocabulary); });
            }),
            py::arg("grammar"), py::arg("vocabulary"))
+      // Persistent compiled grammars: the bytes of CompiledGrammar::Serialize
+      // and back (the Python package adds serialize(), serialize_json() and
+      // their inverses over these, compiler.py).
+      .def("_serialize",
+           [](const CompiledGrammar& g) {
+             std::string bytes;
+             {
+               py::gil_scoped_release release;
+               bytes = g.Serialize();
+             }
+             return py::bytes(bytes);
+           })
+      .def_static(
+          "_deserialize",
+          [](py::bytes data, py::handle vocabulary_arg) {
+            if (!py::isinstance<Vocabulary>(vocabulary_arg)) {
+              throw py::type_error("vocabulary must be a Vocabulary, got " + Describe(vocabulary_arg));
+            }
+            const Vocabulary& vocabulary = vocabulary_arg.cast<const Vocabulary&>();
+            const std::string_view view = data;
+            return WithoutGil([&] { return CompiledGrammar::Deserialize(view, vocabulary); });
+          },
+          py::arg("data"), py::arg("vocabulary"))
+      .def_property_readonly("_warnings", [](const CompiledGrammar& g) { return g.grammar().warnings(); })
       .def_property_readonly("mask_words", &CompiledGrammar::mask_words)
       .def_property_readonly("vocabulary", &CompiledGrammar::vocabulary)
       .def_property_readonly("memory_bytes", &CompiledGrammar::memory_bytes)

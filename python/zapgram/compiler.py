@@ -32,19 +32,180 @@ the place (``<text>:LINE:COL``, or a JSON pointer) and the reason; arguments
 of the wrong type (bytes for a grammar, a str where a list of tags or
 triggers goes, a float size) are TypeError naming the argument.
 
-Tests: tests/python/test_api.py (Compiler*), test_bad_input.py.
+Persistent compiled grammars (XGrammar's names): ``compiled.serialize_json()``
+gives a JSON object as text, ``{"format": "zapgram.CompiledGrammar",
+"version": N, "vocabulary_fingerprint": "<16 hex digits>", "bytes": n,
+"payload": "<base64>"}``, whose payload is the engine's binary form
+(``compiled.serialize()``: a versioned, checksummed form tied to the
+vocabulary's fingerprint; format in api/grammar_serializer.cc). JSON text so
+that it goes wherever XGrammar's does (a config store, a request); the
+binary form is a third smaller and is what ``cache_dir`` files hold.
+``CompiledGrammar.deserialize_json(text, tokenizer_info)`` and
+``CompiledGrammar.deserialize(data, tokenizer_info)`` read them back: masks
+equal the original's; another vocabulary, another format version,
+truncated or corrupt input raise ValueError saying which.
+
+``GrammarCompiler(..., cache_dir=PATH)`` keeps compiled grammars in files
+under PATH, named by a hash of (format version, vocabulary fingerprint,
+grammar kind, text, options), so processes and replicas sharing a
+filesystem compile each grammar once: a miss compiles and writes the file
+atomically (a temporary file, then a rename: readers never see half a
+file); a file that is unreadable, corrupt, of another version or another
+vocabulary is ignored, and rewritten by the compile that follows; a
+directory that cannot be written only loses the cache, never the compile.
+Two processes missing the same grammar at the same moment may both compile
+it (the last rename wins; both files are the same).
+
+Tests: tests/python/test_api.py (Compiler*), test_bad_input.py,
+test_serialize.py.
 """
 
+import base64
+import binascii
 import collections
 import collections.abc
+import hashlib
 import json
+import os
 import threading
+import uuid
 from typing import Any, Optional, Tuple, Union
 
 from . import _core
 from .tokenizer_info import TokenizerInfo
 
 CompiledGrammar = _core.CompiledGrammar
+
+_JSON_FORMAT = "zapgram.CompiledGrammar"
+
+
+def _tokenizer_vocab(tokenizer_info: Any):
+    if not isinstance(tokenizer_info, TokenizerInfo):
+        raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
+    return tokenizer_info._vocab
+
+
+def _loaded(compiled: CompiledGrammar, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+    """The Python attributes a compile sets, on a loaded grammar."""
+    compiled.tokenizer_info = tokenizer_info
+    compiled.warnings = list(compiled._warnings)
+    return compiled
+
+
+def _serialize(self) -> bytes:
+    """The grammar's binary form (see the module docstring)."""
+    return self._serialize()
+
+
+def _serialize_json(self) -> str:
+    """The grammar as JSON text (XGrammar's name; see the module docstring)."""
+    data = self._serialize()
+    return json.dumps({
+        "format": _JSON_FORMAT,
+        "version": _core.SERIAL_FORMAT_VERSION,
+        "vocabulary_fingerprint": f"{self.vocabulary.fingerprint:016x}",
+        "bytes": len(data),
+        "payload": base64.b64encode(data).decode("ascii"),
+    })
+
+
+def _deserialize(data: Union[bytes, bytearray, memoryview], tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+    """A grammar from serialize()'s bytes, for `tokenizer_info` (the
+    vocabulary it was compiled with). ValueError when the bytes are not a
+    compiled grammar, of another format version, of another vocabulary,
+    truncated or corrupt."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes (from CompiledGrammar.serialize()), got {type(data).__name__}"
+                        + (" (deserialize_json reads the JSON text)" if isinstance(data, str) else ""))
+    vocab = _tokenizer_vocab(tokenizer_info)
+    return _loaded(CompiledGrammar._deserialize(bytes(data), vocab), tokenizer_info)
+
+
+def _deserialize_json(json_str: str, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+    """A grammar from serialize_json()'s text (XGrammar's name)."""
+    if not isinstance(json_str, (str, bytes, bytearray)):
+        raise TypeError(f"json_str must be a str (from CompiledGrammar.serialize_json()), "
+                        f"got {type(json_str).__name__}")
+    vocab = _tokenizer_vocab(tokenizer_info)
+    try:
+        obj = json.loads(json_str)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a serialized compiled grammar: not JSON ({e})") from None
+    if not isinstance(obj, dict) or obj.get("format") != _JSON_FORMAT:
+        raise ValueError(f'not a serialized compiled grammar: no "format": "{_JSON_FORMAT}"')
+    version = obj.get("version")
+    if version != _core.SERIAL_FORMAT_VERSION:
+        raise ValueError(f"serialized compiled grammar of format version {version!r}, this build reads version "
+                         f"{_core.SERIAL_FORMAT_VERSION} (compile the grammar again)")
+    fingerprint = f"{vocab.fingerprint:016x}"
+    if obj.get("vocabulary_fingerprint") != fingerprint:
+        raise ValueError(f"serialized compiled grammar of another vocabulary (fingerprint "
+                         f"{obj.get('vocabulary_fingerprint')!r}, this tokenizer_info {fingerprint!r})")
+    payload = obj.get("payload")
+    if not isinstance(payload, str):
+        raise ValueError('serialized compiled grammar without a "payload" string')
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ValueError(f"serialized compiled grammar: the payload is not base64 ({e})") from None
+    return _loaded(CompiledGrammar._deserialize(data, vocab), tokenizer_info)
+
+
+CompiledGrammar.serialize = _serialize
+CompiledGrammar.serialize_json = _serialize_json
+CompiledGrammar.deserialize = staticmethod(_deserialize)
+CompiledGrammar.deserialize_json = staticmethod(_deserialize_json)
+
+
+class _DiskCache:
+    """Compiled grammars in files under one directory (GrammarCompiler's
+    cache_dir; the module docstring says what is guaranteed)."""
+
+    def __init__(self, directory: Any, tokenizer_info: TokenizerInfo):
+        if not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"cache_dir must be a path (str or os.PathLike) or None, got {type(directory).__name__}")
+        self.directory = os.fspath(directory)
+        os.makedirs(self.directory, exist_ok=True)
+        self.tokenizer_info = tokenizer_info
+        self._prefix = ["zapgram", _core.SERIAL_FORMAT_VERSION, f"{tokenizer_info._vocab.fingerprint:016x}"]
+        # Counters, for tests and monitoring.
+        self.hits = self.misses = self.rejected = self.write_errors = 0
+
+    def path(self, key: Tuple) -> str:
+        text = json.dumps(self._prefix + [list(k) if isinstance(k, tuple) else k for k in key])
+        return os.path.join(self.directory, hashlib.sha256(text.encode("utf-8")).hexdigest()[:40] + ".zgc")
+
+    def load(self, key: Tuple) -> Optional[CompiledGrammar]:
+        path = self.path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            self.misses += 1
+            return None
+        try:
+            compiled = _deserialize(data, self.tokenizer_info)
+        except (ValueError, RuntimeError):
+            self.rejected += 1  # corrupt, another version or vocabulary: compiled and rewritten
+            return None
+        self.hits += 1
+        return compiled
+
+    def store(self, key: Tuple, compiled: CompiledGrammar) -> None:
+        path = self.path(key)
+        temporary = f"{path}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(temporary, "wb") as f:
+                f.write(compiled._serialize())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, path)
+        except OSError:
+            self.write_errors += 1
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
 
 
 class StructuralTagItem:
@@ -108,6 +269,7 @@ class GrammarCompiler:
         cache_enabled: bool = True,
         cache_limit: int = 64,
         cache_limit_bytes: int = -1,
+        cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             hint = " (TokenizerInfo.from_huggingface(path) reads a tokenizer.json)" if isinstance(
@@ -121,6 +283,8 @@ class GrammarCompiler:
         self._cache_limit_bytes = _core._int_arg(cache_limit_bytes, "cache_limit_bytes", -1)
         self._cache: "collections.OrderedDict[Tuple, CompiledGrammar]" = collections.OrderedDict()
         self._lock = threading.Lock()
+        # Compiled grammars shared through files (see the module docstring).
+        self._disk = None if cache_dir is None else _DiskCache(cache_dir, tokenizer_info)
 
     def compile_grammar(self, grammar: str, *, format: str = "gbnf", root_rule_name: str = "root") -> CompiledGrammar:
         """GBNF/EBNF text (format "gbnf" or "ebnf"), Lark text ("lark"), a
@@ -267,10 +431,14 @@ class GrammarCompiler:
                 if hit is not None:
                     self._cache.move_to_end(key)
                     return hit
-        grammar = read()
-        compiled = CompiledGrammar(grammar, self.tokenizer_info._vocab)
-        compiled.tokenizer_info = self.tokenizer_info
-        compiled.warnings = list(grammar.warnings)
+        compiled = self._disk.load(key) if self._disk is not None else None
+        if compiled is None:
+            grammar = read()
+            compiled = CompiledGrammar(grammar, self.tokenizer_info._vocab)
+            compiled.tokenizer_info = self.tokenizer_info
+            compiled.warnings = list(grammar.warnings)
+            if self._disk is not None:
+                self._disk.store(key, compiled)
         if self._cache_enabled and self._cache_limit > 0:
             with self._lock:
                 self._cache[key] = compiled

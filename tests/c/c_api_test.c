@@ -339,6 +339,58 @@ static void check_regex_cache(const zapgram_vocab* vocab) {
   zapgram_set_regex_cache_bytes((size_t)16 << 20); /* the default again */
 }
 
+/* Persistent compiled grammars: a round trip gives the same masks; another
+ * vocabulary, a truncation and a corrupt byte are errors. */
+static void check_serialize(zapgram_vocab* vocab) {
+  char* error = NULL;
+  zapgram_grammar* grammar = zapgram_grammar_compile("builtin:json", NULL, vocab, &error);
+  CHECK(grammar != NULL);
+  if (grammar == NULL) return;
+  size_t length = 0;
+  char* bytes = zapgram_grammar_serialize(grammar, &length);
+  CHECK(bytes != NULL && length > 40);
+  zapgram_grammar* loaded = zapgram_grammar_deserialize(bytes, length, vocab, &error);
+  CHECK(loaded != NULL && error == NULL);
+  if (loaded != NULL) {
+    const size_t words = zapgram_grammar_mask_words(grammar);
+    uint32_t* a = calloc(words, sizeof(uint32_t));
+    uint32_t* b = calloc(words, sizeof(uint32_t));
+    zapgram_matcher* ma = zapgram_matcher_new(grammar);
+    zapgram_matcher* mb = zapgram_matcher_new(loaded);
+    CHECK(zapgram_matcher_accept_bytes(ma, "{\"k\": [tr", 9) == 1);
+    CHECK(zapgram_matcher_accept_bytes(mb, "{\"k\": [tr", 9) == 1);
+    zapgram_matcher_compute_mask(ma, a);
+    zapgram_matcher_compute_mask(mb, b);
+    CHECK(memcmp(a, b, words * sizeof(uint32_t)) == 0);
+    zapgram_matcher_free(ma);
+    zapgram_matcher_free(mb);
+    free(a);
+    free(b);
+    zapgram_grammar_free(loaded);
+  }
+  CHECK(zapgram_grammar_deserialize(bytes, length - 1, vocab, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "truncated") != NULL);
+  zapgram_free_string(error);
+  error = NULL;
+  bytes[length - 3] ^= 0x20;
+  CHECK(zapgram_grammar_deserialize(bytes, length, vocab, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "checksum") != NULL);
+  zapgram_free_string(error);
+  error = NULL;
+  bytes[length - 3] ^= 0x20;
+  const char* tokens[3] = {"{", "}", ""};
+  const size_t lengths[3] = {1, 1, 0};
+  const int32_t eos_id = 2;
+  zapgram_vocab* other = zapgram_vocab_from_tokens(tokens, lengths, 3, &eos_id, 1, &error);
+  CHECK(other != NULL && zapgram_vocab_fingerprint(other) != zapgram_vocab_fingerprint(vocab));
+  CHECK(zapgram_grammar_deserialize(bytes, length, other, &error) == NULL);
+  CHECK(error != NULL && strstr(error, "another vocabulary") != NULL);
+  zapgram_free_string(error);
+  zapgram_vocab_free(other);
+  zapgram_free_string(bytes);
+  zapgram_grammar_free(grammar);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: c_api_test TOKENIZER.json SCHEMA.json\n");
@@ -365,6 +417,7 @@ int main(int argc, char** argv) {
   check_ff_tokens(vocab, argv[2]);
   check_structural_tags(vocab);
   check_regex_cache(vocab);
+  check_serialize(vocab);
 
   zapgram_grammar* broken = zapgram_grammar_compile("regex:(ab", NULL, vocab, &error);
   CHECK(broken == NULL);
