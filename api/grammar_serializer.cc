@@ -538,7 +538,7 @@ bool ReadTerminals(Reader& r, const CompileLimits& limits, parser::TerminalTable
     // The budget as the compile set it, within this load's limits.
     if (limits.max_dfa_states > eager) max_states = std::min(max_states, limits.max_dfa_states - eager);
     else max_states = 0;
-    max_states = std::min<uint32_t>(max_states, parser::TerminalTable::kOverflow - 1 - first_lazy);
+    max_states = std::min<uint32_t>(max_states, grammar::LazyDfa::RoomFrom(first_lazy));
     if (max_states < starts.size()) {
       return r.Fail(absl::StrCat("lazy terminals do not fit max_dfa_states = ", limits.max_dfa_states));
     }

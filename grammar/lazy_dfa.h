@@ -61,6 +61,10 @@ class LazyDfa {
   // terminals). State ids stay below it.
   static constexpr uint32_t kAcceptingBit = 0x80000000u;
   static uint32_t Target(uint32_t entry) { return entry & ~kAcceptingBit; }
+  // The most states an automaton numbered from `first_id` may make.
+  static uint32_t RoomFrom(uint32_t first_id) {
+    return first_id < kAcceptingBit ? kAcceptingBit - 1 - first_id : 0;
+  }
   static bool TargetAccepts(uint32_t entry) { return (entry & kAcceptingBit) != 0; }
 
   // `nfa` holds one automaton per entry of `starts` (its start NFA state);

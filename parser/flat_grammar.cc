@@ -724,9 +724,7 @@ absl::Status Lowering::BuildTerminalTable(FlatGrammar& out) {
   if (!counted_terminals_.empty()) t.counted_end = static_cast<uint32_t>(numbered);
   const uint32_t first_lazy = static_cast<uint32_t>(numbered);
   if (lazy_terminals_.empty()) return absl::OkStatus();
-  // Lazy ids stay below the bit a lazy row marks accepting targets with.
-  const uint32_t id_room = first_lazy < grammar::LazyDfa::kAcceptingBit ? grammar::LazyDfa::kAcceptingBit - 1 - first_lazy : 0;
-  const uint32_t lazy_budget = std::min(limits_.max_dfa_states - total, id_room);
+  const uint32_t lazy_budget = std::min(limits_.max_dfa_states - total, grammar::LazyDfa::RoomFrom(first_lazy));
   if (lazy_budget < lazy_terminals_.size()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         g_.source_name, ": terminal automata exceed max_dfa_states = ", limits_.max_dfa_states));
