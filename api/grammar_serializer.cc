@@ -542,9 +542,7 @@ bool ReadTerminals(Reader& r, const CompileLimits& limits, parser::TerminalTable
     if (max_states < starts.size()) {
       return r.Fail(absl::StrCat("lazy terminals do not fit max_dfa_states = ", limits.max_dfa_states));
     }
-    std::vector<uint8_t> representatives(t.num_classes, 0);
-    for (int b = 255; b >= 0; --b) representatives[t.byte_class[b]] = static_cast<uint8_t>(b);
-    t.lazy = std::make_shared<const grammar::LazyDfa>(nfa, starts, std::move(representatives), first_lazy,
+    t.lazy = std::make_shared<const grammar::LazyDfa>(nfa, starts, t.ClassRepresentatives(), first_lazy,
                                                       max_states);
   }
   // Starts: any state that exists now (a lazy one among those the lazy

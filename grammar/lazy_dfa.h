@@ -15,7 +15,8 @@
 // allocated, each twice the size of the one before (64 states, then 128,
 // ...: a terminal that meets few states allocates little, which matters
 // when a compile leaves its large terminals lazy): a transition entry is an atomic uint32
-// holding the target, 0 (dead) or kUnknown (not computed yet). Readers load
+// holding the target (with kAcceptingBit when it accepts), 0 (dead) or
+// kUnknown (not computed yet). Readers load
 // entries without a lock; a miss takes the mutex, computes the subset,
 // interns it and publishes the entry with release order, so every field of a
 // new state is visible to a thread that reads its id. The whole object is

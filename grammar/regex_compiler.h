@@ -157,9 +157,8 @@ class RegexDfaCache {
   const absl::StatusOr<ClassDfa>& Determinized(
       std::string_view pattern, uint32_t flags, const RegexLimits& limits,
       absl::FunctionRef<absl::StatusOr<ClassDfa>()> build);
-  // Compile's result moved out, for a caller that keeps the DFA (the
-  // lowering, which asks once per pattern): the entry is dropped, so asking
-  // for the pattern again builds it again.
+  // Compile's result moved out, for a caller that keeps the minimal DFA:
+  // the entry is dropped, so asking for the pattern again builds it again.
   // `class_of` (if not null) receives the byte classes the DFA was
   // determinized in: its columns are equal within each (coarser classes may
   // exist), which spares a caller grouping 256 columns state by state.

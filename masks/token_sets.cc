@@ -126,9 +126,8 @@ bool RowState(const parser::TerminalTable& t, uint32_t s) {
 // without asking (a step computes a subset under the DFA's lock).
 class Rows {
  public:
-  explicit Rows(const parser::TerminalTable& t) : t_(t), buffer_(t.num_classes), byte_of_class_(t.num_classes) {
-    for (uint32_t b = 256; b-- > 0;) byte_of_class_[t.byte_class[b]] = static_cast<uint8_t>(b);
-  }
+  explicit Rows(const parser::TerminalTable& t)
+      : t_(t), buffer_(t.num_classes), byte_of_class_(t.ClassRepresentatives()) {}
   const uint32_t* Row(uint32_t s) {
     if (s < t_.eager_states()) return &t_.next[static_cast<size_t>(s) * t_.num_classes];
     const parser::ByteSet& live = t_.lazy->live_bytes(s);

@@ -100,6 +100,12 @@ struct TerminalTable {
   std::vector<std::string> names;      // per terminal, for dumps: "\"true\"", "[0-9]"
 
   uint32_t eager_states() const { return static_cast<uint32_t>(eager_accepting.size()); }
+  // Per byte class, its lowest byte (a class without a byte gets 0).
+  std::vector<uint8_t> ClassRepresentatives() const {
+    std::vector<uint8_t> out(num_classes, 0);
+    for (uint32_t b = 256; b-- > 0;) out[byte_class[b]] = static_cast<uint8_t>(b);
+    return out;
+  }
   bool is_counted(uint32_t state) const { return state >= eager_states() && state < counted_end; }
   // The segment holding counted state `state`.
   const CountedSegment& SegmentOf(uint32_t state) const {
