@@ -306,21 +306,72 @@ GrammarStats Grammar::stats() const {
 Recognizer::Recognizer(const Grammar& grammar, const RecognizerOptions& options)
     : grammar_(grammar),
       state_(std::make_unique<internal::RecognizerState>(
-          pruning::MakeRecognizer(&grammar_.data().flat, options))) {}
+          pruning::MakeRecognizer(&grammar_.data().flat, options), options.transition_memo_bytes)) {}
 Recognizer::~Recognizer() = default;
 Recognizer::Recognizer(Recognizer&&) noexcept = default;
 Recognizer& Recognizer::operator=(Recognizer&&) noexcept = default;
 
-bool Recognizer::Feed(uint8_t byte) { return state_->recognizer.Feed(byte); }
-size_t Recognizer::FeedBytes(std::string_view bytes) { return state_->recognizer.FeedBytes(bytes); }
-bool Recognizer::Rollback(size_t n) { return state_->recognizer.Rollback(n); }
-void Recognizer::Reset() { state_->recognizer.Reset(); }
-bool Recognizer::IsAccepting() const { return state_->recognizer.IsAccepting(); }
-bool Recognizer::CanContinue() const { return state_->recognizer.CanContinue(); }
-std::bitset<256> Recognizer::NextBytes() const { return state_->recognizer.NextBytes(); }
-size_t Recognizer::Position() const { return state_->recognizer.Position(); }
-size_t Recognizer::RetainedItems() const { return state_->recognizer.RetainedItems(); }
-uint64_t Recognizer::PeakWorkPerSet() const { return state_->recognizer.peak_work_per_set(); }
-absl::Status Recognizer::status() const { return state_->recognizer.status(); }
+bool Recognizer::Feed(uint8_t byte) {
+  internal::RecognizerState& s = *state_;
+  if (s.memo == nullptr) return s.recognizer->Feed(byte);
+  const uint32_t next = s.memo->Step(s.memo_state, byte);
+  if (next == parser::TransitionMemo::kRejected) return false;
+  if (next == parser::TransitionMemo::kError) {
+    s.status = s.memo->status();
+    return false;
+  }
+  s.memo_state = next;
+  ++s.position;
+  if (!s.status.ok()) s.status = absl::OkStatus();
+  return true;
+}
+size_t Recognizer::FeedBytes(std::string_view bytes) {
+  if (state_->memo == nullptr) return state_->recognizer->FeedBytes(bytes);
+  size_t n = 0;
+  while (n < bytes.size() && Feed(static_cast<uint8_t>(bytes[n]))) ++n;
+  return n;
+}
+bool Recognizer::Rollback(size_t n) {
+  if (state_->memo == nullptr) return state_->recognizer->Rollback(n);
+  return n == 0;  // no rollback with a memo (max_rollback 0)
+}
+void Recognizer::Reset() {
+  internal::RecognizerState& s = *state_;
+  if (s.memo == nullptr) return s.recognizer->Reset();
+  s.memo_state = parser::TransitionMemo::kStart;
+  s.position = 0;
+  s.status = absl::OkStatus();
+}
+bool Recognizer::IsAccepting() const {
+  const internal::RecognizerState& s = *state_;
+  return s.memo == nullptr ? s.recognizer->IsAccepting() : s.memo->accepting(s.memo_state);
+}
+bool Recognizer::CanContinue() const {
+  return state_->memo == nullptr ? state_->recognizer->CanContinue() : NextBytes().any();
+}
+std::bitset<256> Recognizer::NextBytes() const {
+  const internal::RecognizerState& s = *state_;
+  return s.memo == nullptr ? s.recognizer->NextBytes() : s.memo->NextBytes(s.memo_state);
+}
+size_t Recognizer::Position() const {
+  return state_->memo == nullptr ? state_->recognizer->Position() : state_->position;
+}
+size_t Recognizer::RetainedItems() const {
+  const internal::RecognizerState& s = *state_;
+  return s.memo == nullptr ? s.recognizer->RetainedItems() : s.memo->retained_items(s.memo_state);
+}
+uint64_t Recognizer::PeakWorkPerSet() const {
+  const internal::RecognizerState& s = *state_;
+  return s.memo == nullptr ? s.recognizer->peak_work_per_set() : s.memo->peak_work_per_set();
+}
+absl::Status Recognizer::status() const {
+  const internal::RecognizerState& s = *state_;
+  return s.memo == nullptr ? s.recognizer->status() : s.status;
+}
+RecognizerMemoStats Recognizer::memo_stats() const {
+  if (state_->memo == nullptr) return {};
+  const parser::TransitionMemoStats m = state_->memo->stats();
+  return {m.hits, m.misses, m.states, m.clears, m.bytes};
+}
 
 }  // namespace zapgram

@@ -6,8 +6,11 @@
 #include "grammar/grammar.h"
 #include "parser/flat_grammar.h"
 #include "parser/recognizer.h"
+#include "parser/transition_memo.h"
 #include "zapgram/grammar.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +27,22 @@ struct CompiledGrammarData {
   CompileTimes times;                 // Grammar::compile_times()
 };
 
+// A zapgram::Recognizer: a parser::Recognizer, or with a transition memo
+// (RecognizerOptions::transition_memo_bytes) the memo, which owns one as
+// its scratch, and the memo state reached.
 struct RecognizerState {
-  explicit RecognizerState(parser::Recognizer r) : recognizer(std::move(r)) {}
-  parser::Recognizer recognizer;
+  explicit RecognizerState(parser::Recognizer r, size_t memo_bytes) {
+    if (memo_bytes > 0 && r.compacting() && r.options().max_rollback == 0) {
+      memo = std::make_unique<parser::TransitionMemo>(std::move(r), memo_bytes);
+    } else {
+      recognizer.emplace(std::move(r));
+    }
+  }
+  std::optional<parser::Recognizer> recognizer;  // without a memo
+  std::unique_ptr<parser::TransitionMemo> memo;
+  uint32_t memo_state = parser::TransitionMemo::kStart;
+  size_t position = 0;  // bytes accepted (with the memo)
+  absl::Status status;  // with the memo: the last step's budget error, as Recognizer::status()
 };
 
 // Reads a grammar argument (see include/zapgram/grammar.h) to IR.

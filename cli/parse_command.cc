@@ -23,9 +23,17 @@
 // second recognizer; a line of --lines or --texts is held whole too.)
 //
 // -j N parses documents (files and lines) on N threads (default: the
-// machine's cores) over the one compiled grammar, each document its own
-// recognizer; documents go in batches of at most 1,024 documents or 8 MiB
+// machine's cores) over the one compiled grammar, one recognizer per
+// thread; documents go in batches of at most 1,024 documents or 8 MiB
 // of lines, and every report is printed in input order.
+//
+// Each thread's recognizer keeps a memo of the parser's transitions between
+// canonical states across its documents (parser/transition_memo.h,
+// --memo-mb per thread, 64 by default; 0 turns it off): a byte read before
+// from a state met before is one table lookup instead of an Earley step.
+// Verdicts, offsets, expected bytes and item counts are the same either
+// way. --stats and --no-pruning parse without it. The summary line says
+// what share of the bytes the memo served.
 //
 // Each file's bytes are fed one at a time into a zapgram::Recognizer. A file is
 // accepted iff every byte is accepted and the recognizer is accepting at the
@@ -70,6 +78,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,7 +105,7 @@ namespace {
 constexpr std::string_view kHelp =
     "usage: zapgram parse GRAMMAR FILE... [--json] [--stats] [--no-pruning] [--lenient]\n"
     "                     [--data-root DIR] [--generation] [--texts F.jsonl]\n"
-    "                     [--lines F.jsonl] [-j N] [--quiet]\n"
+    "                     [--lines F.jsonl] [-j N] [--memo-mb N] [--quiet]\n"
     "\n"
     "Feeds each FILE byte by byte to a recognizer for GRAMMAR and reports whether\n"
     "the file is a sentence of the grammar. For a rejected file it reports the\n"
@@ -137,6 +146,8 @@ constexpr std::string_view kHelp =
     "                    rejected, errors, MB/s\n"
     "  -j N, --jobs N    parse documents on N threads (default: the machine's cores);\n"
     "                    output stays in input order\n"
+    "  --memo-mb N       per thread, the memo of parser transitions between the\n"
+    "                    states met (default 64; 0: off); same verdicts either way\n"
     "  --summary         the summary line on stderr for any input (documents,\n"
     "                    verdicts, MB/s, peak RSS)\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
@@ -161,6 +172,7 @@ struct ParseOptions {
   uint32_t threads = std::max(1u, std::thread::hardware_concurrency());
   bool stats = false;
   bool pruning = true;
+  size_t memo_bytes = size_t{64} << 20;  // per thread; 0: no memo
   std::string data_root;
 };
 
@@ -383,12 +395,23 @@ struct Run {
   uint64_t peak_work = 0;  // Recognizer::PeakWorkPerSet() at the end
 };
 
-Run Recognize(const Grammar& grammar, const DocumentBytes& document, bool pruning) {
+RecognizerOptions ParseRecognizerOptions(bool pruning, size_t memo_bytes) {
   RecognizerOptions options;
   options.pruning = pruning;
   options.max_rollback = 0;  // parse never rolls back
   options.in_place_terminal_steps = true;
-  Recognizer recognizer(grammar, options);
+  options.transition_memo_bytes = memo_bytes;
+  return options;
+}
+
+// `reused` (optional): a recognizer of `grammar` for parse to Reset and use
+// (one per thread, keeping its transition memo), else a fresh one.
+Run Recognize(const Grammar& grammar, const DocumentBytes& document, bool pruning,
+              Recognizer* reused = nullptr) {
+  std::optional<Recognizer> fresh;
+  if (reused == nullptr) fresh.emplace(grammar, ParseRecognizerOptions(pruning, 0));
+  Recognizer& recognizer = reused != nullptr ? *reused : *fresh;
+  recognizer.Reset();
   Run run;
   run.every = std::max<size_t>(1, (document.known_size() + kProfileSamples) / kProfileSamples);
   auto note_items = [&run](size_t n) {
@@ -523,8 +546,9 @@ void AppendLine(std::string* to, const std::string& text) {
   to->push_back('\n');
 }
 
+// `reused`: the thread's recognizer (with its memo), used unless --stats.
 Report ParseDocument(const Grammar& grammar, const std::string& path, const DocumentBytes& source,
-                     const ParseOptions& options) {
+                     const ParseOptions& options, Recognizer* reused) {
   using Json = nlohmann::ordered_json;
   Report report;
   Json line;
@@ -555,7 +579,7 @@ Report ParseDocument(const Grammar& grammar, const std::string& path, const Docu
   if (options.stats) read_whole = source.InMemory();
   const DocumentBytes& document = read_whole ? *read_whole : source;
   if (!document.failed().ok()) return unreadable(document.failed());
-  Run main_run = Recognize(grammar, document, options.pruning);
+  Run main_run = Recognize(grammar, document, options.pruning, options.stats ? nullptr : reused);
   if (main_run.outcome == Run::Outcome::kUnread) return unreadable(main_run.error);
   report.bytes = main_run.outcome == Run::Outcome::kAccepted ? main_run.offset
                                                               : std::max(main_run.offset, document.known_size());
@@ -674,17 +698,19 @@ class Driver {
   void Flush() {
     std::vector<Report> reports(batch_.size());
     std::atomic<size_t> next{0};
-    auto work = [&] {
+    auto work = [&](size_t thread) {
+      Recognizer* reused = ThreadRecognizer(thread);
       for (size_t i; (i = next.fetch_add(1)) < batch_.size();) {
-        reports[i] = ParseDocument(grammar_, batch_[i].name, batch_[i].bytes, options_);
+        reports[i] = ParseDocument(grammar_, batch_[i].name, batch_[i].bytes, options_, reused);
       }
     };
     const size_t threads = std::min<size_t>(options_.threads, batch_.size());
+    if (recognizers_.size() < std::max<size_t>(threads, 1)) recognizers_.resize(std::max<size_t>(threads, 1));
     if (threads <= 1) {
-      work();
+      work(0);
     } else {
       std::vector<std::thread> pool;
-      for (size_t t = 0; t < threads; ++t) pool.emplace_back(work);
+      for (size_t t = 0; t < threads; ++t) pool.emplace_back(work, t);
       for (std::thread& t : pool) t.join();
     }
     for (const Report& r : reports) {
@@ -707,7 +733,8 @@ class Driver {
   void NoteError() { ++errors_; }
 
   // "3000 documents: 2990 accepted, 10 rejected, 0 errors; 1.9 MB in 0.21 s
-  // (9.0 MB/s, 2 threads); peak RSS 31 MB"
+  // (9.0 MB/s, 2 threads); peak RSS 31 MB; memo: 98.2% of steps, 1204 states,
+  // 0 clears"
   std::string Summary() const {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -718,12 +745,41 @@ class Driver {
         "%d documents: %d accepted, %d rejected, %d errors; %.1f MB in %.2f s (%.1f MB/s, %d threads); "
         "peak RSS %d MB",
         documents_, accepted_, rejected_, errors_, mb, seconds, seconds > 0 ? mb / seconds : 0.0,
-        options_.threads, static_cast<int64_t>(usage.ru_maxrss) / 1024);
+        options_.threads, static_cast<int64_t>(usage.ru_maxrss) / 1024) + MemoSummary();
   }
 
  private:
+  // The recognizer of worker `thread`, kept across batches for its
+  // transition memo; null when there is none (--stats, --no-pruning, --memo-mb 0).
+  Recognizer* ThreadRecognizer(size_t thread) {
+    if (options_.memo_bytes == 0 || !options_.pruning || options_.stats) return nullptr;
+    std::unique_ptr<Recognizer>& r = recognizers_[thread];
+    if (r == nullptr) {
+      r = std::make_unique<Recognizer>(grammar_, ParseRecognizerOptions(true, options_.memo_bytes));
+    }
+    return r.get();
+  }
+  std::string MemoSummary() const {
+    RecognizerMemoStats total;
+    for (const std::unique_ptr<Recognizer>& r : recognizers_) {
+      if (r == nullptr) continue;
+      const RecognizerMemoStats m = r->memo_stats();
+      total.hits += m.hits;
+      total.misses += m.misses;
+      total.states += m.states;
+      total.clears += m.clears;
+    }
+    const uint64_t steps = total.hits + total.misses;
+    if (steps == 0) return "";
+    return absl::StrFormat("; memo: %.1f%% of steps, %d states, %d clears",
+                           100.0 * static_cast<double>(total.hits) / static_cast<double>(steps),
+                           total.states, total.clears);
+  }
+
   const Grammar& grammar_;
   const ParseOptions& options_;
+  // Per worker thread (resized before the workers start: see Flush).
+  std::vector<std::unique_ptr<Recognizer>> recognizers_;
   std::chrono::steady_clock::time_point start_;
   std::vector<Document> batch_;
   size_t batch_bytes_ = 0;
@@ -771,6 +827,15 @@ int RunParse(const std::vector<std::string>& args) {
         return UsageError("parse", absl::StrCat("-j takes a thread count from 1 to 1024, got '", value, "'"));
       }
       options.threads = threads;
+    } else if (arg == "--memo-mb" || absl::StartsWith(arg, "--memo-mb=")) {
+      std::string value;
+      uint32_t mb = 0;
+      if (!TakeOptionValue(args, &i, "--memo-mb", &value) || !absl::SimpleAtoi(value, &mb) ||
+          mb > (1u << 20)) {
+        return UsageError("parse", absl::StrCat("--memo-mb takes a size in MiB from 0 to 1048576, got '",
+                                                value, "'"));
+      }
+      options.memo_bytes = size_t{mb} << 20;
     } else if (arg == "--quiet") {
       options.quiet = true;
     } else if (arg == "--summary") {

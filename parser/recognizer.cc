@@ -917,6 +917,22 @@ bool Recognizer::CanonicalState(std::vector<uint32_t>* out, const StateClasses& 
   return true;
 }
 
+void Recognizer::LiveChart(Chart* out) const {
+  assert(compactor_ != nullptr);
+  compactor_->CopyLive(*grammar_, chart_, out);
+}
+
+void Recognizer::RestoreLiveChart(const Chart& chart) {
+  assert(compactor_ != nullptr);
+  chart_ = chart;
+  compactor_->Reset(*grammar_, chart_);
+  status_ = absl::OkStatus();
+  checkpoints_.clear();
+  replay_.clear();
+  rollback_limit_ = 0;
+  if (options_.max_rollback > 0) TakeCheckpoint();
+}
+
 size_t Recognizer::Position() const { return current().sets.back().position; }
 size_t Recognizer::RetainedItems() const {
   return compactor_ ? compactor_->LiveItems() : chart_.ItemCount();

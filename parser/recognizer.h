@@ -266,6 +266,15 @@ class Recognizer {
   // As if a step had consulted `group` (restores an outer step's bound).
   void NoteConsulted(uint32_t group) { lowest_consulted_ = std::min(lowest_consulted_, group); }
 
+  // The live chart renumbered densely (the compactor's CopyLive), and back:
+  // RestoreLiveChart puts the recognizer in the state in which it took a
+  // LiveChart copy (this recognizer's: a lexed set names its lanes by this
+  // recognizer's ids), with status() ok and nothing to roll back. Both need
+  // a compactor. Positions are those of the copy. Used by
+  // parser/transition_memo.h, which keeps one copy per canonical state.
+  void LiveChart(Chart* out) const;
+  void RestoreLiveChart(const Chart& chart);
+
   // Speculative steps on top of the current state (no compaction, no snapshot).
   bool Push(uint8_t byte);
   void Pop();

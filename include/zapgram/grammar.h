@@ -165,6 +165,12 @@ class ZAPGRAM_EXPORT Grammar {
   std::shared_ptr<const internal::CompiledGrammarData> data_;
 };
 
+// RecognizerOptions::transition_memo_bytes at work: steps read from the
+// memo, full steps taken, states held, times the budget emptied it, bytes held.
+struct RecognizerMemoStats {
+  uint64_t hits = 0, misses = 0, states = 0, clears = 0, bytes = 0;
+};
+
 class ZAPGRAM_EXPORT Recognizer {
  public:
   explicit Recognizer(const Grammar& grammar, const RecognizerOptions& options = {});
@@ -190,6 +196,8 @@ class ZAPGRAM_EXPORT Recognizer {
   // ParserLimits::max_work_per_set), for sizing that budget.
   uint64_t PeakWorkPerSet() const;
   absl::Status status() const;
+  // All zero without a transition memo.
+  RecognizerMemoStats memo_stats() const;
 
  private:
   Grammar grammar_;

@@ -47,6 +47,14 @@ struct RecognizerOptions {
   // rollback (max_rollback = 0) and byte-level grammars only (else off);
   // `zapgram parse` turns it on.
   bool in_place_terminal_steps = false;
+  // Bytes for a memo of transitions between the parser's canonical states
+  // (parser/transition_memo.h), kept across Reset(): a recognizer that
+  // validates many documents of one grammar takes each step it has taken
+  // before from a state seen before in one table lookup. Same verdicts,
+  // NextBytes, IsAccepting and item counts as without it. Used with pruning
+  // and no rollback (max_rollback = 0), else ignored; 0 turns it off.
+  // `zapgram parse` gives it 64 MiB per thread.
+  size_t transition_memo_bytes = 0;
   ParserLimits limits;
 };
 

@@ -826,6 +826,30 @@ TEST(CliTest, ParseInParallelKeepsInputOrder) {
   EXPECT_EQ(RunCli({"parse", "builtin:json", good, "-j", "0"}).exit_code, 2);
 }
 
+// The transition memo (--memo-mb, on by default) changes no output: the
+// same JSON lines with it, without it (--memo-mb 0) and with a budget so
+// small that it empties itself over and over; the summary says what it served.
+TEST(CliTest, ParseMemoChangesNoOutput) {
+  std::string text;
+  for (int i = 0; i < 400; ++i) {
+    text += i % 5 == 2 ? "{\"k\": [" + std::to_string(i) + ", {\"s\": \"x\"}], \"t\": tru}\n"
+                       : "{\"k\": [" + std::to_string(i) + ", {\"s\": \"x\"}], \"t\": true}\n";
+  }
+  std::string lines = WriteTemp("memo.jsonl", text);
+  std::vector<std::string> outputs;
+  for (const char* mb : {"0", "64", "1"}) {
+    CliResult r = RunCli({"parse", "builtin:json", "--lines", lines, "--json", "-j", "1", "--memo-mb", mb});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(Contains(r.err, "400 documents: 320 accepted, 80 rejected, 0 errors")) << r.err;
+    EXPECT_EQ(Contains(r.err, "memo: "), std::string(mb) != "0") << r.err;
+    outputs.push_back(r.out);
+  }
+  EXPECT_EQ(outputs[1], outputs[0]);
+  EXPECT_EQ(outputs[2], outputs[0]);
+  EXPECT_EQ(RunCli({"parse", "builtin:json", lines, "--memo-mb", "x"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"parse", "builtin:json", lines, "--memo-mb"}).exit_code, 2);
+}
+
 // Files are streamed: the peak memory of parsing 2 MB and 10x that of the
 // same shape differs by little (it once grew by ~135 bytes per input byte).
 TEST(CliTest, ParseMemoryDoesNotGrowWithTheInput) {
