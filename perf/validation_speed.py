@@ -6,12 +6,16 @@ On the workloads of perf/make_validation_data.py (run it first):
     against Python's json.load, MB/s and peak RSS;
   - schema validation of maskbench/*.jsonl (each line one document):
     zapgram `parse schema:S --lenient --lines S.jsonl` with -j 1 and -j N
-    (its times include compiling each schema and starting the process)
+    (its times include compiling each schema and starting the process; the
+    "parse only" row sums the seconds parse's summary reports, which start
+    after the compile)
     against python-jsonschema (its validator for the schema's draft with its
     format checker, one document at a time, schema compiled once), MB/s over
     the whole set, and verdicts: zapgram's against jsonschema's and against
     the instances' labels, document by document.
-Prints one table. Wall clock, one run each: compare figures of one run only.
+Each zapgram row runs with the transition memo (parse's default); the
+"--memo-mb 0" rows are the ablation, and the memo column the share of steps
+it served. Prints one table. Wall clock, one run each: compare figures of one run only.
 Usage: perf/validation_speed.py [--zapgram build/zapgram] [--data ../shared/data]
                                 [--work build/validation] [--jobs N]
 """
@@ -34,11 +38,21 @@ def run_zapgram(args, zapgram):
     return seconds, int(summary.group(1)) if summary else None, verdicts, proc
 
 
+def summary_fields(proc):
+    """The parse seconds and the memo's share of steps (%) of parse's summary line."""
+    timed = re.search(r"MB in ([0-9.]+) s", proc.stderr)
+    memo = re.search(r"memo: ([0-9.]+)% of steps", proc.stderr)
+    return float(timed.group(1)) if timed else 0.0, float(memo.group(1)) if memo else None
+
+
 def python_json(path):
-    start = time.perf_counter()
-    with open(path, "rb") as f:
-        json.load(f)
-    return time.perf_counter() - start
+    """Seconds of Python's json.load on `path`, in a child process: Linux keeps a
+    process's peak RSS across fork and exec, so a 19 MB document loaded here
+    would show as the peak RSS of every zapgram run started after it."""
+    code = ("import json, sys, time\nstart = time.perf_counter()\n"
+            "with open(sys.argv[1], 'rb') as f:\n    json.load(f)\nprint(time.perf_counter() - start)")
+    return float(subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                                check=True).stdout)
 
 
 def main():
@@ -55,17 +69,26 @@ def main():
         if not os.path.exists(path):
             sys.exit(f"{path} missing: run perf/make_validation_data.py first")
         mb = os.path.getsize(path) / 1e6
-        seconds, rss, verdicts, proc = run_zapgram(["builtin:json", path, "-j", "1"], args.zapgram)
-        if verdicts != [True]:
-            sys.exit(f"zapgram did not accept {path}: {proc.stdout} {proc.stderr}")
-        py = python_json(path)
-        rows.append((f"builtin:json {name}", mb, mb / seconds, rss, "python json.load", mb / py))
+        for memo in (None, "0"):
+            extra = ["--memo-mb", memo] if memo else []
+            seconds, rss, verdicts, proc = run_zapgram(["builtin:json", path, "-j", "1", *extra], args.zapgram)
+            if verdicts != [True]:
+                sys.exit(f"zapgram did not accept {path}: {proc.stdout} {proc.stderr}")
+            label = f"builtin:json {name}" + (" --memo-mb 0" if memo else "")
+            if memo:
+                rows.append((label, mb, mb / seconds, rss, None, "", 0))
+            else:
+                py = python_json(path)
+                rows.append((label, mb, mb / seconds, rss, summary_fields(proc)[1], "python json.load", mb / py))
 
     import jsonschema  # Debian's python3-jsonschema
     folder = os.path.join(args.work, "maskbench")
     stems = sorted(f[: -len(".jsonl")] for f in os.listdir(folder) if f.endswith(".jsonl"))
     total_mb = 0.0
     zap_seconds = {1: 0.0, args.jobs: 0.0}
+    parse_seconds = 0.0  # -j 1, as parse's summaries time it
+    memo_share = []      # -j 1, per schema
+    no_memo_seconds = 0.0
     py_seconds = 0.0
     disagreements = 0
     label_misses = 0
@@ -83,7 +106,19 @@ def main():
                  "-j", str(jobs)], args.zapgram)
             zap_seconds[jobs] += seconds
             peak = max(peak, rss or 0)
-            verdicts = got
+            if jobs == 1:
+                parsed, share = summary_fields(proc)
+                parse_seconds += parsed
+                memo_share.append(share or 0.0)
+                verdicts = got
+            elif got != verdicts:
+                sys.exit(f"-j {jobs} changed verdicts on {stem}")
+        seconds, _, got, _ = run_zapgram(
+            [f"schema:{schema_path}", "--data-root", args.data, "--lenient", "--lines", lines_path,
+             "-j", "1", "--memo-mb", "0"], args.zapgram)
+        no_memo_seconds += seconds
+        if got != verdicts:
+            sys.exit(f"--memo-mb 0 changed verdicts on {stem}")
         with open(os.path.join(args.data, schema_path)) as f:
             schema = json.load(f)
         with open(lines_path, encoding="utf-8") as f:
@@ -103,13 +138,17 @@ def main():
         documents += len(texts)
         disagreements += sum(1 for a, b in zip(verdicts, reference) if a != b)
         label_misses += sum(1 for a, b in zip(verdicts, labels) if a != b)
-    rows.append((f"{len(stems)} schemas x --lines, -j 1", total_mb, total_mb / zap_seconds[1], peak,
+    share = sum(memo_share) / len(memo_share) if memo_share else None
+    rows.append((f"{len(stems)} schemas x --lines, -j 1", total_mb, total_mb / zap_seconds[1], peak, share,
                  "python-jsonschema", total_mb / py_seconds))
-    rows.append((f"the same, -j {args.jobs}", total_mb, total_mb / zap_seconds[args.jobs], peak, "", 0))
-    print(f"{'workload':40} {'MB':>7} {'zapgram MB/s':>13} {'peak MB':>8}  reference MB/s")
-    for name, mb, speed, rss, ref, ref_speed in rows:
-        print(f"{name:40} {mb:7.1f} {speed:13.2f} {rss if rss is not None else '-':>8}  "
-              + (f"{ref} {ref_speed:.2f}" if ref else ""))
+    rows.append((f"the same, -j {args.jobs}", total_mb, total_mb / zap_seconds[args.jobs], peak, None, "", 0))
+    rows.append(("the same, -j 1, --memo-mb 0", total_mb, total_mb / no_memo_seconds, None, None, "", 0))
+    rows.append(("the same, -j 1, parse only (no compiles)", total_mb,
+                 total_mb / parse_seconds if parse_seconds else 0.0, None, None, "", 0))
+    print(f"{'workload':44} {'MB':>7} {'zapgram MB/s':>13} {'peak MB':>8} {'memo %':>7}  reference MB/s")
+    for name, mb, speed, rss, share, ref, ref_speed in rows:
+        print(f"{name:44} {mb:7.1f} {speed:13.2f} {rss if rss is not None else '-':>8} "
+              f"{share if share is not None else '-':>7}  " + (f"{ref} {ref_speed:.2f}" if ref else ""))
     print(f"schema verdicts: {documents} documents; zapgram differs from python-jsonschema (formats "
           f"checked) on {disagreements}, from MaskBench's labels on {label_misses}")
     print(f"-j scaling: {zap_seconds[1] / zap_seconds[args.jobs]:.2f}x on {args.jobs} threads")
