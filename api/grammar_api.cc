@@ -371,7 +371,7 @@ absl::Status Recognizer::status() const {
 RecognizerMemoStats Recognizer::memo_stats() const {
   if (state_->memo == nullptr) return {};
   const parser::TransitionMemoStats m = state_->memo->stats();
-  return {m.hits, m.misses, m.states, m.clears, m.bytes};
+  return {m.hits, m.misses, m.states, m.clears, m.bytes, m.detached};
 }
 
 }  // namespace zapgram

@@ -768,12 +768,15 @@ class Driver {
       total.misses += m.misses;
       total.states += m.states;
       total.clears += m.clears;
+      total.detached += m.detached;
     }
     const uint64_t steps = total.hits + total.misses;
     if (steps == 0) return "";
-    return absl::StrFormat("; memo: %.1f%% of steps, %d states, %d clears",
+    return absl::StrFormat("; memo: %.1f%% of steps, %d states, %d clears%s",
                            100.0 * static_cast<double>(total.hits) / static_cast<double>(steps),
-                           total.states, total.clears);
+                           total.states, total.clears,
+                           total.detached > 0 ? absl::StrFormat(", %d steps too deep to keep", total.detached)
+                                              : std::string());
   }
 
   const Grammar& grammar_;

@@ -32,6 +32,7 @@ size_t TransitionMemo::StateBytes(const Chart& chart, const std::vector<uint32_t
 
 void TransitionMemo::MoveScratchTo(uint32_t state) {
   if (scratch_state_ == state) return;
+  assert(state != kDetached);  // a detached state lives only in the scratch
   scratch_.RestoreLiveChart(states_[state].chart);
   scratch_state_ = state;
 }
@@ -44,10 +45,15 @@ uint32_t TransitionMemo::Miss(uint32_t state, uint8_t byte) {
       status_ = scratch_.status();  // the scratch stays in `state`
       return kError;
     }
-    rows_[static_cast<size_t>(state) * 256 + byte] = kRejected;
+    if (state != kDetached) rows_[static_cast<size_t>(state) * 256 + byte] = kRejected;
     return kRejected;
   }
   status_ = absl::OkStatus();
+  if (scratch_.RetainedItems() > kMaxItems) {
+    ++stats_.detached;
+    scratch_state_ = kDetached;
+    return kDetached;
+  }
   const uint64_t clears = stats_.clears;
   scratch_.CanonicalState(&key_);
   uint32_t next;
@@ -57,7 +63,7 @@ uint32_t TransitionMemo::Miss(uint32_t state, uint8_t byte) {
     next = Add();
   }
   // A clear forgot `state` (its number may now name the new state).
-  if (stats_.clears == clears) rows_[static_cast<size_t>(state) * 256 + byte] = next;
+  if (state != kDetached && stats_.clears == clears) rows_[static_cast<size_t>(state) * 256 + byte] = next;
   scratch_state_ = next;
   return next;
 }

@@ -20,6 +20,14 @@
 // it) and what a reader asks of it without a step: whether it accepts and
 // its live item count. NextBytes at a state restores it (errors only).
 //
+// Deep states are not kept: a state whose live chart holds more than
+// kMaxItems items (deep nesting) costs O(items) to spell and to store, and
+// is rarely met twice. A step into one returns kDetached: the scratch
+// recognizer then holds the state and steps plainly (no spelling), until
+// a step leaves it within kMaxItems, where it is spelled and numbered
+// again. So a 100,000-deep document parses at the plain recognizer's speed
+// instead of spelling 100,000 items per byte.
+//
 // What is not memoized: a step that runs out of a parser budget (status()
 // says which; nothing is recorded, so a later step from the state tries
 // again). Equal spellings give equal live charts, and the budgets that a
@@ -63,6 +71,7 @@ struct TransitionMemoStats {
   uint64_t misses = 0;   // full steps taken
   uint64_t states = 0;   // states held now
   uint64_t clears = 0;   // generations ended by the budget
+  uint64_t detached = 0; // steps into states too deep to keep (kDetached)
   uint64_t bytes = 0;    // held now
 };
 
@@ -71,25 +80,34 @@ class TransitionMemo {
   static constexpr uint32_t kRejected = 0xFFFFFFFFu;
   static constexpr uint32_t kError = 0xFFFFFFFEu;  // a budget ran out: status()
   static constexpr uint32_t kStart = 0;
+  // A state too deep to keep (above): held by the scratch recognizer alone.
+  static constexpr uint32_t kDetached = 0xFFFFFFFCu;
+  static constexpr size_t kMaxItems = 256;
 
   // `start` is a recognizer at the empty input with a compactor (pruning)
   // and no rollback (max_rollback 0); the memo keeps it as its scratch.
   TransitionMemo(Recognizer start, size_t budget_bytes);
 
-  // The state after `byte` from `state` (kStart or a number Step returned
+  // The state after `byte` from `state` (kStart, or what Step returned
   // last), kRejected (`state` stays valid) or kError (status() says why).
   uint32_t Step(uint32_t state, uint8_t byte) {
-    const uint32_t next = rows_[static_cast<size_t>(state) * 256 + byte];
-    if (next < kUnknown || next == kRejected) {
-      ++stats_.hits;
-      return next;
+    if (state != kDetached) {
+      const uint32_t next = rows_[static_cast<size_t>(state) * 256 + byte];
+      if (next < kDetached || next == kRejected) {
+        ++stats_.hits;
+        return next;
+      }
     }
     return Miss(state, byte);
   }
 
-  bool accepting(uint32_t state) const { return states_[state].accepting; }
+  bool accepting(uint32_t state) const {
+    return state == kDetached ? scratch_.IsAccepting() : states_[state].accepting;
+  }
   // Recognizer::RetainedItems() in that state.
-  size_t retained_items(uint32_t state) const { return states_[state].retained_items; }
+  size_t retained_items(uint32_t state) const {
+    return state == kDetached ? scratch_.RetainedItems() : states_[state].retained_items;
+  }
   // Recognizer::NextBytes() in that state (restores its chart).
   ByteSet NextBytes(uint32_t state);
   // Recognizer::PeakWorkPerSet() of the full steps taken so far.
@@ -99,6 +117,7 @@ class TransitionMemo {
 
  private:
   static constexpr uint32_t kUnknown = 0xFFFFFFFDu;
+  static_assert(kDetached < kUnknown && kUnknown < kError && kError < kRejected);
   struct State {
     Chart chart;  // the live chart, dense
     bool accepting = false;

@@ -16,6 +16,11 @@ Cases (issue 12's workloads, Llama 3):
   deep-json, ambiguous, wide-schema  perf/make_stress_traces.sh (written when
                      missing; wide-schema: time to first mask of a schema with
                      5,000 required properties, issue 30)
+  validation-json    `zapgram parse builtin:json --lines` (-j 1) over the
+                     json-docs documents, one per line, 20 times over: the
+                     parse path with its transition memo (issue 32), in ms
+                     per MB as parse's summary times it (--memo-mb 0: ~3.5x;
+                     the first pass learns the states, the others read them)
   json-docs-budget, sql-budget  budget-aware masks (issue 14) at the tightest
                      budget the documents meet (--budget-slack 0; 20 json-docs,
                      5 sql): time, and budget_inexact (tokens masked only
@@ -41,6 +46,7 @@ exit status: 0 no regression, 1 regression, 2 could not run.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -69,6 +75,33 @@ CASES = {
     "ambiguous/llama3": ("@stress/ambiguous.jsonl", None, 1, [], ["mask_mean"]),
     "wide-schema/llama3": ("@stress/wide-schema.jsonl", None, 1, [], ["first_mask_p50", "mask_mean"]),
 }
+
+
+# name: (trace whose texts become the lines, times over, figures)
+VALIDATION_CASES = {
+    "validation-json/llama3": ("json-docs.jsonl", 20, ["parse_ms_per_mb"]),
+}
+
+
+def run_validation(build, trace, times, tmp):
+    """`parse builtin:json --lines` over the trace's texts (compacted to one line
+    each, `times` over): (ms per MB, documents accepted)."""
+    lines_path = os.path.join(tmp, "validation-" + os.path.basename(trace))
+    if not os.path.exists(lines_path):
+        with open(os.path.join(TRACES, trace)) as src:
+            texts = [json.dumps(json.loads(json.loads(line)["text"]), ensure_ascii=False) for line in src]
+        with open(lines_path, "w") as dst:
+            for _ in range(times):
+                for text in texts:
+                    dst.write(text + "\n")
+    proc = subprocess.run([os.path.join(build, "zapgram"), "parse", "builtin:json", "--lines", lines_path,
+                           "--json", "-j", "1", "--summary"], capture_output=True, text=True, errors="replace")
+    timed = re.search(r"([0-9.]+) MB in ([0-9.]+) s", proc.stderr)
+    if proc.returncode not in (0, 1) or timed is None:
+        raise OSError(f"parse failed: {proc.stderr[-500:]}")
+    accepted = sum(1 for line in proc.stdout.splitlines() if line.strip() and json.loads(line)["accepted"])
+    return {"parse_ms_per_mb": 1000 * float(timed.group(2)) / max(float(timed.group(1)), 1e-9),
+            "accepted": accepted}
 
 
 def trace_path(build, name, stride, tmp):
@@ -149,6 +182,19 @@ def main():
                 return 2
             figures = [figures_of(r) for r in runs]
             results[name] = {f: min(x[f] for x in figures) for f in wanted}
+            results[name]["accepted"] = runs[0]["accepted"]
+        for name, (trace, times, wanted) in VALIDATION_CASES.items():
+            if only and name not in only:
+                continue
+            try:
+                runs = [run_validation(args.build, trace, times, tmp) for _ in range(args.repeats)]
+            except (subprocess.CalledProcessError, OSError, ValueError) as e:
+                print(f"{name}: could not run: {e}", file=sys.stderr)
+                return 2
+            if any(r["accepted"] != runs[0]["accepted"] for r in runs):
+                print(f"{name}: verdicts differ between runs", file=sys.stderr)
+                return 2
+            results[name] = {f: min(r[f] for r in runs) for f in wanted}
             results[name]["accepted"] = runs[0]["accepted"]
     if args.update:
         baseline = {}

@@ -166,9 +166,10 @@ class ZAPGRAM_EXPORT Grammar {
 };
 
 // RecognizerOptions::transition_memo_bytes at work: steps read from the
-// memo, full steps taken, states held, times the budget emptied it, bytes held.
+// memo, full steps taken, states held, times the budget emptied it, bytes
+// held, full steps into states too deep to keep (more than 256 live items).
 struct RecognizerMemoStats {
-  uint64_t hits = 0, misses = 0, states = 0, clears = 0, bytes = 0;
+  uint64_t hits = 0, misses = 0, states = 0, clears = 0, bytes = 0, detached = 0;
 };
 
 class ZAPGRAM_EXPORT Recognizer {

@@ -193,6 +193,22 @@ TEST(TransitionMemo, RepeatedDocumentsAreServedFromTheMemo) {
   EXPECT_EQ(plain.memo_stats().states, 0u);
 }
 
+TEST(TransitionMemo, DeepStatesAreSteppedPlainlyAndRejoin) {
+  // 3,000 levels: the states past kMaxItems live items are not kept (their
+  // spelling is O(depth)); the memo takes them up again on the way out.
+  absl::StatusOr<Grammar> grammar = Grammar::Load("builtin:json");
+  ASSERT_TRUE(grammar.ok()) << grammar.status();
+  Recognizer memo(*grammar, MemoOptions(size_t{16} << 20));
+  const std::string deep = std::string(3000, '[') + "1" + std::string(3000, ']');
+  Tally tally;
+  for (const std::string& text : {deep, deep.substr(0, 4000), deep.substr(0, 3001) + "]]}", deep}) {
+    ExpectSameRun(*grammar, memo, text, "deep", &tally);
+  }
+  const RecognizerMemoStats stats = memo.memo_stats();
+  EXPECT_GT(stats.detached, 0u);
+  EXPECT_LT(stats.states, 1000u);  // not one per level
+}
+
 TEST(TransitionMemo, BudgetErrorsAreNotMemoized) {
   // A nesting budget: both recognizers stop at the same byte with an error,
   // and the memo one recovers after Reset as the plain one does.
