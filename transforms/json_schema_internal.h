@@ -143,9 +143,16 @@ inline constexpr uint32_t kAnyOrderExactKeys = 10;
 inline constexpr uint64_t kMaxAnyOrderRules = 1u << 14;
 // The rules MembersInAnyOrder makes for `once` exactly-once members and
 // counts in [lo, hi].
+// The longest maxLength a string without pattern or format keeps (its
+// counted terminal, grammar/counted_automaton.h, numbers (max + 1) states
+// per state of one character's spelling within 31 bits); above it the
+// keyword is unsupported (lenient: dropped).
+inline constexpr uint64_t kMaxCountedLength = uint64_t{1} << 24;
+// a + b, or UINT64_MAX past it (counts read from a schema go up to UINT64_MAX).
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 inline uint64_t AnyOrderRules(size_t once, uint64_t lo, std::optional<uint64_t> hi) {
   if (once >= 63) return UINT64_MAX;
-  const uint64_t counts = hi ? *hi + 1 : std::max<uint64_t>(lo, 1) + 1;
+  const uint64_t counts = hi ? SaturatingAdd(*hi, 1) : SaturatingAdd(std::max<uint64_t>(lo, 1), 1);
   const uint64_t subsets = uint64_t{1} << once;
   return counts > UINT64_MAX / subsets ? UINT64_MAX : subsets * counts;
 }

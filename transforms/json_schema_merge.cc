@@ -32,7 +32,9 @@
 // Tests: tests/transforms/json_schema_test.cc (Merge*, AllOf*), the suite's
 // allOf, ref and boolean_schema groups (tests/data/jsonschema_suite_test.cc).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,9 +83,13 @@ absl::StatusOr<uint8_t> TypeBits(const Json& type, const std::string& pointer) {
 absl::StatusOr<uint64_t> Count(const Json& v, const std::string& pointer) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
-  if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(
-                                                         static_cast<uint64_t>(v.get<double>()))) {
-    return static_cast<uint64_t>(v.get<double>());
+  if (v.is_number_float()) {
+    // An integral double (5.0, 1e30): at 2^64 and above it saturates, as an
+    // integer there means no bound (converting it would be undefined).
+    const double d = v.get<double>();
+    if (d >= 0 && d == std::floor(d)) {
+      return d >= 18446744073709551616.0 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(d);
+    }
   }
   return NotA("a non-negative integer", pointer, v);
 }

@@ -500,7 +500,8 @@ absl::StatusOr<ExprId> Converter::BuildObjectMembers(const MergedSchema& m,
   if (!bounded && lo <= std::max<uint64_t>(required_count, 1)) {
     return ObjectTree(named, present, extra_rule, lo);
   }
-  if ((n + 1) * ((bounded ? hi + 1 : lo) + 1) > kMaxCountedRules) {
+  const uint64_t span = SaturatingAdd(bounded ? SaturatingAdd(hi, 1) : lo, 1);
+  if (span > kMaxCountedRules || (n + 1) * span > kMaxCountedRules) {
     absl::Status st = Unsupported(bounded ? "maxProperties" : "minProperties", m.pointer,
                                   absl::StrFormat("%d keys with this count exceed the rule budget", n));
     if (!st.ok()) return st;

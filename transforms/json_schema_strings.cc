@@ -511,9 +511,17 @@ absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
   if (regex->has_value()) return JsonStringMatching(**regex);
   const bool lengths = m.min_length > 0 || m.max_length.has_value();
   if (!lengths) return AnyString();
-  const uint32_t max = m.max_length ? static_cast<uint32_t>(std::min<uint64_t>(
-                                          *m.max_length, grammar::kUnbounded - 1))
-                                    : grammar::kUnbounded;
+  // A counted terminal numbers (max + 1) x |character| states in 31 bits.
+  if (m.max_length && *m.max_length > kMaxCountedLength) {
+    absl::Status st = Unsupported("maxLength", m.pointer,
+                                  absl::StrFormat("%d code points is above the counted string's budget of %d",
+                                                  *m.max_length, kMaxCountedLength));
+    if (!st.ok()) return st;
+    MergedSchema unbounded = m;
+    unbounded.max_length.reset();
+    return BuildString(unbounded);
+  }
+  const uint32_t max = m.max_length ? static_cast<uint32_t>(*m.max_length) : grammar::kUnbounded;
   const uint32_t min = static_cast<uint32_t>(std::min<uint64_t>(m.min_length, grammar::kUnbounded - 1));
   // One terminal, quotes included: the lowering makes a bounded count a
   // counted terminal (grammar/counted_automaton.h), so masks inside the

@@ -71,6 +71,39 @@ TEST(JsonSchema, TypesConstEnum) {
   ExpectLanguage(R"({"const": {"a": 1, "b": [2]}})", {R"({"a": 1, "b": [2]})"}, {R"({"b": [2], "a": 1})"});
 }
 
+// Counts written as doubles: an integral one is its integer (5.0), one at
+// 2^64 or above saturates (1e30: converting it to an integer was undefined
+// behaviour, found by the fuzzer); a fraction or a negative is an error
+// naming the keyword. Counts beyond what a grammar can count (maxLength past
+// kMaxCountedLength, maxProperties past the rule budget; a UINT64_MAX
+// maxProperties overflowed the budget check and crashed the compile) are
+// unsupported: an error naming the keyword, dropped in lenient mode.
+TEST(JsonSchema, CountsWrittenAsDoubles) {
+  ExpectLanguage(R"({"type": "string", "maxLength": 2.0})", {"\"ab\""}, {"\"abc\""});
+  ExpectLanguage(R"({"type": "array", "maxItems": 1e300})", {"[1, 2, 3]"}, {"{}"});
+  ExpectLanguage(R"({"type": "array", "minItems": 3.0})", {"[1, 2, 3]"}, {"[1, 2]"});
+  for (const char* bad : {R"({"maxLength": 2.5})", R"({"minItems": -1.0})", R"({"maxLength": -1e30})"}) {
+    absl::StatusOr<Compiled> c = Compile(bad);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.status().message().find("non-negative integer"), std::string::npos) << c.status();
+  }
+  JsonSchemaOptions lenient;
+  lenient.lenient = true;
+  for (const char* huge : {R"({"type": "string", "maxLength": 1e30})", R"({"type": "string", "maxLength": 4000000000})",
+                           R"({"type": "object", "maxProperties": 1.8446744073709552e19})",
+                           R"({"type": "object", "maxProperties": 18446744073709551615})",
+                           R"({"type": "object", "minProperties": 18446744073709551615})"}) {
+    absl::StatusOr<Compiled> strict = Compile(huge);
+    ASSERT_FALSE(strict.ok()) << huge;
+    EXPECT_NE(strict.status().message().find("unsupported"), std::string::npos) << strict.status();
+    absl::StatusOr<Compiled> dropped = Compile(huge, lenient);
+    ASSERT_TRUE(dropped.ok()) << huge << ": " << dropped.status();
+    EXPECT_EQ(dropped->warnings.size(), 1u) << huge;
+  }
+  ExpectLanguage(R"({"type": "string", "maxLength": 1e30})", {"\"abcdef\"", "\"\""}, {"1"}, lenient);
+  ExpectLanguage(R"({"type": "object", "maxProperties": 1e30})", {R"({"a": 1})"}, {"[]"}, lenient);
+}
+
 TEST(JsonSchema, ObjectsInSchemaOrder) {
   const std::string schema = R"({"type": "object", "properties": {"a": {"type": "integer"},
       "b": {"type": "string"}, "c": {"type": "boolean"}}, "required": ["b"]})";
