@@ -71,10 +71,19 @@ inline RecognizerOptions FuzzRecognizerOptions(bool pruning) {
 // promises: a byte is accepted exactly when NextBytes() had it; a rejected
 // byte leaves the state unchanged; Rollback(1) after an accepted byte gives
 // back the same NextBytes() and accepting flag; the pruned and the unpruned
-// recognizer agree byte by byte (pruning is language-preserving).
+// recognizer agree byte by byte (pruning is language-preserving); so does a
+// recognizer with a transition memo (parser/transition_memo.h, a budget
+// small enough to clear), on the input and on a second pass over it, which
+// the memo serves from what the first recorded.
 inline void CheckRecognizer(const Grammar& grammar, std::string_view input) {
   Recognizer pruned(grammar, FuzzRecognizerOptions(true));
   Recognizer plain(grammar, FuzzRecognizerOptions(false));
+  RecognizerOptions memo_options = FuzzRecognizerOptions(true);
+  memo_options.max_rollback = 0;
+  memo_options.transition_memo_bytes = 16 << 10;
+  Recognizer memo(grammar, memo_options);
+  size_t taken = 0;  // bytes the first pass accepted
+  bool stopped = false;
   for (const char c : input) {
     const uint8_t byte = static_cast<uint8_t>(c);
     const std::bitset<256> next = pruned.NextBytes();
@@ -82,22 +91,37 @@ inline void CheckRecognizer(const Grammar& grammar, std::string_view input) {
     ZAPGRAM_FUZZ_CHECK(next == plain.NextBytes());
     ZAPGRAM_FUZZ_CHECK(accepting == plain.IsAccepting());
     ZAPGRAM_FUZZ_CHECK(next.any() == pruned.CanContinue());
+    ZAPGRAM_FUZZ_CHECK(next == memo.NextBytes());
+    ZAPGRAM_FUZZ_CHECK(accepting == memo.IsAccepting());
+    ZAPGRAM_FUZZ_CHECK(pruned.RetainedItems() == memo.RetainedItems());
     const bool fed = pruned.Feed(byte);
     if (!pruned.status().ok()) return;  // a budget ran out: a status, not a verdict
     const bool fed_plain = plain.Feed(byte);
     if (!plain.status().ok()) return;
+    const bool fed_memo = memo.Feed(byte);
+    if (!memo.status().ok()) return;
     ZAPGRAM_FUZZ_CHECK(fed == fed_plain);
+    ZAPGRAM_FUZZ_CHECK(fed == fed_memo);
     ZAPGRAM_FUZZ_CHECK(fed == next.test(byte));
     if (!fed) {
       ZAPGRAM_FUZZ_CHECK(pruned.NextBytes() == next);
+      ZAPGRAM_FUZZ_CHECK(memo.NextBytes() == next);
+      stopped = true;
       break;
     }
+    ++taken;
     // Rollback of the plain recognizer restores the state before the byte.
     ZAPGRAM_FUZZ_CHECK(plain.Rollback(1));
     ZAPGRAM_FUZZ_CHECK(plain.NextBytes() == next);
     ZAPGRAM_FUZZ_CHECK(plain.IsAccepting() == accepting);
     ZAPGRAM_FUZZ_CHECK(plain.Feed(byte));
   }
+  const bool accepting_at_end = pruned.IsAccepting();
+  memo.Reset();
+  const size_t again = memo.FeedBytes(input);
+  if (!memo.status().ok()) return;
+  ZAPGRAM_FUZZ_CHECK(again == taken);
+  if (!stopped) ZAPGRAM_FUZZ_CHECK(memo.IsAccepting() == accepting_at_end);
 }
 
 // The grammar text of a fuzz input loaded with `format`; then the
