@@ -1,4 +1,9 @@
 // The temperature in effect where the input stands; see active_rules.h.
+//
+// Where XGrammar and this differ only in reporting: on a conflict (items
+// with different temperatures) XGrammar logs a warning once per matcher;
+// zapgram has no log, and the conflict flag stays internal (the public
+// GetTemperature gives the largest value, as XGrammar returns).
 #include "parser/active_rules.h"
 
 #include <cstdint>
