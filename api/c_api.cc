@@ -219,6 +219,34 @@ int64_t zapgram_matcher_compute_ff_tokens(zapgram_matcher* matcher, int32_t* ids
   return static_cast<int64_t>(tokens->size());
 }
 
+struct zapgram_captures {
+  std::vector<std::pair<std::string, std::string>> items;
+};
+
+zapgram_captures* zapgram_matcher_get_captures(const zapgram_matcher* matcher, int deduplicate) {
+  return new zapgram_captures{matcher->matcher.GetCaptures(deduplicate != 0)};
+}
+
+size_t zapgram_captures_count(const zapgram_captures* captures) { return captures->items.size(); }
+
+const char* zapgram_captures_name(const zapgram_captures* captures, size_t i) {
+  return captures->items[i].first.c_str();
+}
+
+const char* zapgram_captures_bytes(const zapgram_captures* captures, size_t i, size_t* length) {
+  if (length != nullptr) *length = captures->items[i].second.size();
+  return captures->items[i].second.data();
+}
+
+void zapgram_captures_free(zapgram_captures* captures) { delete captures; }
+
+int zapgram_matcher_get_temperature(const zapgram_matcher* matcher, float* temperature) {
+  const std::optional<float> t = matcher->matcher.GetTemperature();
+  if (!t.has_value()) return 0;
+  if (temperature != nullptr) *temperature = *t;
+  return 1;
+}
+
 int zapgram_matcher_accept_token(zapgram_matcher* matcher, int32_t id) {
   return matcher->matcher.AcceptToken(id) ? 1 : 0;
 }

@@ -28,7 +28,8 @@
 //   header, 40 bytes:
 //     "ZGCGRAM\0"   magic
 //     u32 version   kFormatVersion
-//     u32 flags     0
+//     u32 flags     kFlagRuleAttributes when the grammar has captured rules
+//                   or rules with a temperature, else 0
 //     u64           fingerprint of the vocabulary (masks::Vocabulary::Fingerprint)
 //     u64           payload bytes
 //     u64           XXH64 of the payload (grammar/checksum.h)
@@ -46,6 +47,11 @@
 //       NFA start of each automaton
 //     token terminals: u32 token_state_begin, u32 token_state_end, then per
 //       terminal: id ranges, names, exclude, where, name
+//     with kFlagRuleAttributes: rule attributes (FlatGrammar::nt_capture,
+//       nt_temperature): strings capture names; u32 count; per nonterminal
+//       that has one, u32 nt, u32 capture (0 or 1 + name index), f32
+//       temperature (negative: none). Grammars without them are written as
+//       before the attributes existed.
 //   A string is u32 length + bytes; an array is its count + raw elements.
 //
 // Safety. Every count is checked against the bytes left before anything is
@@ -64,6 +70,7 @@
 // Tests: tests/api/grammar_serializer_test.cc; fuzz/compiled_grammar_fuzzer.cc.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -696,14 +703,61 @@ absl::Status ReadFlatGrammar(Reader& r, const CompileLimits& limits, parser::Fla
   return absl::OkStatus();
 }
 
+constexpr uint32_t kFlagRuleAttributes = 1;
+
+void WriteRuleAttributes(const parser::FlatGrammar& g, Writer& w) {
+  w.Strings(g.capture_names);
+  std::vector<uint32_t> nts;
+  for (uint32_t nt = 0; nt < g.num_nonterminals(); ++nt) {
+    if (g.observed(nt)) nts.push_back(nt);
+  }
+  w.U32(static_cast<uint32_t>(nts.size()));
+  for (uint32_t nt : nts) {
+    w.U32(nt);
+    w.U32(g.CaptureOf(nt));
+    const float t = g.TemperatureOf(nt);
+    uint32_t bits;
+    std::memcpy(&bits, &t, 4);
+    w.U32(bits);
+  }
+}
+
+bool ReadRuleAttributes(Reader& r, parser::FlatGrammar& g) {
+  g.capture_names = r.Strings("capture names");
+  const uint32_t count = r.Count("rule attributes", 12);
+  for (uint32_t k = 0; k < count && r.ok(); ++k) {
+    const uint32_t nt = r.U32("rule attribute nonterminal");
+    const uint32_t capture = r.U32("rule attribute capture");
+    const uint32_t bits = r.U32("rule attribute temperature");
+    float t;
+    std::memcpy(&t, &bits, 4);
+    if (!r.Check(nt < g.num_nonterminals() && capture <= g.capture_names.size() && std::isfinite(t),
+                 "rule attribute out of range")) {
+      return false;
+    }
+    if (capture != 0) {
+      g.nt_capture.resize(g.num_nonterminals(), 0);
+      g.nt_capture[nt] = capture;
+    }
+    if (t >= 0.0f) {
+      g.nt_temperature.resize(g.num_nonterminals(), -1.0f);
+      g.nt_temperature[nt] = t;
+    }
+  }
+  if (!r.ok()) return false;
+  return r.Check(g.capture_names.empty() == g.nt_capture.empty(), "capture names without captured rules");
+}
+
 absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> ReadPayload(std::string_view payload,
-                                                                                const CompileLimits& limits) {
+                                                                                const CompileLimits& limits,
+                                                                                uint32_t flags) {
   Reader r(payload, kHeaderBytes);
   auto data = std::make_shared<internal::CompiledGrammarData>();
   data->ir_rules = r.U64("rule count");
   data->warnings = r.Strings("warnings");
   if (!r.ok()) return r.status();
   if (absl::Status st = ReadFlatGrammar(r, limits, data->flat); !st.ok()) return st;
+  if ((flags & kFlagRuleAttributes) != 0 && !ReadRuleAttributes(r, data->flat)) return r.status();
   if (r.remaining() != 0) {
     r.Fail(absl::StrCat(r.remaining(), " bytes after the grammar"));
     return r.status();
@@ -725,10 +779,12 @@ std::string CompiledGrammar::Serialize() const {
   payload.U64(data.ir_rules);
   payload.Strings(data.warnings);
   WriteFlatGrammar(data.flat, payload);
+  const bool attributes = data.flat.has_captures() || data.flat.has_temperatures();
+  if (attributes) WriteRuleAttributes(data.flat, payload);
   Writer out;
   out.out().append(kMagic, sizeof kMagic);
   out.U32(kSerialFormatVersion);
-  out.U32(0);
+  out.U32(attributes ? kFlagRuleAttributes : 0);
   out.U64(vocabulary_.fingerprint());
   out.U64(payload.out().size());
   out.U64(grammar::XxHash64(payload.out()));
@@ -753,7 +809,7 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Deserialize(std::string_view by
         "compiled grammar: format version %d, this build reads version %d (compile the grammar again)", version,
         kSerialFormatVersion));
   }
-  if (flags != 0) return absl::DataLossError(absl::StrFormat("compiled grammar: corrupt at byte 12: flags %d", flags));
+  if ((flags & ~kFlagRuleAttributes) != 0) return absl::DataLossError(absl::StrFormat("compiled grammar: corrupt at byte 12: flags %d", flags));
   const uint64_t fingerprint = ReadU64At(bytes, 16);
   if (fingerprint != vocabulary.fingerprint()) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -770,7 +826,7 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Deserialize(std::string_view by
   if (ReadU64At(bytes, 32) != grammar::XxHash64(payload)) {
     return absl::DataLossError("compiled grammar: checksum mismatch (corrupt payload)");
   }
-  absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> data = ReadPayload(payload, limits);
+  absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> data = ReadPayload(payload, limits, flags);
   if (!data.ok()) return data.status();
   // Token ids within this vocabulary before CompiledGrammar::Compile lists
   // them (its own check names ids past padded_size after expanding ranges).

@@ -1,6 +1,7 @@
 // The public Vocabulary, CompiledGrammar and Matcher: thin wrappers over
 // masks/vocabulary.h and masks/matcher.h.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -101,11 +102,15 @@ Matcher::Matcher(const CompiledGrammar& grammar, const MatcherOptions& options)
   internal_options.recognizer.limits = options.limits;
   impl_ = std::make_unique<masks::Matcher>(grammar.impl(), internal_options);
   budget_options_ = options.budget;
+  if (std::isfinite(options.default_temperature) && options.default_temperature >= 0.0f) {
+    default_temperature_ = options.default_temperature;
+  }
 }
 Matcher::Matcher(const Matcher& other)
     : grammar_(other.grammar_),
       impl_(std::make_unique<masks::Matcher>(*other.impl_)),
-      budget_options_(other.budget_options_) {}
+      budget_options_(other.budget_options_),
+      default_temperature_(other.default_temperature_) {}
 Matcher Matcher::Fork() const { return Matcher(*this); }
 Matcher::~Matcher() = default;
 Matcher::Matcher(Matcher&&) noexcept = default;
@@ -121,6 +126,15 @@ void Matcher::ShareBudgetSearch(Matcher& other) {
   budget_ = other.budget_;
 }
 uint64_t Matcher::BudgetMaskInexact() const { return budget_ == nullptr ? 0 : budget_->stats().inexact; }
+std::vector<std::pair<std::string, std::string>> Matcher::GetCaptures(bool deduplicate) const {
+  return impl_->GetCaptures(deduplicate);
+}
+std::optional<float> Matcher::GetTemperature() const {
+  const float t = impl_->Temperature().value;
+  if (t >= 0.0f) return t;
+  if (default_temperature_ >= 0.0f) return default_temperature_;
+  return std::nullopt;
+}
 bool Matcher::AcceptToken(int32_t id) { return impl_->AcceptToken(id); }
 bool Matcher::AcceptBytes(std::string_view bytes) { return impl_->AcceptBytes(bytes); }
 bool Matcher::Rollback(size_t n) { return impl_->Rollback(n); }
@@ -177,12 +191,11 @@ Matcher::Deadline Matcher::DraftDeadline(std::chrono::steady_clock::time_point s
 
 absl::StatusOr<bool> Matcher::WalkDraftTree(const DraftTree& tree, uint32_t* masks, absl::Span<float> temperatures,
                                             const DraftTreeOptions& options, Deadline deadline) const {
-  // No grammar sets a temperature yet (issue 31, item 3 adds the
-  // attribute): every node, visited or not, gets XGrammar's "none". Once
-  // rules carry one, a visited node gets the matcher's effective
-  // temperature after its path, read during the walk.
+  // Nodes not visited keep XGrammar's "none"; the walk writes the others'.
   std::fill(temperatures.begin(), temperatures.end(), masks::kNoTemperature);
   masks::DraftWalkOptions walk;
+  walk.temperatures = temperatures;
+  walk.default_temperature = default_temperature_;
   walk.deadline = deadline;
   walk.terminate_when_accepting = options.terminate_when_accepting;
   const size_t stride = options.row_stride == 0 ? grammar_.mask_words() : options.row_stride;

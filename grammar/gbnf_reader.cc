@@ -69,7 +69,8 @@
 //
 // Rule attributes. `name[lazy, capture="x"] ::= ...` is read by
 // grammar/rule_attributes.h: lazy rules become their lazy language once the
-// grammar is resolved, capture and temperature change nothing it matches.
+// grammar is resolved; capture and temperature stay on the rule
+// (grammar::Rule) and change nothing it matches.
 //
 // Refusals. XGrammar constructs that change what a grammar matches and that
 // the engine does not implement are errors, never silently dropped: the
@@ -1017,6 +1018,7 @@ absl::StatusOr<Grammar> GbnfReader::Read() {
     }
     grammar_.rules.push_back({std::move(name), 0, LocationOf(name_offset)});
     const size_t rule_index = grammar_.rules.size() - 1;
+    ApplyRuleAttributes(attributes, grammar_.rules[rule_index]);
     if (attributes.lazy) lazy_rules_.push_back({static_cast<RuleId>(rule_index), name_offset});
     absl::StatusOr<ExprId> body = ReadRuleBody();
     if (!body.ok()) return body.status();

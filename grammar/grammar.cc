@@ -82,8 +82,10 @@ absl::StatusOr<RuleId> AppendGrammar(Grammar& into, const Grammar& from, std::st
     into.exprs.push_back(std::move(expr));
   }
   for (const Rule& rule : from.rules) {
-    into.rules.push_back({absl::StrCat(absl::string_view(prefix.data(), prefix.size()), rule.name),
-                          rule.body + expr_offset, rule.loc});
+    Rule copy = rule;  // attributes and keep_as_rule go along
+    copy.name = absl::StrCat(absl::string_view(prefix.data(), prefix.size()), rule.name);
+    copy.body += expr_offset;
+    into.rules.push_back(std::move(copy));
   }
   return from.root + rule_offset;
 }
@@ -491,6 +493,16 @@ std::string Dump(const Grammar& grammar) {
   for (RuleId r : order) {
     const Rule& rule = grammar.rules[r];
     out += rule.name;
+    if (rule.observed()) {
+      // XGrammar's attribute block (grammar/rule_attributes.h), which reads back.
+      const char* sep = "[";
+      if (!rule.capture.empty()) {
+        absl::StrAppend(&out, sep, "capture=\"", rule.capture, "\"");
+        sep = ", ";
+      }
+      if (rule.temperature >= 0.0f) absl::StrAppend(&out, sep, "temperature=", rule.temperature);
+      out += "]";
+    }
     out += " ::= ";
     AppendExpr(grammar, rule.body, &out);
     out.push_back('\n');

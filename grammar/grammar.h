@@ -130,6 +130,15 @@ struct Rule {
   // small: an any-order object's subset rules (2^n rules of n alternatives
   // each, whose flattened DFA holds every permutation).
   bool keep_as_rule = false;
+  // XGrammar's observed rule attributes (grammar/rule_attributes.h): the
+  // capture name of the text each occurrence matches (empty: none) and the
+  // sampling temperature while inside the rule (negative: none). Neither
+  // changes the language; an observed rule stays a rule through every
+  // transform (never inlined, merged with another or folded into a regex
+  // terminal), so the parser sees it begin and end.
+  std::string capture{};
+  float temperature = -1.0f;
+  bool observed() const { return !capture.empty() || temperature >= 0.0f; }
 };
 
 // A token of a lexed grammar (Lark): the input is first cut into tokens by a

@@ -10,6 +10,7 @@
 #include "grammar/lark_lowering.h"
 
 #include "grammar/regex_compiler.h"
+#include "grammar/rule_attributes.h"
 #include "grammar/regex_render.h"
 
 #include <algorithm>
@@ -326,6 +327,7 @@ absl::Status Lowering::CopyRules() {
     const Rule& rule = arena_.rules[kept_rules_[i]];
     out_.rules[i].name = rule.name;
     out_.rules[i].loc = rule.loc;
+    ApplyRuleAttributes(lark_.rules[lark_.index_of[kept_rules_[i]]].attributes, out_.rules[i]);
     std::vector<std::pair<ExprId, bool>> stack = {{rule.body, false}};
     while (!stack.empty()) {
       auto [id, expanded] = stack.back();

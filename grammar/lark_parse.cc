@@ -307,6 +307,10 @@ absl::Status LarkReader::ReadDefinition(DefinitionMode mode) {
     return ErrorAt(start, absl::StrFormat("'?' and '!' apply to rules, not to the terminal '%s'", name));
   }
   pos_ = SkipInlineFrom(pos_);
+  if (At(pos_) == '[') {
+    if (absl::Status st = ReadRuleAttributes(name, def); !st.ok()) return st;
+    pos_ = SkipInlineFrom(pos_);
+  }
   if (At(pos_) == '{') {
     if (def.terminal) {
       return ErrorAt(pos_, absl::StrFormat("'%s{...}': templates are rules; Lark has no terminal templates", name));
@@ -371,6 +375,48 @@ absl::Status LarkReader::ReadDefinition(DefinitionMode mode) {
   return absl::OkStatus();
 }
 
+// XGrammar's rule attributes, `name[lazy, capture="x", temperature=0.5]`,
+// read by the EBNF reader's parser (grammar/rule_attributes.h) and meaning
+// the same. Rules only (XGrammar: "uppercase terminals cannot carry
+// options"); not on templates (each instance would be another rule), and
+// `lazy` is refused: a Lark rule here matches whole tokens of the lexer,
+// and zapgram makes only byte-level regular rules lazy.
+absl::Status LarkReader::ReadRuleAttributes(std::string_view name, Definition& def) {
+  const size_t open = pos_;
+  if (def.terminal) {
+    return ErrorAt(open, absl::StrFormat("rule attributes apply to rules, not to the terminal '%s'", name));
+  }
+  // To the closing ']' on this line, over quoted strings.
+  size_t close = open + 1;
+  while (close < text_.size() && text_[close] != ']' && text_[close] != '\n') {
+    if (text_[close] == '"') {
+      ++close;
+      while (close < text_.size() && text_[close] != '"' && text_[close] != '\n') {
+        close += text_[close] == '\\' ? 2 : 1;
+      }
+    }
+    if (close < text_.size()) ++close;
+  }
+  if (close >= text_.size() || text_[close] != ']') {
+    return ErrorAt(open, absl::StrFormat("unterminated rule attributes of '%s' (expected ']')", name));
+  }
+  size_t error_offset = 0;
+  std::string error;
+  if (!ParseRuleAttributes(text_.substr(open + 1, close - open - 1), &def.attributes, &error_offset, &error)) {
+    return ErrorAt(open + 1 + error_offset, absl::StrFormat("%s (rule '%s')", error, name));
+  }
+  if (def.attributes.lazy) {
+    return ErrorAt(open + 1, absl::StrFormat("rule attribute 'lazy' is not supported in a Lark grammar (rule "
+                                             "'%s'): its rules match whole tokens of the lexer, and zapgram makes "
+                                             "only byte-level regular rules lazy (write it in EBNF)", name));
+  }
+  pos_ = close + 1;
+  if (At(SkipInlineFrom(pos_)) == '{') {
+    return ErrorAt(open, absl::StrFormat("rule attributes on the template '%s' are not supported", name));
+  }
+  return absl::OkStatus();
+}
+
 // Makes `def` the definition of def.id (new, or replacing the current one).
 void LarkReader::Register(Definition def) {
   const RuleId id = def.id;
@@ -407,6 +453,7 @@ void LarkReader::Register(Definition def) {
   r.has_priority = def.has_priority;
   r.alternatives = std::move(def.body.alternatives);
   r.aliases = std::move(def.body.aliases);
+  r.attributes = def.attributes;
   r.loc = rule.loc;
   if (def.has_params) {
     params_[id] = std::move(def.params);

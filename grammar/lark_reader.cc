@@ -68,6 +68,10 @@ absl::Status LarkReader::ApplyModifications() {
       Register(std::move(def));
       continue;
     }
+    if (def.attributes.capture || def.attributes.temperature >= 0.0f) {
+      return ErrorAt(def.name_offset, absl::StrFormat("%%extend cannot give the %s '%s' rule attributes; "
+                                                      "put them on its definition", kind, name));
+    }
     const size_t index = static_cast<size_t>(out_.index_of[id]);
     auto it = params_.find(id);
     const std::vector<std::string> none;

@@ -42,6 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "grammar/rule_attributes.h"
 
 namespace zapgram::grammar {
 
@@ -63,6 +64,8 @@ struct LarkRule {
   bool has_priority = false;
   std::vector<ExprId> alternatives;
   std::vector<std::string> aliases;  // per alternative; "" when none
+  // XGrammar's `name[capture, temperature=x]: ...` (grammar/rule_attributes.h).
+  RuleAttributes attributes;
   SourceLocation loc;
 };
 

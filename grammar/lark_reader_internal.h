@@ -101,6 +101,7 @@ struct Definition {
   int32_t priority = 0;
   bool has_params = false;
   std::vector<std::string> params;
+  RuleAttributes attributes;  // `name[...]`
   Body body;
 };
 
@@ -227,6 +228,7 @@ class LarkReader {
   absl::StatusOr<ExprId> ReadRegexItem();
   absl::StatusOr<uint32_t> ReadNumber();
   absl::StatusOr<Body> ReadBody(BodyKind kind);
+  absl::Status ReadRuleAttributes(std::string_view name, Definition& def);
   absl::Status ReadDefinition(DefinitionMode mode);
   void Register(Definition def);
   absl::Status ReadDirective();

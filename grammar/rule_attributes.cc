@@ -1,7 +1,9 @@
 // XGrammar's rule attributes; what each means is in rule_attributes.h.
 #include "grammar/rule_attributes.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -32,7 +34,12 @@ constexpr std::string_view kBudgetRefusal =
 constexpr std::string_view kHiddenCaptureRefusal =
     "is not supported (it belongs to XGrammar's budgeted hidden captures)";
 
+constexpr std::string_view kMarkerRefusal =
+    "is not supported (XGrammar's lazy rules that end at a marker)";
+
 constexpr KnownAttribute kAttributes[] = {
+    {"suffix", ValueKind::kString, kMarkerRefusal},
+    {"stop", ValueKind::kString, kMarkerRefusal},
     {"lazy", ValueKind::kNone, ""},
     {"capture", ValueKind::kOptionalString, ""},
     {"temperature", ValueKind::kNumber, ""},
@@ -103,7 +110,16 @@ bool ParseRuleAttributes(std::string_view text, RuleAttributes* out, size_t* err
           return fail(value_begin, absl::StrCat("rule attribute '", std::string(name),
                                                 "' needs a non-empty string"));
         }
+        const std::string_view value = text.substr(value_begin + 1, pos - value_begin - 1);
         ++pos;
+        if (name == "capture") {
+          for (char c : value) {
+            if (!IsIdentifierChar(c) && c != '-' && c != '.') {
+              return fail(value_begin, "a capture name has only letters, digits, '_', '-' and '.'");
+            }
+          }
+          out->capture_name = std::string(value);
+        }
       } else {
         while (pos < text.size() && (IsIdentifierChar(text[pos]) || text[pos] == '.' ||
                                      text[pos] == '+' || text[pos] == '-')) {
@@ -120,14 +136,29 @@ bool ParseRuleAttributes(std::string_view text, RuleAttributes* out, size_t* err
         if (end != number.c_str() + number.size()) {
           return fail(value_begin, absl::StrCat("'", number, "' is not a number"));
         }
+        if (name == "temperature") {
+          const double t = std::strtod(number.c_str(), nullptr);
+          if (!std::isfinite(t) || t < 0 || t > std::numeric_limits<float>::max()) {
+            return fail(value_begin, "a temperature is a finite number >= 0");
+          }
+          out->temperature = static_cast<float>(t);
+        }
       }
     }
     if (name == "lazy") out->lazy = true;
+    if (name == "capture") out->capture = true;
     skip_blanks();
     if (pos == text.size()) return true;
     if (text[pos] != ',') return fail(pos, "expected ',' or ']' after a rule attribute");
     ++pos;
   }
+}
+
+void ApplyRuleAttributes(const RuleAttributes& attributes, Rule& rule) {
+  if (attributes.capture) {
+    rule.capture = attributes.capture_name.empty() ? rule.name : attributes.capture_name;
+  }
+  rule.temperature = attributes.temperature;
 }
 
 absl::Status MakeRuleLazy(Grammar& g, RuleId rule) {

@@ -481,6 +481,12 @@ const BudgetMasker::Profile& BudgetMasker::BuildProfile(Matcher& matcher, const 
 }
 
 size_t BudgetMasker::Compute(Matcher& matcher, int64_t tokens_left, uint32_t* words) {
+  // The searches accept and roll back on `matcher`: no captures (captures.h).
+  struct Paused {
+    Matcher& m;
+    explicit Paused(Matcher& matcher) : m(matcher) { m.PauseCaptures(true); }
+    ~Paused() { m.PauseCaptures(false); }
+  } paused(matcher);
   const CompiledGrammar& g = matcher.grammar();
   const Vocabulary& vocab = g.vocabulary();
   const size_t n_words = g.mask_words();

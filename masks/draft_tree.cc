@@ -79,6 +79,7 @@ class Walk {
         filled_(tree.size(), 0),
         label_(use_effects_ ? tree.size() : 0, kNoLabel) {
     levels_.emplace_back(start);
+    levels_[0].StopCaptures();  // the walk is speculative; its copies record nothing
   }
 
   DraftWalkResult Run() {
@@ -151,11 +152,17 @@ class Walk {
     }
     filled_[node] = 1;
     ++visited_;
+    if (!options_.temperatures.empty()) {
+      const float t = m.Temperature().value;
+      options_.temperatures[node] = t >= 0.0f ? t : options_.default_temperature;
+    }
     return true;
   }
 
   void CopyRow(int64_t from, int64_t node) {
     std::copy_n(Row(from), words_, Row(node));
+    // Equal labels: equal exact states, so equal temperatures too.
+    if (!options_.temperatures.empty()) options_.temperatures[node] = options_.temperatures[from];
     filled_[node] = 1;
     ++visited_;
     ++copied_;

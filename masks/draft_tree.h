@@ -146,6 +146,11 @@ struct DraftWalkOptions {
   // state, or a leaf sibling's, get that row copied. Off: every visited
   // node's mask is computed (the same rows; for measurements).
   bool use_effects = true;
+  // Not empty (one entry per node): a visited node's entry gets the
+  // temperature in effect after its path (Matcher::Temperature), or
+  // `default_temperature` where none is; the others' are left alone.
+  absl::Span<float> temperatures;
+  float default_temperature = -1.0f;
 };
 
 struct DraftWalkResult {
@@ -165,10 +170,9 @@ struct DraftWalkResult {
 DraftWalkResult WalkDraftTree(const Matcher& start, const DraftTree& tree, uint32_t* rows,
                               size_t row_stride, const DraftWalkOptions& options = {});
 
-// The temperature written for a node when nothing sets one: XGrammar's
-// value for "no effective temperature" (and for nodes not visited).
-// zapgram's grammars carry no temperature attribute yet (issue 31, item 3
-// adds it); until then every node gets this value.
+// The temperature written for a node with none: XGrammar's value for "no
+// effective temperature" (a visited node outside every rule with a
+// temperature, without a default; and every node not visited).
 inline constexpr float kNoTemperature = -1.0f;
 
 }  // namespace zapgram::masks

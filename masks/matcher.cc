@@ -678,6 +678,19 @@ size_t Matcher::WalkTrie(uint32_t* words) {
   return CountAndAddEos(words);
 }
 
+void Matcher::BeginCommit() {
+  if (recording()) recognizer_.set_completion_log(&completions_);
+}
+
+void Matcher::EndCommit(std::string_view text, const std::vector<uint64_t>& no_byte) {
+  if (!recording()) return;
+  recognizer_.set_completion_log(nullptr);
+  const parser::FlatGrammar& g = grammar_->grammar();
+  const uint64_t keep_from = recognizer_.EarliestOpenOrigin([&](uint32_t nt) { return g.CaptureOf(nt) != 0; });
+  captures_.Record(completions_, text, no_byte, keep_from);
+  completions_.clear();
+}
+
 bool Matcher::AcceptToken(TokenId id) {
   const Vocabulary& vocab = grammar_->vocabulary();
   if (finished_ || id < 0 || id >= vocab.padded_size()) return false;
@@ -692,7 +705,18 @@ bool Matcher::AcceptToken(TokenId id) {
     if (vocab.kind(id) == TokenKind::kUnused) return false;
     const bool normal = vocab.kind(id) == TokenKind::kNormal;
     const std::string_view bytes = normal ? vocab.token_bytes(id) : std::string_view();
-    if (!recognizer_.FeedToken(static_cast<uint32_t>(id), normal, bytes)) return false;
+    BeginCommit();
+    if (!recognizer_.FeedToken(static_cast<uint32_t>(id), normal, bytes)) {
+      completions_.clear();  // all or nothing: nothing was fed
+      EndCommit({});
+      return false;
+    }
+    if (bytes.empty()) {
+      static const std::vector<uint64_t> kWithoutByte = {0};  // its one position has no byte
+      EndCommit(std::string_view("\0", 1), kWithoutByte);
+    } else {
+      EndCommit(bytes);
+    }
     history_.push_back(static_cast<uint32_t>(std::max<size_t>(1, bytes.size())));
     return true;
   }
@@ -710,14 +734,18 @@ bool Matcher::AcceptAllowedToken(TokenId id) {
   const std::string_view bytes = vocab.token_bytes(id);
   if (bytes.size() > options_.recognizer.max_rollback) return AcceptToken(id);
   size_t fed = 0;
+  BeginCommit();
   for (char c : bytes) {
     if (!recognizer_.Feed(static_cast<uint8_t>(c))) break;
     ++fed;
   }
   if (fed == bytes.size()) {
+    EndCommit(bytes);
     history_.push_back(static_cast<uint32_t>(bytes.size()));
     return true;
   }
+  completions_.clear();  // of bytes rolled back now
+  EndCommit({});
   // Fed bytes fit the window (each widened it by one, up to max_rollback).
   if (fed > 0 && !recognizer_.Rollback(fed)) std::abort();
   return AcceptToken(id);
@@ -729,9 +757,16 @@ bool Matcher::AcceptBytes(std::string_view bytes) {
   const size_t taken = PushBytes(bytes);
   PopBytes(taken);
   if (taken != bytes.size()) return false;
+  BeginCommit();
+  size_t fed = 0;
   for (char c : bytes) {
-    if (!recognizer_.Feed(static_cast<uint8_t>(c))) return false;  // a budget ran out
+    if (!recognizer_.Feed(static_cast<uint8_t>(c))) {  // a budget ran out
+      EndCommit(bytes.substr(0, fed));
+      return false;
+    }
+    ++fed;
   }
+  EndCommit(bytes);
   history_.push_back(static_cast<uint32_t>(bytes.size()));
   return true;
 }
@@ -743,6 +778,7 @@ bool Matcher::Rollback(size_t n) {
     if (history_[i] != kEosEntry) bytes += history_[i];
   }
   if (!recognizer_.Rollback(bytes)) return false;
+  captures_.Truncate(recognizer_.Position());
   for (size_t i = history_.size() - n; i < history_.size(); ++i) {
     if (history_[i] == kEosEntry) finished_ = false;
   }
@@ -752,6 +788,7 @@ bool Matcher::Rollback(size_t n) {
 
 void Matcher::Reset() {
   recognizer_.Reset();
+  captures_.Clear();
   history_.clear();
   finished_ = false;
   rejected_nodes_.clear();

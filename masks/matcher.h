@@ -106,6 +106,7 @@
 #include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "masks/captures.h"
 #include "masks/closure_memo.h"
 #include "masks/generation_budget.h"
 #include "masks/partial_masks.h"
@@ -114,6 +115,7 @@
 #include "masks/token_sets.h"
 #include "masks/token_trie.h"
 #include "masks/vocabulary.h"
+#include "parser/active_rules.h"
 #include "parser/flat_grammar.h"
 #include "parser/recognizer.h"
 #include "zapgram/limits.h"
@@ -428,6 +430,25 @@ class Matcher {
   // Normal ids rejected by the last mask (every token under a rejected node).
   std::vector<TokenId> LastRejectedTokens();
 
+  // Captures recorded by the text accepted so far (masks/captures.h).
+  std::vector<std::pair<std::string, std::string>> GetCaptures(bool deduplicate) const {
+    return captures_.Get(grammar_->grammar(), deduplicate);
+  }
+  const CaptureLog& capture_log() const { return captures_; }
+  // Stops recording captures and drops those recorded (a speculative copy:
+  // the draft-tree walk's levels).
+  void StopCaptures() {
+    record_captures_ = false;
+    captures_.Clear();
+  }
+  // Pauses recording while it is false (the budget-aware masks' searches,
+  // which accept and roll back on this very matcher).
+  void PauseCaptures(bool paused) { captures_paused_ = paused; }
+  // The temperature in effect (parser/active_rules.h), negative for none.
+  parser::ActiveTemperature Temperature() const {
+    return parser::InnermostTemperature(grammar_->grammar(), recognizer_.chart());
+  }
+
   const absl::Status& status() const { return recognizer_.status(); }
   const CompiledGrammar& grammar() const { return *grammar_; }
   // For searches over continuations (masks/budget_mask.h): the bytes the
@@ -483,8 +504,21 @@ class Matcher {
   size_t PushBytes(std::string_view bytes);
   void PopBytes(size_t n);
 
+  // Committed feeds (AcceptToken, AcceptAllowedToken, AcceptBytes) are
+  // bracketed by these: the recognizer logs captured completions between
+  // them, and EndCommit records them with the text fed (one char per
+  // position; `no_byte`: positions in it without a byte). No-ops for a
+  // grammar without captures.
+  void BeginCommit();
+  void EndCommit(std::string_view text, const std::vector<uint64_t>& no_byte = {});
+  bool recording() const { return record_captures_ && !captures_paused_ && grammar_->grammar().has_captures(); }
+
   std::shared_ptr<const CompiledGrammar> grammar_;
   parser::Recognizer recognizer_;
+  CaptureLog captures_;
+  std::vector<parser::Recognizer::Completion> completions_;  // of the step being committed
+  bool record_captures_ = true;
+  bool captures_paused_ = false;
   std::vector<uint32_t> history_;  // bytes of each accepted token or byte run
   bool finished_ = false;
   std::vector<uint32_t> rejected_nodes_;

@@ -912,6 +912,25 @@ absl::Status LayOutProductions(const std::vector<FlatProduction>& productions,
   return absl::OkStatus();
 }
 
+void FlatGrammar::SetRuleAttributes(const grammar::Grammar& grammar) {
+  nt_capture.clear();
+  capture_names.clear();
+  nt_temperature.clear();
+  for (uint32_t r = 0; r < grammar.rules.size(); ++r) {
+    const grammar::Rule& rule = grammar.rules[r];
+    if (!rule.capture.empty()) {
+      nt_capture.resize(num_nonterminals(), 0);
+      auto it = std::find(capture_names.begin(), capture_names.end(), rule.capture);
+      if (it == capture_names.end()) it = capture_names.insert(capture_names.end(), rule.capture);
+      nt_capture[r] = static_cast<uint32_t>(it - capture_names.begin()) + 1;
+    }
+    if (rule.temperature >= 0.0f) {
+      nt_temperature.resize(num_nonterminals(), -1.0f);
+      nt_temperature[r] = rule.temperature;
+    }
+  }
+}
+
 namespace {
 
 absl::StatusOr<FlatGrammar> Lowering::Run() {
@@ -935,6 +954,7 @@ absl::StatusOr<FlatGrammar> Lowering::Run() {
   if (!(st = BuildTerminalTable(out)).ok()) return st;
   out.nt_names = names_;
   if (!(st = LayOutProductions(productions_, g_.source_name, limits_, out)).ok()) return st;
+  out.SetRuleAttributes(g_);
   return out;
 }
 
@@ -1025,7 +1045,8 @@ size_t FlatGrammar::memory_bytes() const {
   size_t bytes = HeapBytes(rhs) + HeapBytes(dot_lhs) + HeapBytes(production_begin) +
                  HeapBytes(nt_production_begin) + HeapBytes(nt_names) + HeapBytes(nullable) +
                  HeapBytes(predict_waiting_begin) + HeapBytes(predict_waiting) +
-                 HeapBytes(predict_scan_begin) + HeapBytes(predict_scan);
+                 HeapBytes(predict_scan_begin) + HeapBytes(predict_scan) + HeapBytes(nt_capture) +
+                 HeapBytes(capture_names) + HeapBytes(nt_temperature);
   const TerminalTable& t = terminals;
   bytes += HeapBytes(t.counted) + HeapBytes(t.start) + HeapBytes(t.next) + HeapBytes(t.eager_accepting) +
            HeapBytes(t.eager_has_next) + HeapBytes(t.eager_live_bytes) + HeapBytes(t.names);

@@ -192,6 +192,23 @@ struct FlatGrammar {
 
   bool lexed() const { return lexer != nullptr; }
 
+  // Observed rule attributes (grammar::Rule::capture, temperature), per
+  // nonterminal (an IR rule keeps its id as a nonterminal); all three empty
+  // when no rule has one. nt_capture: 0, or 1 + an index into
+  // capture_names; nt_temperature: negative for none.
+  std::vector<uint32_t> nt_capture;
+  std::vector<std::string> capture_names;
+  std::vector<float> nt_temperature;
+  bool has_captures() const { return !capture_names.empty(); }
+  bool has_temperatures() const { return !nt_temperature.empty(); }
+  uint32_t CaptureOf(uint32_t nt) const { return nt < nt_capture.size() ? nt_capture[nt] : 0; }
+  float TemperatureOf(uint32_t nt) const { return nt < nt_temperature.size() ? nt_temperature[nt] : -1.0f; }
+  // Captured or with a temperature: the parser must see it complete, so no
+  // Leo entry jumps over it (parser/recognizer.cc).
+  bool observed(uint32_t nt) const { return CaptureOf(nt) != 0 || TemperatureOf(nt) >= 0.0f; }
+  // Fills the three from the IR rules (nonterminals 0.. are its rules).
+  void SetRuleAttributes(const grammar::Grammar& grammar);
+
   // Token terminals. Each has a *token state* as its start state in
   // `terminals`: an eager state no byte leaves and that does not accept,
   // so bytes (Recognizer::Feed, Push) drop items sitting on it; only a token

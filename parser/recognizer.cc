@@ -125,6 +125,7 @@ void Recognizer::BuildInitialSet(Chart& chart) {
   chart.Clear();
   BeginSet();
   set_index_ = 0;
+  closing_position_ = 0;
   AddItem(grammar_->start_dot, kNoParent);
   CloseSet();
   FinishSet(chart, /*position=*/0);
@@ -243,6 +244,7 @@ void Recognizer::CloseSet() {
       }
       // Aycock–Horspool: empty completions were applied at prediction time.
       if (IsPending(item.parent)) continue;
+      if (completion_log_ != nullptr) LogCompletion(chart, item.dot, item.parent);
       lowest_consulted_ = std::min(lowest_consulted_, item.parent);
       const WaitingGroup& group = chart.groups[item.parent];
       if (group.leo_dot != kNoLeo) {
@@ -258,6 +260,12 @@ void Recognizer::CloseSet() {
     Predict(s);
     if (g.nullable[s]) AddItem(item.dot + 1, item.parent);
   }
+}
+
+void Recognizer::LogCompletion(const Chart& chart, uint32_t dot, uint32_t parent) {
+  const uint32_t nt = grammar_->dot_lhs[dot];
+  if (grammar_->CaptureOf(nt) == 0) return;
+  completion_log_->push_back({nt, chart.sets[chart.SetOfGroup(parent)].position, closing_position_});
 }
 
 void Recognizer::FinishSet(Chart& chart, uint64_t position, uint32_t lane,
@@ -292,7 +300,10 @@ void Recognizer::FinishSet(Chart& chart, uint64_t position, uint32_t lane,
   set.group_end = static_cast<uint32_t>(chart.groups.size());
   // Leo: a group with one item that ends right after the nonterminal and
   // whose parent lies in an earlier set (chains through this set are left to
-  // ordinary completion).
+  // ordinary completion). The entry jumps over the completion of the item's
+  // own rule only when that rule is not observed (captured, or with a
+  // temperature: FlatGrammar::observed), so that such a rule's completions
+  // are all seen and a chain through it can be walked (active_rules.h).
   for (uint32_t gi = set.group_begin; gi < set.group_end; ++gi) {
     WaitingGroup& group = chart.groups[gi];
     if (group.count != 1) continue;
@@ -300,7 +311,7 @@ void Recognizer::FinishSet(Chart& chart, uint64_t position, uint32_t lane,
     if (!IsEnd(g.rhs[w.dot + 1])) continue;
     if (w.parent != kNoParent && w.parent >= set.group_begin) continue;
     if (w.parent != kNoParent) lowest_consulted_ = std::min(lowest_consulted_, w.parent);
-    if (w.parent != kNoParent && chart.groups[w.parent].leo_dot != kNoLeo) {
+    if (w.parent != kNoParent && chart.groups[w.parent].leo_dot != kNoLeo && !g.observed(g.dot_lhs[w.dot])) {
       group.leo_dot = chart.groups[w.parent].leo_dot;
       group.leo_parent = chart.groups[w.parent].leo_parent;
     } else {
@@ -321,6 +332,7 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte, TokenMark mark) {
   const TerminalTable& t = g.terminals;
   const EarleySet& last = chart.sets.back();
   const uint64_t position = last.position + 1;
+  closing_position_ = position;
   BeginSet();
   set_index_ = static_cast<uint32_t>(chart.sets.size());
   // Token states leave on no byte, so plain bytes need no test for them.
@@ -397,6 +409,7 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
   const uint32_t first = chart.NewestFirst();
   const uint32_t end = static_cast<uint32_t>(chart.sets.size());
   const uint64_t position = chart.sets.back().position + 1;
+  closing_position_ = position;
   // Targets are reused across steps (their vectors keep their capacity) and
   // found by lane through a per-lane stamp.
   num_targets_ = 0;
@@ -647,13 +660,37 @@ bool Recognizer::Rollback(size_t n) {
   replay_.resize(offset);
   checkpoints_.resize(k);
   status_ = absl::OkStatus();
+  // Replayed steps were logged when first taken.
+  std::vector<Completion>* const log = std::exchange(completion_log_, nullptr);
   for (const ReplayStep& step : steps) {
     bool ok = FeedStep(step.byte, step.mark);
     assert(ok);  // these bytes were accepted before
     (void)ok;
   }
+  completion_log_ = log;
   rollback_limit_ = limit_after;
   return true;
+}
+
+uint64_t Recognizer::EarliestOpenOrigin(absl::FunctionRef<bool(uint32_t)> wanted) const {
+  if (compactor_ == nullptr) return 0;
+  // Rollback returns at most to the oldest checkpoint: a state it can reach
+  // holds that checkpoint's items or items made after its position.
+  const Chart& base = checkpoints_.empty() ? chart_ : checkpoints_.front().chart;
+  uint64_t earliest = checkpoints_.empty() ? Position() : checkpoints_.front().position;
+  const auto note = [&](uint32_t dot, uint32_t parent) {
+    if (!wanted(grammar_->dot_lhs[dot])) return;
+    earliest = std::min(earliest, base.sets[base.SetOfGroup(parent)].position);
+  };
+  for (const WaitingGroup& group : base.groups) {
+    if (group.leo_dot != kNoLeo) note(group.leo_dot, group.leo_parent);
+    for (uint32_t k = 0; k < group.count; ++k) {
+      const WaitingItem& w = base.waiting[group.first + k];
+      note(w.dot, w.parent);
+    }
+  }
+  for (const Item& item : base.scan) note(item.dot, item.parent);
+  return earliest;
 }
 
 size_t Recognizer::RollbackLimit() const {
@@ -810,6 +847,7 @@ bool Recognizer::PushTokenEnd(uint32_t source, uint32_t token) {
   Chart& chart = current();
   const uint32_t begin = chart.sets[source].scan_begin, end = chart.sets[source].scan_end;
   const uint64_t position = chart.sets.back().position + 1;
+  closing_position_ = position;
   const Symbol symbol = kTerminalTag | token;
   BeginSet();
   set_index_ = static_cast<uint32_t>(chart.sets.size());

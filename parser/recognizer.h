@@ -279,6 +279,30 @@ class Recognizer {
   bool Push(uint8_t byte);
   void Pop();
 
+  // Captures (FlatGrammar::nt_capture): while a log is set, every set built
+  // appends to it the completions of captured nonterminals, in completion
+  // order: (nonterminal, start position, end position = the set's). Within
+  // one set a nonterminal completes once per origin group (so a lexed
+  // grammar's lanes may repeat one), and empty completions are never seen
+  // (Aycock–Horspool applies them at prediction). The caller sets the log
+  // around the steps it means (masks/captures.h: committed feeds only, not
+  // Push, rollback's replays or mask walks) and clears it after (null).
+  struct Completion {
+    uint32_t nt;
+    uint64_t start;
+    uint64_t end;
+  };
+  void set_completion_log(std::vector<Completion>* log) { completion_log_ = log; }
+  // The earliest position any state Rollback can return to holds an open
+  // item of a nonterminal for which `wanted(nt)` is true (its origin), or
+  // where such a state's text may still be extended from: bytes before it
+  // can take part in no completion of those nonterminals from now on, after
+  // any rollback. Scans the oldest rollback checkpoint's chart (its items,
+  // and the items made after it begin later); 0 without a compactor.
+  uint64_t EarliestOpenOrigin(absl::FunctionRef<bool(uint32_t)> wanted) const;
+  // The chart now (with a compactor it may hold dead entries).
+  const Chart& chart() const { return chart_; }
+
   size_t Position() const;        // bytes consumed
   size_t RetainedItems() const;   // live items (all items without a compactor)
   size_t RetainedSets() const;
@@ -330,6 +354,9 @@ class Recognizer {
   void Predict(uint32_t nt);
   void CloseSet();
   void FinishSet(Chart& chart, uint64_t position, uint32_t lane = 0, bool accept_if_ignored = false);
+  // Appends the completion of the rule of `dot` from group `parent` to
+  // completion_log_ when that rule is captured.
+  void LogCompletion(const Chart& chart, uint32_t dot, uint32_t parent);
   // Lexed grammars: builds the sets of the next position (one per lane).
   bool BuildNextLexedSets(Chart& chart, uint8_t byte);
   uint32_t InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards);
@@ -403,6 +430,8 @@ class Recognizer {
   };
   std::vector<uint32_t> group_of_nt_;  // per nonterminal: its group in the set being finished
   uint32_t set_index_ = 0;
+  uint64_t closing_position_ = 0;  // the position of the set being built
+  std::vector<Completion>* completion_log_ = nullptr;  // see set_completion_log
   std::vector<PendingItem> worklist_;   // items to complete or predict from
   std::vector<Item> new_scan_;
   std::vector<PendingWaiting> new_waiting_;

@@ -33,6 +33,10 @@
 // leaves keyed by their payload: two references to the same token are one
 // node, two different tokens never are, and the lexicon is copied as is.
 //
+// An observed rule (grammar::Rule::observed: captured, or with a
+// temperature) is never merged, with anything: the matcher reports its own
+// completions and name, which a merge would blur.
+//
 // Soundness: merged rules satisfy body(A)[~] = body(B)[~] under the merge
 // relation ~, so by induction over the Kleene iterates of the grammar's least
 // fixpoint, A and B derive the same strings; the language is unchanged.
@@ -251,6 +255,7 @@ class Deduper {
   // Looks `body` up among the finished rules; merges r into a match or records r.
   void Settle(RuleId r, ExprId body) {
     body_[r] = body;
+    if (g_.rules[r].observed()) return;  // an observed rule is never merged (Rule::observed)
     auto [it, inserted] = bodies_.emplace(body, r);
     if (!inserted) it->second = Merge(Find(it->second), r);
   }
@@ -295,7 +300,7 @@ absl::Status Deduper::RunComponent(const std::vector<RuleId>& scc) {
       absl::StatusOr<ExprId> b = Canonical(r);
       if (!b.ok()) return b.status();
       bodies.push_back({r, *b});
-      if (last) continue;
+      if (last || g_.rules[r].observed()) continue;
       auto global = bodies_.find(*b);
       if (global != bodies_.end()) {
         global->second = Merge(Find(global->second), r);
@@ -313,7 +318,7 @@ absl::Status Deduper::RunComponent(const std::vector<RuleId>& scc) {
       for (auto [r, b] : bodies) {
         if (Find(r) == r) {
           body_[r] = b;
-          bodies_.emplace(b, r);
+          if (!g_.rules[r].observed()) bodies_.emplace(b, r);
         }
       }
       tracking_ = false;
@@ -437,8 +442,8 @@ Grammar Deduper::Output(const std::vector<RuleId>& kept, const std::vector<RuleI
           });
       for (ExprId id : touched) scratch.state[id] = 0;
     }
-    const grammar::Rule& named = g_.rules[leader_[r]];
-    out.rules[i] = {named.name, body, named.loc, named.keep_as_rule};
+    out.rules[i] = g_.rules[leader_[r]];
+    out.rules[i].body = body;
   }
   return out;
 }

@@ -14,7 +14,7 @@
 // one DFS (from the root, then from the other rules) form a set that meets
 // every cycle: those "loop heads" are never inlined, and the rules that are
 // inlined form an acyclic subgraph. Among the others a rule B (never the
-// root) is inlined when
+// root, never an observed rule: grammar::Rule::observed) is inlined when
 //  - it is used exactly once (its body moves, the grammar does not grow), or
 //  - it is trivial: its body, written out with the rules inlined into it,
 //    has at most InlineOptions::max_trivial_size nodes, so each use grows by
@@ -159,7 +159,7 @@ absl::StatusOr<Grammar> InlineRules(const Grammar& g, const InlineOptions& optio
         });
     if (!size.ok()) return size.status();
     rule_size[r] = *size;
-    if (r == g.root || loop_head[r] || uses[r] == 0) continue;
+    if (r == g.root || loop_head[r] || uses[r] == 0 || g.rules[r].observed()) continue;
     if ((options.single_use && uses[r] == 1) || rule_size[r] <= options.max_trivial_size) {
       inlined[r] = 1;
     }

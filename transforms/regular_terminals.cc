@@ -148,7 +148,7 @@ void Merger::FindRegularRules() {
   while (!ready.empty()) {
     const RuleId r = ready.back();
     ready.pop_back();
-    regular_rule_[r] = !spoiled[r] && !g_.rules[r].keep_as_rule;
+    regular_rule_[r] = !spoiled[r] && !g_.rules[r].keep_as_rule && !g_.rules[r].observed();
     for (RuleId u : users[r]) {
       if (!regular_rule_[r]) spoiled[u] = 1;
       if (--pending[u] == 0) ready.push_back(u);

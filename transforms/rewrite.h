@@ -112,7 +112,7 @@ inline ExprId CopyNode(const Expr& e, const std::vector<ExprId>& kids, RuleId ru
 
 // Makes `dst` the grammar of the rules `kept` of `src` (old ids, in their
 // new order): src's name and tokens, rule i = src.rules[kept[i]] (name,
-// place, keep_as_rule) with its body rebuilt by BuildPostOrder(children,
+// place, keep_as_rule, attributes) with its body rebuilt by BuildPostOrder(children,
 // build), one memo for all bodies (sharing preserved). `build` appends its
 // nodes to `dst`. The root is the caller's to set. What the passes that
 // drop or renumber rules (useless rules, inlining, CopyRules) share.
@@ -127,7 +127,8 @@ absl::Status RebuildKeptRules(const Grammar& src, const std::vector<RuleId>& kep
     const grammar::Rule& old = src.rules[kept[i]];
     absl::StatusOr<ExprId> body = BuildPostOrder(src, old.body, memo, children, build);
     if (!body.ok()) return body.status();
-    dst.rules[i] = {old.name, *body, old.loc, old.keep_as_rule};
+    dst.rules[i] = old;
+    dst.rules[i].body = *body;
   }
   return absl::OkStatus();
 }

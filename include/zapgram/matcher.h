@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -168,6 +169,10 @@ struct MatcherOptions {
   // searches accept and roll back tokens, so they also stay within
   // max_rollback_bytes (a continuation that would not fit is undecided).
   BudgetMaskOptions budget;
+  // The temperature GetTemperature gives where no rule's `temperature`
+  // attribute is in effect (XGrammar's default_temperature); negative or
+  // not finite: none.
+  float default_temperature = -1.0f;
 };
 
 // A speculative-decoding draft tree (EAGLE-style) in first-child /
@@ -267,8 +272,8 @@ class ZAPGRAM_EXPORT Matcher {
   // sentence with terminate_when_accepting). Every other row is zero: a
   // refused or terminated node's, and those of the nodes below it or not
   // reached. `temperatures`, when not empty (one entry per node), gets each
-  // node's effective temperature: -1 (XGrammar's "none") for every node, as
-  // zapgram's grammars set none yet. The matcher is not changed (the walk
+  // visited node's GetTemperature() after its path, -1 (XGrammar's "none")
+  // for a node without one and for every node not visited. The matcher is not changed (the walk
   // runs on copies). Returns true when complete, false when the time
   // threshold stopped it (the rows not reached are zero); InvalidArgument
   // for a malformed tree (lengths, links, cycles, a root with a sibling)
@@ -278,6 +283,27 @@ class ZAPGRAM_EXPORT Matcher {
   absl::StatusOr<bool> TraverseDraftTree(const DraftTree& tree, uint32_t* masks,
                                          absl::Span<float> temperatures = {},
                                          const DraftTreeOptions& options = {}) const;
+  // Captures (XGrammar's get_captures; the rule attributes `name[capture]`
+  // and `name[capture="x"]`): (capture name, bytes) for each completion of
+  // an occurrence of a captured rule by the text accepted so far
+  // (AcceptToken, AcceptBytes), in completion order. Masks, draft trees,
+  // ValidateTokens, ForcedBytes, fast-forward and budget-aware masks record
+  // none; Rollback removes those of the tokens it undoes; Fork copies
+  // them; Reset clears them. One occurrence (a rule at a start) may
+  // complete at several ends, as its parse goes on (`n[capture] ::=
+  // [0-9]+` after each digit): `deduplicate` keeps its last, longest one
+  // only, which is the occurrence's text whenever what follows it cannot
+  // continue it (a delimiter); false gives every completion, including
+  // those of parses that died later. Empty matches record nothing. Memory
+  // and method: masks/captures.h.
+  std::vector<std::pair<std::string, std::string>> GetCaptures(bool deduplicate = true) const;
+  // The sampling temperature in effect (XGrammar's GrammarMatcher.temperature;
+  // the rule attribute `temperature=x`): for each item that can take the
+  // next input, the temperature of the innermost rule around it that has
+  // one; the largest of those when the items differ (an ambiguous position);
+  // MatcherOptions::default_temperature when no item is inside such a rule;
+  // nullopt when there is no default either. parser/active_rules.h.
+  std::optional<float> GetTemperature() const;
   // Of the last ComputeMask: minimal rejected byte prefixes, rejected ids.
   std::vector<std::string> LastRejectedPrefixes() const;
   std::vector<int32_t> LastRejectedTokens() const;
@@ -299,6 +325,7 @@ class ZAPGRAM_EXPORT Matcher {
   CompiledGrammar grammar_;
   std::unique_ptr<masks::Matcher> impl_;
   BudgetMaskOptions budget_options_;
+  float default_temperature_ = -1.0f;  // negative: none
   std::shared_ptr<masks::BudgetMasker> budget_;  // built on the first budget mask
 };
 

@@ -132,7 +132,9 @@ ZAPGRAM_EXPORT size_t zapgram_matcher_compute_mask_budget(zapgram_matcher* match
  * (the root, unless the matcher has terminated; any node whose token its
  * parent's row allows and that the matcher accepts without terminating);
  * every other row is zeroed. `temperatures` (NULL or num_nodes floats) gets
- * -1 per node (no grammar sets a temperature yet). time_threshold: seconds,
+ * each visited node's temperature after its path
+ * (zapgram_matcher_get_temperature), -1 for a node without one and for
+ * every node not visited. time_threshold: seconds,
  * <= 0 for no limit. The matcher is not changed. Returns 1 when complete, 0
  * when the time threshold stopped the walk (rows not reached are zero), -1
  * on error (a malformed tree, a budget that ran out; *error set). */
@@ -164,6 +166,27 @@ ZAPGRAM_EXPORT int zapgram_matcher_is_accepting(const zapgram_matcher* matcher);
 ZAPGRAM_EXPORT int zapgram_matcher_is_finished(const zapgram_matcher* matcher);
 /* The matcher's error (a budget ran out), or NULL when there is none. */
 ZAPGRAM_EXPORT char* zapgram_matcher_error(const zapgram_matcher* matcher);
+
+/* Captures (XGrammar's get_captures; C++: zapgram::Matcher::GetCaptures):
+ * (capture name, bytes) for each completion of a rule written
+ * `name[capture] ::= ...` or `name[capture="x"] ::= ...` by the text
+ * accepted so far, in completion order; masks and draft trees record none,
+ * rollback removes those of the undone tokens. deduplicate != 0 keeps only
+ * the longest completion of each occurrence (a rule at one start). The
+ * list is a copy: free it with zapgram_captures_free. */
+typedef struct zapgram_captures zapgram_captures;
+ZAPGRAM_EXPORT zapgram_captures* zapgram_matcher_get_captures(const zapgram_matcher* matcher, int deduplicate);
+ZAPGRAM_EXPORT size_t zapgram_captures_count(const zapgram_captures* captures);
+/* Capture i's name (NUL-terminated), and its bytes (*length of them, which
+ * may hold NUL); valid until zapgram_captures_free. */
+ZAPGRAM_EXPORT const char* zapgram_captures_name(const zapgram_captures* captures, size_t i);
+ZAPGRAM_EXPORT const char* zapgram_captures_bytes(const zapgram_captures* captures, size_t i, size_t* length);
+ZAPGRAM_EXPORT void zapgram_captures_free(zapgram_captures* captures);
+/* The sampling temperature in effect (rules written `name[temperature=x]`;
+ * C++: zapgram::Matcher::GetTemperature): 1 with *temperature set when the
+ * current position is inside such a rule (the innermost one's; the largest
+ * when parses differ), 0 when it is in none (the caller's default applies). */
+ZAPGRAM_EXPORT int zapgram_matcher_get_temperature(const zapgram_matcher* matcher, float* temperature);
 
 ZAPGRAM_EXPORT void zapgram_free_string(char* s);
 

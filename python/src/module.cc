@@ -37,6 +37,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <limits>
 #include <memory>
@@ -132,6 +133,12 @@ struct PyMatcher {
   bool terminate_without_stop_token;
   bool in_batch = false;
 };
+
+// get_temperature() and the `temperature` property.
+std::optional<float> Temperature(const PyMatcher& m) {
+  m.CheckFree();
+  return m.matcher.GetTemperature();
+}
 
 // tokens_left: None or an int (the engine's semantics: <= 0 allows nothing).
 std::optional<int64_t> TokensLeftArg(py::handle tokens_left, const ArgName& name) {
@@ -565,7 +572,7 @@ TokenizerInfo's; max_rollback_bytes bounds rollback (zapgram's budget is in byte
 cache=False turns off the mask cache (for measurements).)")
       .def(py::init([](py::handle compiled_grammar, py::handle override_stop_tokens,
                        py::handle terminate_without_stop_token, py::handle max_rollback_tokens,
-                       py::handle max_rollback_bytes, py::handle cache) {
+                       py::handle max_rollback_bytes, py::handle cache, py::handle default_temperature) {
              if (!py::isinstance<CompiledGrammar>(compiled_grammar)) {
                throw py::type_error(
                    "compiled_grammar must be a CompiledGrammar (from GrammarCompiler(tokenizer_info).compile_*), "
@@ -578,6 +585,14 @@ cache=False turns off the mask cache (for measurements).)")
              options.max_rollback_bytes = static_cast<uint32_t>(
                  IntArg(max_rollback_bytes, "max_rollback_bytes", 0, std::numeric_limits<uint32_t>::max()));
              options.use_cache = BoolArg(cache, "cache");
+             if (!default_temperature.is_none()) {
+               const double t = FloatArg(default_temperature, "default_temperature");
+               if (!std::isfinite(t) || t < 0 || t > std::numeric_limits<float>::max()) {
+                 throw py::value_error("default_temperature must be a finite number >= 0, got " +
+                                       Describe(default_temperature));
+               }
+               options.default_temperature = static_cast<float>(t);
+             }
              const bool terminate = BoolArg(terminate_without_stop_token, "terminate_without_stop_token");
              if (!override_stop_tokens.is_none()) {
                const int32_t vocab_size = grammar.vocabulary().padded_size();
@@ -603,7 +618,8 @@ cache=False turns off the mask cache (for measurements).)")
            }),
            py::arg("compiled_grammar"), py::kw_only(), py::arg("override_stop_tokens") = py::none(),
            py::arg("terminate_without_stop_token") = false, py::arg("max_rollback_tokens") = -1,
-           py::arg("max_rollback_bytes") = 512, py::arg("cache") = true)
+           py::arg("max_rollback_bytes") = 512, py::arg("cache") = true,
+           py::arg("default_temperature") = py::none())
       .def(
           "fill_next_token_bitmask",
           [](PyMatcher& m, py::handle bitmask, py::handle index, bool debug_print, py::handle tokens_left) {
@@ -645,6 +661,28 @@ cache=False turns off the mask cache (for measurements).)")
              m.CheckFree();
              m.matcher.Reset();
            })
+      .def(
+          "get_captures",
+          [](const PyMatcher& m, py::handle deduplicate) {
+            m.CheckFree();
+            py::list out;
+            for (const auto& [name, bytes] : m.matcher.GetCaptures(BoolArg(deduplicate, "deduplicate"))) {
+              out.append(py::make_tuple(py::str(name), py::bytes(bytes)));
+            }
+            return out;
+          },
+          py::kw_only(), py::arg("deduplicate") = true,
+          "The captures recorded so far, [(name, bytes)], in completion order (XGrammar's\n"
+          "get_captures): rules written name[capture] or name[capture=\"x\"] record the text of each\n"
+          "completion while tokens or strings are accepted; masks record none and rollback removes\n"
+          "those of the tokens it undoes. deduplicate=True keeps the longest completion of each\n"
+          "occurrence (a rule at one start); False gives every completion.")
+      .def(
+          "get_temperature", &Temperature,
+          "The sampling temperature in effect: that of the innermost rule written\n"
+          "name[temperature=x] around the current position (the largest when parses differ), else\n"
+          "default_temperature, else None.")
+      .def_property_readonly("temperature", &Temperature, "XGrammar's name for get_temperature().")
       .def(
           "fork",
           [](const PyMatcher& m) {
@@ -705,8 +743,8 @@ cache=False turns off the mask cache (for measurements).)")
            "traverse_draft_tree): node 0 is the current state; a node is visited when its parent's row\n"
            "allows its token and the matcher accepts it without terminating; every other row is zeroed.\n"
            "The tree arrays are int64 tensors (or lists); token_bitmask has one row per node;\n"
-           "temperatures (float32, one per node) gets -1 per node (no grammar sets one yet). The\n"
-           "matcher is unchanged. Returns False when time_threshold (seconds, > 0) ran out.")
+           "temperatures (float32, one per node) gets each visited node's get_temperature() after\n"
+           "its path, -1 for none and for nodes not visited. The matcher is unchanged. Returns False when time_threshold (seconds, > 0) ran out.")
       .def_property_readonly("stop_token_ids",
                              [](const PyMatcher& m) { return m.eos_ids; })
       .def_property_readonly("max_rollback_tokens", [](const PyMatcher&) { return -1; })

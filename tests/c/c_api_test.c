@@ -1,7 +1,7 @@
 /* The C API end to end, from C: load a real tokenizer, compile builtin:json
  * and a broken grammar, walk a document byte run by byte run, check masks,
  * EOS, rollback and errors; a schema for generation and for validation;
- * draft-tree masks on a toy vocabulary.
+ * draft-tree masks on a toy vocabulary; captures and temperatures.
  * Usage: c_api_test TOKENIZER.json SCHEMA.json; exit 0 = pass. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +391,69 @@ static void check_serialize(zapgram_vocab* vocab) {
   zapgram_grammar_free(grammar);
 }
 
+/* Captures and temperatures: rule attributes in a grammar given through
+ * structural tags (free text "x", then <...> with the grammar inside). */
+static void check_captures(void) {
+  const char* tokens[8] = {"<", ">", "1", "2", ",", "x", "22", ""};
+  const size_t lengths[8] = {1, 1, 1, 1, 1, 1, 2, 0};
+  const int32_t eos_id = 7;
+  char* error = NULL;
+  zapgram_vocab* vocab = zapgram_vocab_from_tokens(tokens, lengths, 8, &eos_id, 1, &error);
+  CHECK(vocab != NULL);
+  if (vocab == NULL) return;
+  const char* tags =
+      "{\"tags\": [{\"begin\": \"<\", \"end\": \">\", \"grammar\": "
+      "\"root ::= item (\\\",\\\" item)*\\nitem[capture=\\\"n\\\", temperature=0.5] ::= [0-9]+\"}], "
+      "\"triggers\": [\"<\"]}";
+  zapgram_grammar* grammar = zapgram_grammar_compile_structural_tags(tags, strlen(tags), vocab, NULL, &error);
+  zapgram_vocab_free(vocab);
+  CHECK(grammar != NULL);
+  if (grammar == NULL) {
+    fprintf(stderr, "%s\n", error);
+    zapgram_free_string(error);
+    return;
+  }
+  zapgram_matcher* m = zapgram_matcher_new(grammar);
+  float t = 0;
+  CHECK(zapgram_matcher_get_temperature(m, &t) == 0); /* free text: no rule with one */
+  CHECK(zapgram_matcher_accept_token(m, 5) == 1);     /* x */
+  CHECK(zapgram_matcher_accept_token(m, 0) == 1);     /* < */
+  CHECK(zapgram_matcher_get_temperature(m, &t) == 1 && t == 0.5f);
+  CHECK(zapgram_matcher_accept_token(m, 2) == 1); /* 1 */
+  CHECK(zapgram_matcher_accept_token(m, 4) == 1); /* , */
+  CHECK(zapgram_matcher_accept_token(m, 6) == 1); /* 22 */
+  CHECK(zapgram_matcher_accept_token(m, 2) == 1); /* 1 */
+  zapgram_captures* c = zapgram_matcher_get_captures(m, 1);
+  CHECK(zapgram_captures_count(c) == 2);
+  if (zapgram_captures_count(c) == 2) {
+    size_t length = 0;
+    const char* bytes = zapgram_captures_bytes(c, 1, &length);
+    CHECK(strcmp(zapgram_captures_name(c, 0), "n") == 0);
+    CHECK(length == 3 && memcmp(bytes, "221", 3) == 0);
+  }
+  zapgram_captures_free(c);
+  c = zapgram_matcher_get_captures(m, 0); /* 1, 2, 22, 221 */
+  CHECK(zapgram_captures_count(c) == 4);
+  zapgram_captures_free(c);
+  CHECK(zapgram_matcher_rollback(m, 1) == 1);
+  c = zapgram_matcher_get_captures(m, 1);
+  CHECK(zapgram_captures_count(c) == 2);
+  if (zapgram_captures_count(c) == 2) {
+    size_t length = 0;
+    const char* bytes = zapgram_captures_bytes(c, 1, &length);
+    CHECK(length == 2 && memcmp(bytes, "22", 2) == 0);
+  }
+  zapgram_captures_free(c);
+  /* A fork keeps them. */
+  zapgram_matcher* f = zapgram_matcher_fork(m);
+  c = zapgram_matcher_get_captures(f, 0); /* 1, 2, 22 */
+  CHECK(zapgram_captures_count(c) == 3);
+  zapgram_captures_free(c);
+  zapgram_matcher_free(f);
+  zapgram_matcher_free(m);
+  zapgram_grammar_free(grammar);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: c_api_test TOKENIZER.json SCHEMA.json\n");
@@ -418,6 +481,7 @@ int main(int argc, char** argv) {
   check_structural_tags(vocab);
   check_regex_cache(vocab);
   check_serialize(vocab);
+  check_captures();
 
   zapgram_grammar* broken = zapgram_grammar_compile("regex:(ab", NULL, vocab, &error);
   CHECK(broken == NULL);

@@ -842,10 +842,25 @@ TEST(RuleAttributes, LazyRulesEndWhereTheyFirstCan) {
   // A nullable lazy rule matches only the empty string.
   EXPECT_TRUE(Accepts("root ::= \"<\" r \">\"\nr[lazy] ::= [a-z]*", "<>"));
   EXPECT_FALSE(Accepts("root ::= \"<\" r \">\"\nr[lazy] ::= [a-z]*", "<a>"));
-  // Capture and temperature change nothing.
-  EXPECT_EQ(DumpOf("root ::= r\nr[capture=\"x\", temperature=0.7] ::= [a-z]+"),
-            DumpOf("root ::= r\nr ::= [a-z]+"));
-  EXPECT_EQ(DumpOf("root ::= r\nr[capture] ::= \"a\""), DumpOf("root ::= r\nr ::= \"a\""));
+}
+
+TEST(RuleAttributes, CaptureAndTemperatureStayOnTheRule) {
+  // Kept on the rule (grammar::Rule), dumped as read, and the dump reads back.
+  const std::string dump = DumpOf("root ::= r\nr[capture=\"x.y-z\", temperature=0.7] ::= [a-z]+");
+  EXPECT_EQ(dump, "root ::= r\nr[capture=\"x.y-z\", temperature=0.7] ::= [a-z]+\n");
+  EXPECT_EQ(DumpOf(dump), dump);
+  // `capture` alone: the rule's name; with lazy too.
+  EXPECT_EQ(DumpOf("root ::= r\nr[capture, lazy] ::= \"a\"").substr(0, 35), "root ::= r\nr[capture=\"r\"] ::= /(?&:");
+  EXPECT_EQ(DumpOf("root ::= r\nr[temperature=0] ::= \"a\""), "root ::= r\nr[temperature=0] ::= \"a\"\n");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[capture=\"a b\"] ::= \"a\""),
+            "t.gbnf:2:11: a capture name has only letters, digits, '_', '-' and '.' (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[temperature=-1] ::= \"a\""),
+            "t.gbnf:2:15: a temperature is a finite number >= 0 (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[temperature=inf] ::= \"a\""),
+            "t.gbnf:2:15: a temperature is a finite number >= 0 (rule 'r')");
+  EXPECT_EQ(ErrorOf("root ::= r\nr[suffix=\"!\"] ::= \"a\""),
+            "t.gbnf:2:3: rule attribute 'suffix' is not supported (XGrammar's lazy rules that end at a marker) "
+            "(rule 'r')");
 }
 
 TEST(RuleAttributes, ErrorsNameTheAttributeAndThePlace) {

@@ -13,6 +13,7 @@
 //     count read and the exact message of each refusal);
 //   - a golden dump of SynCode's calc.lark.
 #include "grammar/lark_reader.h"
+#include "grammar/lark_lowering.h"
 
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,43 @@ TEST(LarkReaderTest, ImportsFromCommon) {
                            "SQL_COMMENT", "HEXDIGIT"}) {
     EXPECT_GE(all->arena.FindRule(name), 0) << name;
   }
+}
+
+// XGrammar's rule attributes on Lark rules (grammar/rule_attributes.h):
+// the EBNF forms' meaning, through the lowering onto the rules.
+TEST(LarkRuleAttributes, CaptureAndTemperatureReachTheRules) {
+  absl::StatusOr<Grammar> g = ReadLarkGrammar(
+      "start: a b\na[capture]: \"x\"\nb [ capture=\"bee\", temperature=0.5 ]: c\nc: /[0-9]+/\n", "t.lark");
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::map<std::string, std::pair<std::string, float>> attributes;
+  for (const Rule& r : g->rules) attributes[r.name] = {r.capture, r.temperature};
+  EXPECT_EQ(attributes["a"], std::make_pair(std::string("a"), -1.0f));
+  EXPECT_EQ(attributes["b"], std::make_pair(std::string("bee"), 0.5f));
+  EXPECT_EQ(attributes["c"], std::make_pair(std::string(), -1.0f));
+  EXPECT_EQ(attributes["start"], std::make_pair(std::string(), -1.0f));
+  // Priorities and flags still go with them.
+  EXPECT_EQ(ErrorOf("start: a\n?a[capture].2: \"x\"\n"), "OK");
+}
+
+TEST(LarkRuleAttributes, RefusalsNameThePlace) {
+  EXPECT_EQ(ErrorOf("start: A\nA[capture]: \"x\"\n"),
+            "t.lark:2:2: rule attributes apply to rules, not to the terminal 'A'");
+  EXPECT_EQ(ErrorOf("start: a\na[lazy]: \"x\"\n"),
+            "t.lark:2:3: rule attribute 'lazy' is not supported in a Lark grammar (rule 'a'): its rules match "
+            "whole tokens of the lexer, and zapgram makes only byte-level regular rules lazy (write it in EBNF)");
+  EXPECT_EQ(ErrorOf("start: a\na[max_tokens=3]: \"x\"\n"),
+            "t.lark:2:3: rule attribute 'max_tokens' is not supported: a budget per occurrence of a rule, which "
+            "XGrammar relaxes when the rule cannot end where it runs out, is not a language zapgram can mask "
+            "exactly (rule 'a')");
+  EXPECT_EQ(ErrorOf("start: a\na[stop=\"!\"]: \"x\"\n"),
+            "t.lark:2:3: rule attribute 'stop' is not supported (XGrammar's lazy rules that end at a marker) "
+            "(rule 'a')");
+  EXPECT_EQ(ErrorOf("start: a\na[capture: \"x\"\n"), "t.lark:2:2: unterminated rule attributes of 'a' (expected ']')");
+  EXPECT_EQ(ErrorOf("start: a\na[bogus]: \"x\"\n"), "t.lark:2:3: unknown rule attribute 'bogus' (rule 'a')");
+  EXPECT_EQ(ErrorOf("start: t{a}\nt[capture]{x}: x\na: \"x\"\n"),
+            "t.lark:2:2: rule attributes on the template 't' are not supported");
+  EXPECT_EQ(ErrorOf("start: a\na: \"x\"\n%extend a[capture]: \"y\"\n"),
+            "t.lark:3:9: %extend cannot give the rule 'a' rule attributes; put them on its definition");
 }
 
 TEST(LarkReaderTest, Errors) {
