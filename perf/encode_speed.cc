@@ -1,41 +1,44 @@
-// Encoding speed of the tokenizer's encoder (text -> ids), in MB of text per
-// second, over the texts of trace files, for each tokenizer given.
+// Encoding speed of the tokenizer's encoder (masks/canonical_tokenizer.h:
+// text -> ids), in MB of text per second, over the texts of trace files, for
+// each tokenizer given.
 //
 // Every record's text is one document, encoded alone (as `zapgram ngram
 // train` encodes its documents). The first pass over the documents is
-// reported apart from the best of the later ones: an encoder that remembers
-// pieces it has seen is faster once warm.
-//
-// Encoders measured:
-//   text-encoder  sampling::TextEncoder (the n-gram model's, with its piece
-//                 cache; special tokens in the text as plain text)
-//   canonical     masks::CanonicalTokenizer::Encode (HF's encode)
-// and the number of documents where the two give different ids.
+// reported apart from the best of the later ones: with a PieceCache the
+// encoder is faster once warm. Ways of encoding measured:
+//   hf              Encode(text): Hugging Face's encode
+//   document        Encode(text, kDocumentEncoding)
+//   document+cache  the same through one PieceCache (zapgram ngram train,
+//                   zapgram trace)
+// and the load time of the tokenizer.json.
 //
 // Usage: zapgram_encode_speed --trace F.jsonl [--trace ...] [--passes N]
 //        T.tokenizer.json...
 //
 // On the texts of traces/llama3/json-docs.jsonl and java.jsonl (401
-// documents, 0.82 MB; a 2-core machine shared with other builds, so +-20%),
-// first pass / warm, MB/s:
-//                 text-encoder   canonical
-//   llama3        12.0 / 30.2    10.8 / 12.1
-//   qwen2_5        8.7 / 31.2     4.2 /  5.6
-//   gemma3         2.9 /  2.9     2.2 /  2.9
-// and both give the same ids on every document.
+// documents, 0.82 MB; a 2-core machine shared with other builds, so +-20%
+// or worse), first pass / warm, MB/s:
+//                 hf            document+cache   before: sampling::TextEncoder
+//   llama3        11.4 / 12.3   13.3 / 28.1              12.0 / 30.2
+//   qwen2_5        5.3 /  5.5   12.3 / 24.5               8.7 / 31.2
+//   gemma3         2.9 /  3.0    3.0 /  3.1               2.9 /  2.9
+// (TextEncoder was the n-gram model's encoder, with the piece cache this one
+// now has; `hf` is the same as CanonicalTokenizer::Encode before the merge.)
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "masks/canonical_tokenizer.h"
 #include "nlohmann/json.hpp"
-#include "sampling/tokenize.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using zapgram::masks::CanonicalTokenizer;
+using zapgram::masks::PieceCache;
 
 struct Speed {
   double first_mb_s = 0, warm_mb_s = 0;
@@ -96,28 +99,25 @@ int main(int argc, char** argv) {
   std::printf("%zu documents, %.2f MB; first pass / best of %d later passes, MB/s\n", documents.size(), bytes / 1e6,
               passes - 1);
   for (const std::string& path : tokenizers) {
-    auto start = Clock::now();
-    absl::StatusOr<zapgram::sampling::TextEncoder> text_encoder = zapgram::sampling::TextEncoder::Load(path);
-    const double text_load_s = std::chrono::duration<double>(Clock::now() - start).count();
-    start = Clock::now();
-    auto canonical = zapgram::masks::CanonicalTokenizer::LoadFromFile(path);
-    const double canonical_load_s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!text_encoder.ok() || !canonical.ok()) {
-      std::fprintf(stderr, "%s: does not load\n", path.c_str());
+    const auto start = Clock::now();
+    const auto tokenizer = CanonicalTokenizer::LoadFromFile(path);
+    const double load_s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!tokenizer.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(tokenizer.status().message()).c_str());
       return 2;
     }
-    const Speed text = Measure(documents, passes, [&](const std::string& d) { text_encoder->Encode(d); });
-    const Speed canon = Measure(documents, passes, [&](const std::string& d) { (void)(*canonical)->Encode(d); });
-    size_t differ = 0;
-    for (const std::string& d : documents) {
-      const absl::StatusOr<std::vector<int32_t>> ids = (*canonical)->Encode(d);
-      if (!ids.ok() || *ids != text_encoder->Encode(d)) ++differ;
-    }
-    std::printf(
-        "%s\n  text-encoder %7.2f / %7.2f  (load %.2f s)\n  canonical    %7.2f / %7.2f  (load %.2f s)\n"
-        "  documents encoded differently: %zu\n",
-        path.c_str(), text.first_mb_s, text.warm_mb_s, text_load_s, canon.first_mb_s, canon.warm_mb_s,
-        canonical_load_s, differ);
+    const CanonicalTokenizer& t = **tokenizer;
+    const Speed hf = Measure(documents, passes, [&](const std::string& d) { (void)t.Encode(d); });
+    const Speed document =
+        Measure(documents, passes, [&](const std::string& d) { (void)t.Encode(d, zapgram::masks::kDocumentEncoding); });
+    PieceCache cache;
+    const Speed cached = Measure(documents, passes, [&](const std::string& d) {
+      (void)t.Encode(d, zapgram::masks::kDocumentEncoding, &cache);
+    });
+    std::printf("%s (load %.2f s)\n  hf             %7.2f / %7.2f\n  document       %7.2f / %7.2f\n"
+                "  document+cache %7.2f / %7.2f  (%zu pieces kept)\n",
+                path.c_str(), load_s, hf.first_mb_s, hf.warm_mb_s, document.first_mb_s, document.warm_mb_s,
+                cached.first_mb_s, cached.warm_mb_s, cache.size());
   }
   return 0;
 }
