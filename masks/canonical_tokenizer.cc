@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <queue>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -67,6 +69,10 @@ int ByteFallbackValue(std::string_view piece) {
 size_t ValidUtf8Length(std::string_view text) {
   size_t pos = 0;
   while (pos < text.size()) {
+    if (static_cast<uint8_t>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
     const grammar::DecodedCodepoint decoded = grammar::DecodeUtf8(text.substr(pos));
     if (decoded.length == 0) break;
     pos += decoded.length;
@@ -341,11 +347,15 @@ void CanonicalTokenizer::Entries::Finish() {
   sorted.clear();
   sorted.reserve(ids.size());
   max_length = 0;
+  lengths.clear();
   for (const auto& [text, id] : ids) {
     sorted.push_back(text);
     max_length = std::max(max_length, text.size());
+    lengths.push_back(text.size());
   }
   std::sort(sorted.begin(), sorted.end());
+  std::sort(lengths.begin(), lengths.end(), std::greater<size_t>());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
 }
 
 size_t CanonicalTokenizer::Entries::Reach(std::string_view text, size_t at) const {
@@ -374,7 +384,8 @@ std::string_view CanonicalTokenizer::token_bytes(TokenId id) const {
 
 size_t CanonicalTokenizer::AddedMatchEnd(std::string_view text, size_t at, bool special_as_text) const {
   if (!added_first_byte_[static_cast<uint8_t>(text[at])]) return 0;
-  for (size_t length = std::min(added_.max_length, text.size() - at); length > 0; --length) {
+  for (size_t length : added_.lengths) {
+    if (length > text.size() - at) continue;
     const auto it = added_.ids.find(Av(text.substr(at, length)));
     if (it != added_.ids.end() && !(special_as_text && special_ids_.contains(it->second))) return at + length;
   }
@@ -438,8 +449,10 @@ void CanonicalTokenizer::MergePiece(std::string_view piece, std::vector<TokenId>
     }
   }
   // Symbols as a linked list over the initial units; a merged symbol keeps
-  // its left unit's slot.
-  std::vector<TokenId> ids;
+  // its left unit's slot. Most pieces are short: their lists stay on the
+  // stack.
+  constexpr size_t kInline = 32;
+  absl::InlinedVector<TokenId, kInline> ids;
   if (model_ == Model::kByteLevelBpe) {
     for (char c : piece) ids.push_back(byte_ids_[static_cast<uint8_t>(c)]);
   } else {
@@ -459,7 +472,7 @@ void CanonicalTokenizer::MergePiece(std::string_view piece, std::vector<TokenId>
     }
   }
   const int n = static_cast<int>(ids.size());
-  std::vector<int> prev(n), next(n);
+  absl::InlinedVector<int, kInline> prev(n), next(n);
   for (int i = 0; i < n; ++i) {
     prev[i] = i - 1;
     next[i] = i + 1 < n ? i + 1 : -1;
@@ -472,14 +485,14 @@ void CanonicalTokenizer::MergePiece(std::string_view piece, std::vector<TokenId>
       return rank != other.rank ? rank > other.rank : pos > other.pos;
     }
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  std::priority_queue<Candidate, absl::InlinedVector<Candidate, kInline>, std::greater<Candidate>> queue;
   auto push_pair = [&](int left) {
     if (left < 0 || next[left] < 0) return;
     const auto merge = merges_.find(PairKey(ids[left], ids[next[left]]));
     if (merge != merges_.end()) queue.push({merge->second.rank, left, merge->second.merged});
   };
   for (int i = 0; i + 1 < n; ++i) push_pair(i);
-  std::vector<bool> gone(n, false);
+  absl::InlinedVector<bool, kInline> gone(n, false);
   while (!queue.empty()) {
     const Candidate top = queue.top();
     queue.pop();

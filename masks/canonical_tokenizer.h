@@ -120,9 +120,9 @@ inline constexpr EncodeOptions kDocumentEncoding = {EncodeOptions::SpecialTokens
 // repeats its words and punctuation runs, so once a few hundred KB have been
 // seen most pieces are found here instead of merged again (zapgram ngram
 // train, zapgram trace; the speed figures are in perf/encode_speed.cc).
-// Holds at most `max_entries` pieces (~100 bytes each); later new pieces are
-// encoded but not kept. SentencePiece-style tokenizers encode a whole
-// segment as one piece and do not use it. A cache belongs to the tokenizer
+// Holds at most `max_entries` pieces (a hash-map slot, the piece and its ids
+// each); later new pieces are encoded but not kept. SentencePiece-style
+// tokenizers encode a whole segment as one piece and do not use it. A cache belongs to the tokenizer
 // it was last used with: handed to another, it forgets what it held.
 // Not thread-safe: one per thread (the tokenizer itself is shared).
 class PieceCache {
@@ -202,6 +202,7 @@ class CanonicalTokenizer {
     absl::flat_hash_map<std::string, TokenId> ids;
     std::vector<std::string> sorted;
     size_t max_length = 0;
+    std::vector<size_t> lengths;  // the entries' lengths, each once, longest first
     void Finish();
     size_t Reach(std::string_view text, size_t at) const;
   };

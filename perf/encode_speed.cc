@@ -16,14 +16,19 @@
 //        T.tokenizer.json...
 //
 // On the texts of traces/llama3/json-docs.jsonl and java.jsonl (401
-// documents, 0.82 MB; a 2-core machine shared with other builds, so +-20%
-// or worse), first pass / warm, MB/s:
-//                 hf            document+cache   before: sampling::TextEncoder
-//   llama3        11.4 / 12.3   13.3 / 28.1              12.0 / 30.2
-//   qwen2_5        5.3 /  5.5   12.3 / 24.5               8.7 / 31.2
-//   gemma3         2.9 /  3.0    3.0 /  3.1               2.9 /  2.9
+// documents, 0.82 MB), first pass / warm, MB/s, the best of three runs on a
+// 2-core machine shared with other builds (single runs vary by 2x):
+//              hf            document+cache   before the merge:
+//                                             TextEncoder   CanonicalTokenizer
+//   llama3     23.5 / 24.8   27.4 / 61.9      27.1 / 56.4   18.5 / 19.0
+//   qwen2_5    10.5 / 10.5   22.7 / 53.3      23.2 / 49.1    9.0 /  9.1
+//   gemma3      5.1 /  5.3    5.1 /  5.3       4.9 /  4.9    4.5 /  4.6
 // (TextEncoder was the n-gram model's encoder, with the piece cache this one
-// now has; `hf` is the same as CanonicalTokenizer::Encode before the merge.)
+// now has; CanonicalTokenizer::Encode is `hf` here. The merge kept the
+// cache and made the shared paths cheaper: ASCII classes from a table in
+// the pre-tokenizer, piece lists on the stack, added tokens tried only at
+// the lengths they have.) Gemma 3 encodes a whole segment as one piece, so
+// it has nothing to cache.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
