@@ -4,13 +4,14 @@
 //                       [--per-line | --per-paragraph] [--discount D] [--eos-id ID] [--quiet]
 //   zapgram ngram info MODEL
 //
-// `train` tokenizes each file through T's BPE encoder (sampling/tokenize.h),
-// one document per file (or per non-empty line with --per-line, or per block
-// of lines between empty lines with --per-paragraph, each block keeping the
-// newline of its last line), appends the
-// tokenizer's first EOS id to each document, counts, smooths (interpolated
-// Kneser-Ney down to a uniform distribution, sampling/ngram_model.h) and
-// writes MODEL. It prints what it did: documents, tokens, contexts, entries,
+// `train` tokenizes each file through T's own encoder as documents
+// (masks/canonical_tokenizer.h, kDocumentEncoding: special tokens written in
+// the text are plain text, any bytes encode), one document per file (or per
+// non-empty line with --per-line, or per block of lines between empty lines
+// with --per-paragraph, each block keeping the newline of its last line),
+// appends the tokenizer's first EOS id to each document, counts, smooths
+// (interpolated Kneser-Ney down to a uniform distribution,
+// sampling/ngram_model.h) and writes MODEL. It prints what it did: documents, tokens, contexts, entries,
 // file size and time. On a terminal, progress (KiB of the inputs
 // tokenized, rate, time left, documents) is drawn on stderr (cli/progress.h)
 // unless --quiet. `info` loads a model (checking the whole file) and
@@ -32,8 +33,8 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "masks/canonical_tokenizer.h"
 #include "sampling/ngram_model.h"
-#include "sampling/tokenize.h"
 #include "zapgram/matcher.h"
 
 namespace zapgram::cli {
@@ -104,8 +105,10 @@ int Train(const std::vector<std::string>& args) {
   const auto started = std::chrono::steady_clock::now();
   absl::StatusOr<Vocabulary> vocabulary = Vocabulary::Load(tokenizer_path);
   if (!vocabulary.ok()) return Fail(vocabulary.status());
-  absl::StatusOr<sampling::TextEncoder> encoder = sampling::TextEncoder::Load(tokenizer_path);
+  absl::StatusOr<std::shared_ptr<const masks::CanonicalTokenizer>> encoder =
+      masks::CanonicalTokenizer::LoadFromFile(tokenizer_path);
   if (!encoder.ok()) return Fail(encoder.status());
+  masks::PieceCache piece_cache;
   options.vocab_size = vocabulary->padded_size();
   if (!eos_text.empty()) {
     if (!absl::SimpleAtoi(eos_text, &options.eos_id)) return UsageError(kName, "--eos-id must be an integer");
@@ -128,8 +131,10 @@ int Train(const std::vector<std::string>& args) {
                : per_paragraph ? sampling::DocumentSplit::kPerParagraph
                                : sampling::DocumentSplit::kWhole);
     for (std::string_view document : documents) {
-      const std::vector<int32_t> ids = encoder->Encode(document);
-      if (absl::Status status = counter->AddDocument(ids); !status.ok()) {
+      const absl::StatusOr<std::vector<int32_t>> ids =
+          (*encoder)->Encode(document, masks::kDocumentEncoding, &piece_cache);
+      if (!ids.ok()) return Fail(ids.status());
+      if (absl::Status status = counter->AddDocument(*ids); !status.ok()) {
         return Fail(absl::InvalidArgumentError(absl::StrCat(input, ": ", status.message())));
       }
       if (progress.enabled()) {

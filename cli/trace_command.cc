@@ -1,6 +1,7 @@
 // `zapgram trace --tokenizer T.json --grammar G [--invalid] FILE...`: writes a
 // trace (DESIGN.md's format, one JSON line per FILE on standard output) whose
-// token ids are T's BPE encoding of each file's bytes (sampling/tokenize.h),
+// token ids are T's encoding of each file's bytes as a document
+// (masks/canonical_tokenizer.h, kDocumentEncoding),
 // so that `zapgram bench` can replay any text, e.g. the stress inputs of
 // perf/make_stress_traces.sh. The record's id is the file's name, its
 // grammar the argument G as given (bench resolves it against its data root),
@@ -20,8 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "masks/canonical_tokenizer.h"
 #include "nlohmann/json.hpp"
-#include "sampling/tokenize.h"
 #include "zapgram/matcher.h"
 
 namespace zapgram::cli {
@@ -72,8 +73,10 @@ int RunTrace(const std::vector<std::string>& args) {
   }
   if (tokenizer_path.empty() || grammar.empty()) return UsageError(kName, "--tokenizer and --grammar are required");
   if (files.empty()) return UsageError(kName, "needs at least one FILE");
-  absl::StatusOr<sampling::TextEncoder> encoder = sampling::TextEncoder::Load(tokenizer_path);
+  absl::StatusOr<std::shared_ptr<const masks::CanonicalTokenizer>> encoder =
+      masks::CanonicalTokenizer::LoadFromFile(tokenizer_path);
   if (!encoder.ok()) return Fail(encoder.status().message());
+  masks::PieceCache piece_cache;
   absl::StatusOr<Vocabulary> vocabulary = Vocabulary::Load(tokenizer_path);
   if (!vocabulary.ok()) return Fail(vocabulary.status().message());
   Progress progress("trace", "files", files.size(), ProgressWanted(quiet, /*results_on_stdout=*/true));
@@ -82,7 +85,10 @@ int RunTrace(const std::vector<std::string>& args) {
     progress.Update(done);
     absl::StatusOr<std::string> text = ReadFileBytes(file);
     if (!text.ok()) return Fail(text.status().message());
-    const std::vector<int32_t> tokens = encoder->Encode(*text);
+    const absl::StatusOr<std::vector<int32_t>> encoded =
+        (*encoder)->Encode(*text, masks::kDocumentEncoding, &piece_cache);
+    if (!encoded.ok()) return Fail(encoded.status().message());
+    const std::vector<int32_t>& tokens = *encoded;
     std::string spelled;
     for (int32_t id : tokens) spelled += vocabulary->token_bytes(id);
     if (spelled != *text) return Fail(absl::StrCat(file, ": the tokenizer does not spell the text back"));

@@ -3,10 +3,13 @@
 #include "masks/canonical_tokenizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <queue>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -66,6 +69,10 @@ int ByteFallbackValue(std::string_view piece) {
 size_t ValidUtf8Length(std::string_view text) {
   size_t pos = 0;
   while (pos < text.size()) {
+    if (static_cast<uint8_t>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
     const grammar::DecodedCodepoint decoded = grammar::DecodeUtf8(text.substr(pos));
     if (decoded.length == 0) break;
     pos += decoded.length;
@@ -78,6 +85,25 @@ const icu::Normalizer2& Nfc() {
   const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(error);
   if (U_FAILURE(error) || nfc == nullptr) std::abort();  // ICU's data is part of libicuuc
   return *nfc;
+}
+
+// Appends NFC(text), `text` valid UTF-8.
+void AppendNfc(std::string_view text, std::string* out) {
+  const icu::Normalizer2& nfc = Nfc();
+  UErrorCode error = U_ZERO_ERROR;
+  const icu::StringPiece input(text.data(), text.size());
+  if (nfc.isNormalizedUTF8(input, error) && U_SUCCESS(error)) {
+    out->append(text);
+    return;
+  }
+  const size_t start = out->size();
+  error = U_ZERO_ERROR;
+  icu::StringByteSink<std::string> sink(out);
+  nfc.normalizeUTF8(0, input, sink, nullptr, error);
+  if (U_FAILURE(error)) {
+    out->resize(start);
+    out->append(text);
+  }
 }
 
 // The longest prefix of `text` (valid UTF-8) that is NFC and that no text
@@ -272,6 +298,7 @@ absl::Status CanonicalTokenizerLoader::ReadAddedTokens(const Json& root, const s
     const std::string text = content->get<std::string>();
     const TokenId token = static_cast<TokenId>(id->get<uint64_t>());
     t->added_.ids.insert_or_assign(text, token);
+    if (IsTrue(entry, "special")) t->special_ids_.insert(token);
     t->added_first_byte_[static_cast<uint8_t>(text[0])] = true;
     if (static_cast<size_t>(token) >= t->id_bytes_.size()) t->id_bytes_.resize(token + 1);
     // Spelled as the decoder spells it (as the Vocabulary does): a Gemma
@@ -291,6 +318,8 @@ absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> CanonicalTokenizerLoad
   if (root.is_discarded() || !root.is_object()) return absl::InvalidArgumentError(source + ": not a JSON object");
   std::shared_ptr<CanonicalTokenizer> t(new CanonicalTokenizer());
   t->source_ = source;
+  static std::atomic<uint64_t> loads{0};
+  t->serial_ = ++loads;
   if (absl::Status s = ReadPipeline(root, source, t.get()); !s.ok()) return s;
   absl::flat_hash_map<std::string, TokenId> raw_ids;
   if (absl::Status s = ReadVocab(root["model"], source, t.get(), &raw_ids); !s.ok()) return s;
@@ -318,11 +347,15 @@ void CanonicalTokenizer::Entries::Finish() {
   sorted.clear();
   sorted.reserve(ids.size());
   max_length = 0;
+  lengths.clear();
   for (const auto& [text, id] : ids) {
     sorted.push_back(text);
     max_length = std::max(max_length, text.size());
+    lengths.push_back(text.size());
   }
   std::sort(sorted.begin(), sorted.end());
+  std::sort(lengths.begin(), lengths.end(), std::greater<size_t>());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
 }
 
 size_t CanonicalTokenizer::Entries::Reach(std::string_view text, size_t at) const {
@@ -349,19 +382,22 @@ std::string_view CanonicalTokenizer::token_bytes(TokenId id) const {
   return id_bytes_[id];
 }
 
-size_t CanonicalTokenizer::AddedMatchEnd(std::string_view text, size_t at) const {
+size_t CanonicalTokenizer::AddedMatchEnd(std::string_view text, size_t at, bool special_as_text) const {
   if (!added_first_byte_[static_cast<uint8_t>(text[at])]) return 0;
-  for (size_t length = std::min(added_.max_length, text.size() - at); length > 0; --length) {
-    if (added_.ids.contains(Av(text.substr(at, length)))) return at + length;
+  for (size_t length : added_.lengths) {
+    if (length > text.size() - at) continue;
+    const auto it = added_.ids.find(Av(text.substr(at, length)));
+    if (it != added_.ids.end() && !(special_as_text && special_ids_.contains(it->second))) return at + length;
   }
   return 0;
 }
 
-std::vector<CanonicalTokenizer::Segment> CanonicalTokenizer::SplitAddedTokens(std::string_view text) const {
+std::vector<CanonicalTokenizer::Segment> CanonicalTokenizer::SplitAddedTokens(std::string_view text,
+                                                                              bool special_as_text) const {
   std::vector<Segment> segments;
   size_t start = 0;
   for (size_t at = 0; at < text.size();) {
-    const size_t end = AddedMatchEnd(text, at);
+    const size_t end = AddedMatchEnd(text, at, special_as_text);
     if (end == 0) {
       ++at;
       continue;
@@ -377,19 +413,34 @@ std::vector<CanonicalTokenizer::Segment> CanonicalTokenizer::SplitAddedTokens(st
 std::string CanonicalTokenizer::Normalize(std::string_view text) const {
   if (model_ == Model::kSentencePieceBpe) return absl::StrReplaceAll(Av(text), {{" ", Av(kMetaspace)}});
   if (!nfc_) return std::string(text);
-  const icu::Normalizer2& nfc = Nfc();
-  UErrorCode error = U_ZERO_ERROR;
-  const icu::StringPiece input(text.data(), text.size());
-  if (nfc.isNormalizedUTF8(input, error) && U_SUCCESS(error)) return std::string(text);
   std::string out;
-  error = U_ZERO_ERROR;
-  icu::StringByteSink<std::string> sink(&out);
-  nfc.normalizeUTF8(0, input, sink, nullptr, error);
-  return U_SUCCESS(error) ? out : std::string(text);
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t valid = ValidUtf8Length(text.substr(begin));
+    AppendNfc(text.substr(begin, valid), &out);
+    begin += valid;
+    if (begin < text.size()) out.push_back(text[begin++]);  // an invalid byte, as it is
+  }
+  return out;
 }
 
-void CanonicalTokenizer::EncodePiece(std::string_view piece, std::vector<TokenId>* out) const {
+void CanonicalTokenizer::EncodePiece(std::string_view piece, std::vector<TokenId>* out, PieceCache* cache) const {
   if (piece.empty()) return;
+  if (cache == nullptr || model_ != Model::kByteLevelBpe) {
+    MergePiece(piece, out);
+    return;
+  }
+  if (const auto known = cache->ids_.find(Av(piece)); known != cache->ids_.end()) {
+    out->insert(out->end(), known->second.begin(), known->second.end());
+    return;
+  }
+  const size_t start = out->size();
+  MergePiece(piece, out);
+  if (cache->ids_.size() < cache->max_entries_) {
+    cache->ids_.emplace(piece, std::vector<TokenId>(out->begin() + start, out->end()));
+  }
+}
+
+void CanonicalTokenizer::MergePiece(std::string_view piece, std::vector<TokenId>* out) const {
   if (ignore_merges_) {
     const auto whole = pieces_.ids.find(Av(piece));
     if (whole != pieces_.ids.end()) {
@@ -398,8 +449,10 @@ void CanonicalTokenizer::EncodePiece(std::string_view piece, std::vector<TokenId
     }
   }
   // Symbols as a linked list over the initial units; a merged symbol keeps
-  // its left unit's slot.
-  std::vector<TokenId> ids;
+  // its left unit's slot. Most pieces are short: their lists stay on the
+  // stack.
+  constexpr size_t kInline = 32;
+  absl::InlinedVector<TokenId, kInline> ids;
   if (model_ == Model::kByteLevelBpe) {
     for (char c : piece) ids.push_back(byte_ids_[static_cast<uint8_t>(c)]);
   } else {
@@ -419,7 +472,7 @@ void CanonicalTokenizer::EncodePiece(std::string_view piece, std::vector<TokenId
     }
   }
   const int n = static_cast<int>(ids.size());
-  std::vector<int> prev(n), next(n);
+  absl::InlinedVector<int, kInline> prev(n), next(n);
   for (int i = 0; i < n; ++i) {
     prev[i] = i - 1;
     next[i] = i + 1 < n ? i + 1 : -1;
@@ -432,14 +485,14 @@ void CanonicalTokenizer::EncodePiece(std::string_view piece, std::vector<TokenId
       return rank != other.rank ? rank > other.rank : pos > other.pos;
     }
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  std::priority_queue<Candidate, absl::InlinedVector<Candidate, kInline>, std::greater<Candidate>> queue;
   auto push_pair = [&](int left) {
     if (left < 0 || next[left] < 0) return;
     const auto merge = merges_.find(PairKey(ids[left], ids[next[left]]));
     if (merge != merges_.end()) queue.push({merge->second.rank, left, merge->second.merged});
   };
   for (int i = 0; i + 1 < n; ++i) push_pair(i);
-  std::vector<bool> gone(n, false);
+  absl::InlinedVector<bool, kInline> gone(n, false);
   while (!queue.empty()) {
     const Candidate top = queue.top();
     queue.pop();
@@ -459,7 +512,8 @@ void CanonicalTokenizer::EncodePiece(std::string_view piece, std::vector<TokenId
   }
 }
 
-void CanonicalTokenizer::EncodeNormalized(std::string_view segment, std::vector<TokenId>* out) const {
+void CanonicalTokenizer::EncodeNormalized(std::string_view segment, std::vector<TokenId>* out,
+                                          PieceCache* cache) const {
   const std::string text = Normalize(segment);
   if (model_ == Model::kSentencePieceBpe) {
     EncodePiece(text, out);
@@ -468,21 +522,28 @@ void CanonicalTokenizer::EncodeNormalized(std::string_view segment, std::vector<
   const PreTokenized pieces = PreTokenize(split_, text);
   size_t begin = 0;
   for (size_t end : pieces.ends) {
-    EncodePiece(std::string_view(text).substr(begin, end - begin), out);
+    EncodePiece(std::string_view(text).substr(begin, end - begin), out, cache);
     begin = end;
   }
 }
 
-absl::StatusOr<std::vector<TokenId>> CanonicalTokenizer::Encode(std::string_view text) const {
-  if (ValidUtf8Length(text) != text.size()) {
+absl::StatusOr<std::vector<TokenId>> CanonicalTokenizer::Encode(std::string_view text, const EncodeOptions& options,
+                                                                PieceCache* cache) const {
+  if (options.invalid_utf8 == EncodeOptions::InvalidUtf8::kRefuse && ValidUtf8Length(text) != text.size()) {
     return absl::InvalidArgumentError(absl::StrCat(source_, ": text to encode is not valid UTF-8"));
   }
+  if (cache != nullptr && cache->tokenizer_serial_ != serial_) {
+    cache->ids_.clear();
+    cache->tokenizer_serial_ = serial_;
+  }
   std::vector<TokenId> out;
-  for (const Segment& segment : SplitAddedTokens(text)) {
+  out.reserve(text.size() / 3 + 1);
+  const bool special_as_text = options.special_tokens == EncodeOptions::SpecialTokens::kAsText;
+  for (const Segment& segment : SplitAddedTokens(text, special_as_text)) {
     if (segment.id >= 0) {
       out.push_back(segment.id);
     } else {
-      EncodeNormalized(text.substr(segment.begin, segment.end - segment.begin), &out);
+      EncodeNormalized(text.substr(segment.begin, segment.end - segment.begin), &out, cache);
     }
   }
   return out;

@@ -1,10 +1,19 @@
 // CanonicalTokenizer: a tokenizer.json's own encoding of text into ids, and
 // the canonical fast-forward tokens of forced text.
 //
+// The one text -> ids encoder of zapgram. It serves two callers:
+//   - the matcher's fast-forward tokens (below) and everything that must
+//     reproduce Hugging Face's encode exactly (EncodeOptions{}, the default);
+//   - documents: the n-gram model's training text (`zapgram ngram train`)
+//     and `zapgram trace` files (kDocumentEncoding: special tokens written
+//     in the text are plain text, any bytes are encodable, and a PieceCache
+//     remembers the pieces already encoded).
+//
 // Encoding follows Hugging Face `tokenizers` for the two model families of
 // the reference files (anything else is kUnimplemented at load):
 //   1. Added tokens: the text is cut at every occurrence of an added token's
-//      content (special or not), leftmost-longest, before anything else;
+//      content (special or not; non-special only with
+//      SpecialTokens::kAsText), leftmost-longest, before anything else;
 //      each occurrence is its id. (lstrip/rstrip/single_word and normalized
 //      added tokens are refused.)
 //   2. Normalizer: none, NFC (Qwen 2.5, with ICU), or Replace(" " -> "▁")
@@ -17,9 +26,17 @@
 //      characters (SentencePiece style; a character outside the vocabulary
 //      becomes its `<0xNN>` byte tokens), then repeatedly apply the merge of
 //      lowest rank, the leftmost among equals (HF's Word::merge_all, a heap
-//      of (rank, position) whose stale entries are skipped). With
-//      `ignore_merges` (Llama 3) a piece that is itself a vocabulary entry
-//      is that entry.
+//      of (rank, position) whose stale entries are skipped; O(n log n) per
+//      piece, so a long run of spaces or a whole SentencePiece document
+//      stays cheap). A pair listed twice in model.merges keeps its last
+//      rank, as HF's map built from the list does. With `ignore_merges`
+//      (Llama 3) a piece that is itself a vocabulary entry is that entry.
+// Invalid UTF-8 (InvalidUtf8::kAsCharacters only; HF takes strings): each
+// byte that does not start a valid character is a character of its own, of
+// no Unicode class: punctuation to the pre-tokenizer, left alone by NFC
+// (which normalizes the valid runs between such bytes), its `<0xNN>` token
+// in SentencePiece style. Byte-level BPE then spells every byte string back
+// exactly.
 // The merges are read only here: a Vocabulary never loads them, and the
 // matcher builds this on the first fast-forward call
 // (Vocabulary::SharedCanonicalTokenizer), ~0.5-2 s for the reference files.
@@ -48,11 +65,13 @@
 // Conservative by construction: every S is assumed possible, not only those
 // the grammar allows.
 //
-// Thread safety: immutable after loading. Tests:
-// tests/masks/canonical_tokenizer_test.cc (the encoder against the traces'
-// Hugging Face ids for Llama 3, Qwen 2.5 and Gemma 3; fast-forward tokens a
-// prefix of the remainder's encoding at every forced state of MaskBench and
-// json-docs documents).
+// Thread safety: immutable after loading; a PieceCache is one thread's.
+// Tests: tests/masks/canonical_tokenizer_test.cc (the encoder against the
+// traces' Hugging Face ids for Llama 3, Qwen 2.5 and Gemma 3, with and
+// without kDocumentEncoding and a PieceCache; hand-made BPE vocabularies for
+// the merge order and ignore_merges; special tokens as ids or as text;
+// invalid UTF-8; fast-forward tokens a prefix of the remainder's encoding at
+// every forced state of MaskBench and json-docs documents).
 #ifndef ZAPGRAM_MASKS_CANONICAL_TOKENIZER_H_
 #define ZAPGRAM_MASKS_CANONICAL_TOKENIZER_H_
 
@@ -63,11 +82,62 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "masks/pretokenize.h"
 #include "masks/vocabulary.h"
 
 namespace zapgram::masks {
+
+// What Encode does with text that Hugging Face's encode would read
+// differently or not take at all. The default is HF's encode.
+struct EncodeOptions {
+  // Special added tokens (`"special": true`, e.g. Llama 3's <|eot_id|>)
+  // written in the text:
+  //   kAsIds   each occurrence is the token's id (HF's encode; the
+  //            fast-forward rule assumes it);
+  //   kAsText  encoded like the characters around them: a document that
+  //            mentions "<|eot_id|>" is text that spells it, not an end of
+  //            turn (what an n-gram model trained on documents should see).
+  // Non-special added tokens (Qwen's <tool_call>, Gemma's HTML tags) are
+  // their ids either way.
+  enum class SpecialTokens : uint8_t { kAsIds, kAsText };
+  SpecialTokens special_tokens = SpecialTokens::kAsIds;
+  // Text that is not valid UTF-8:
+  //   kRefuse        kInvalidArgument;
+  //   kAsCharacters  each invalid byte a character of its own (file
+  //                  comment), so every file has an encoding.
+  enum class InvalidUtf8 : uint8_t { kRefuse, kAsCharacters };
+  InvalidUtf8 invalid_utf8 = InvalidUtf8::kRefuse;
+};
+
+// Documents (n-gram training text, `zapgram trace` files): special tokens
+// as text, any bytes.
+inline constexpr EncodeOptions kDocumentEncoding = {EncodeOptions::SpecialTokens::kAsText,
+                                                    EncodeOptions::InvalidUtf8::kAsCharacters};
+
+// Byte-level pieces already encoded, remembered across Encode calls: text
+// repeats its words and punctuation runs, so once a few hundred KB have been
+// seen most pieces are found here instead of merged again (zapgram ngram
+// train, zapgram trace; the speed figures are in perf/encode_speed.cc).
+// Holds at most `max_entries` pieces (a hash-map slot, the piece and its ids
+// each); later new pieces are encoded but not kept. SentencePiece-style
+// tokenizers encode a whole segment as one piece and do not use it. A cache belongs to the tokenizer
+// it was last used with: handed to another, it forgets what it held.
+// Not thread-safe: one per thread (the tokenizer itself is shared).
+class PieceCache {
+ public:
+  static constexpr size_t kDefaultMaxEntries = size_t{1} << 20;
+  explicit PieceCache(size_t max_entries = kDefaultMaxEntries) : max_entries_(max_entries) {}
+
+  size_t size() const { return ids_.size(); }
+
+ private:
+  friend class CanonicalTokenizer;
+  uint64_t tokenizer_serial_ = 0;  // CanonicalTokenizer::serial_ of the owner, 0 for none
+  size_t max_entries_;
+  absl::flat_hash_map<std::string, std::vector<TokenId>> ids_;
+};
 
 class CanonicalTokenizer {
  public:
@@ -78,9 +148,13 @@ class CanonicalTokenizer {
   static absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> LoadFromJson(std::string_view json_text,
                                                                                 std::string_view source_name);
 
-  // The tokenizer's ids for `text` (no special tokens added). kInvalidArgument
-  // when `text` is not valid UTF-8 (HF tokenizers take strings).
-  absl::StatusOr<std::vector<TokenId>> Encode(std::string_view text) const;
+  // The tokenizer's ids for `text` (no special tokens added), read as
+  // `options` say. kInvalidArgument when `text` is not valid UTF-8 and
+  // options.invalid_utf8 is kRefuse (HF tokenizers take strings); no other
+  // error. `cache`, when given, makes repeated pieces cheaper and never
+  // changes the ids.
+  absl::StatusOr<std::vector<TokenId>> Encode(std::string_view text, const EncodeOptions& options = {},
+                                              PieceCache* cache = nullptr) const;
 
   // The ids every canonical encoding of `forced` + anything starts with (the
   // file comment's rule); their bytes are a prefix of `forced`.
@@ -108,12 +182,17 @@ class CanonicalTokenizer {
     size_t begin, end;
     TokenId id;
   };
-  std::vector<Segment> SplitAddedTokens(std::string_view text) const;
-  // Where an added content matching at `at` ends (longest), 0 when none.
-  size_t AddedMatchEnd(std::string_view text, size_t at) const;
-  // BPE of one piece in model space (bytes / normalized text), appended.
-  void EncodePiece(std::string_view piece, std::vector<TokenId>* out) const;
-  void EncodeNormalized(std::string_view segment, std::vector<TokenId>* out) const;
+  // `special_as_text`: special tokens are not cut (SpecialTokens::kAsText).
+  std::vector<Segment> SplitAddedTokens(std::string_view text, bool special_as_text) const;
+  // Where an added content matching at `at` ends (longest), 0 when none;
+  // with `special_as_text`, among the non-special contents only.
+  size_t AddedMatchEnd(std::string_view text, size_t at, bool special_as_text = false) const;
+  // BPE of one piece in model space (bytes / normalized text), appended;
+  // through `cache` when given (byte-level only).
+  void EncodePiece(std::string_view piece, std::vector<TokenId>* out, PieceCache* cache = nullptr) const;
+  void MergePiece(std::string_view piece, std::vector<TokenId>* out) const;
+  void EncodeNormalized(std::string_view segment, std::vector<TokenId>* out, PieceCache* cache = nullptr) const;
+  // The normalizer's output; invalid UTF-8 bytes pass through NFC unchanged.
   std::string Normalize(std::string_view text) const;
   // A set of strings (vocabulary pieces, added contents) and what may span
   // a cut. Reach(text, at): the largest end of an entry matching `text` at
@@ -123,6 +202,7 @@ class CanonicalTokenizer {
     absl::flat_hash_map<std::string, TokenId> ids;
     std::vector<std::string> sorted;
     size_t max_length = 0;
+    std::vector<size_t> lengths;  // the entries' lengths, each once, longest first
     void Finish();
     size_t Reach(std::string_view text, size_t at) const;
   };
@@ -142,9 +222,12 @@ class CanonicalTokenizer {
   absl::flat_hash_map<uint64_t, Merge> merges_;
   TokenId byte_ids_[256];  // byte-level: each byte's id; SentencePiece: <0xNN>
   TokenId unk_id_ = -1;
-  // Added tokens by content (raw text).
+  // Added tokens by content (raw text); the special ones' ids.
   Entries added_;
+  absl::flat_hash_set<TokenId> special_ids_;
   bool added_first_byte_[256] = {};
+  // Tells PieceCaches apart from another tokenizer's (unique per load, > 0).
+  uint64_t serial_ = 0;
 };
 
 }  // namespace zapgram::masks

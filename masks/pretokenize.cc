@@ -20,12 +20,30 @@ constexpr std::string_view kSplitTemplate =
 constexpr uint32_t kEnd = 0xFFFFFFFFu;      // "past the text"
 constexpr uint32_t kInvalid = 0xFFFFFFFEu;  // an invalid UTF-8 byte
 
-bool IsLetter(uint32_t c) { return c <= 0x10FFFF && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_L_MASK) != 0; }
-bool IsNumber(uint32_t c) { return c <= 0x10FFFF && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_N_MASK) != 0; }
+bool IcuLetter(uint32_t c) { return c <= 0x10FFFF && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_L_MASK) != 0; }
+bool IcuNumber(uint32_t c) { return c <= 0x10FFFF && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_N_MASK) != 0; }
 // ECMAScript's \s (the traces' tokenizer): White_Space without U+0085, with U+FEFF.
-bool IsSpace(uint32_t c) {
+bool IcuSpace(uint32_t c) {
   return c == 0xFEFF || (c <= 0x10FFFF && c != 0x85 && u_isUWhiteSpace(static_cast<UChar32>(c)));
 }
+
+// The three classes of each ASCII character, taken from ICU once: most text
+// is ASCII, and ICU's lookups are calls into the library.
+enum AsciiClass : uint8_t { kAsciiLetter = 1, kAsciiNumber = 2, kAsciiSpace = 4 };
+const uint8_t* AsciiClasses() {
+  static const auto* table = [] {
+    auto* bits = new uint8_t[128];
+    for (uint32_t c = 0; c < 128; ++c) {
+      bits[c] = (IcuLetter(c) ? kAsciiLetter : 0) | (IcuNumber(c) ? kAsciiNumber : 0) | (IcuSpace(c) ? kAsciiSpace : 0);
+    }
+    return bits;
+  }();
+  return table;
+}
+
+bool IsLetter(uint32_t c) { return c < 128 ? (AsciiClasses()[c] & kAsciiLetter) != 0 : IcuLetter(c); }
+bool IsNumber(uint32_t c) { return c < 128 ? (AsciiClasses()[c] & kAsciiNumber) != 0 : IcuNumber(c); }
+bool IsSpace(uint32_t c) { return c < 128 ? (AsciiClasses()[c] & kAsciiSpace) != 0 : IcuSpace(c); }
 bool IsNewline(uint32_t c) { return c == '\r' || c == '\n'; }
 // [^\s\p{L}\p{N}]
 bool IsOther(uint32_t c) { return c != kEnd && !IsSpace(c) && !IsLetter(c) && !IsNumber(c); }
@@ -133,8 +151,12 @@ PreTokenized PreTokenize(const SplitRegex& regex, std::string_view text) {
   cps.reserve(text.size());
   offsets.reserve(text.size() + 1);
   for (size_t pos = 0; pos < text.size();) {
-    const grammar::DecodedCodepoint decoded = grammar::DecodeUtf8(text.substr(pos));
     offsets.push_back(pos);
+    if (static_cast<uint8_t>(text[pos]) < 0x80) {
+      cps.push_back(static_cast<uint8_t>(text[pos++]));
+      continue;
+    }
+    const grammar::DecodedCodepoint decoded = grammar::DecodeUtf8(text.substr(pos));
     cps.push_back(decoded.length == 0 ? kInvalid : decoded.codepoint);
     pos += decoded.length == 0 ? 1 : decoded.length;
   }

@@ -1,5 +1,6 @@
 // NgramModel: a token n-gram language model with interpolated Kneser-Ney
-// smoothing, trained on token sequences (text through sampling/tokenize.h),
+// smoothing, trained on token sequences (text through the tokenizer's
+// encoder as documents: masks/canonical_tokenizer.h, kDocumentEncoding),
 // saved to and loaded from a versioned binary file.
 //
 // Model. Order N: the next token depends on the last N-1 tokens. Every

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "masks/canonical_tokenizer.h"
 #include "nlohmann/json.hpp"
-#include "sampling/tokenize.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
 
@@ -136,9 +136,11 @@ TEST(TraceCli, WritesRecordsThatBenchReplays) {
   EXPECT_EQ(record["id"], "deep.json");
   EXPECT_EQ(record["grammar"], "builtin:json");
   EXPECT_EQ(record["valid"], true);
-  absl::StatusOr<sampling::TextEncoder> encoder = sampling::TextEncoder::Load(Llama3());
+  absl::StatusOr<std::shared_ptr<const masks::CanonicalTokenizer>> encoder =
+      masks::CanonicalTokenizer::LoadFromFile(Llama3());
   ASSERT_TRUE(encoder.ok());
-  EXPECT_EQ(record["tokens"].get<std::vector<int32_t>>(), encoder->Encode("{\"a\": [[[{\"b\": [1, 2]}]]]}"));
+  EXPECT_EQ(record["tokens"].get<std::vector<int32_t>>(),
+            *(*encoder)->Encode("{\"a\": [[[{\"b\": [1, 2]}]]]}", masks::kDocumentEncoding));
   EXPECT_EQ(nlohmann::json::parse(bad.out)["valid"], false);
   const std::string trace = root + "/traces/llama3/t.jsonl";
   std::ofstream(trace) << good.out << json.out << bad.out;

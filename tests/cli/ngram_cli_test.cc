@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "masks/canonical_tokenizer.h"
 #include "sampling/ngram_model.h"
-#include "sampling/tokenize.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
 
@@ -44,10 +44,11 @@ TEST(NgramCli, TrainsPerLineAndTheModelLoads) {
 
   absl::StatusOr<std::unique_ptr<sampling::NgramModel>> model = sampling::NgramModel::Load(model_path);
   ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<sampling::TextEncoder> encoder = sampling::TextEncoder::Load(Llama3());
+  absl::StatusOr<std::shared_ptr<const masks::CanonicalTokenizer>> encoder =
+      masks::CanonicalTokenizer::LoadFromFile(Llama3());
   ASSERT_TRUE(encoder.ok());
   // Every document starts with the same token and ends with `}` then EOS.
-  const std::vector<int32_t> line = encoder->Encode("{\"name\": \"zap\", \"size\": 7}");
+  const std::vector<int32_t> line = *(*encoder)->Encode("{\"name\": \"zap\", \"size\": 7}", masks::kDocumentEncoding);
   std::vector<float> logprobs;
   ASSERT_TRUE((*model)->NextLogProbs({}, &logprobs).ok());
   EXPECT_EQ(std::max_element(logprobs.begin(), logprobs.end()) - logprobs.begin(), line[0]);

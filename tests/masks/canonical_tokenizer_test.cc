@@ -3,7 +3,12 @@
 //   - the pre-tokenizer's pieces and their stability on hand cases;
 //   - the encoder against the traces' Hugging Face ids (Llama 3, Qwen 2.5,
 //     Gemma 3; every record of the JSON sets and, for the byte-level
-//     tokenizers, of the code sets);
+//     tokenizers, of the code sets), as Hugging Face's encode and as
+//     documents (kDocumentEncoding through a PieceCache, as `zapgram ngram
+//     train` and `zapgram trace` encode);
+//   - hand-made BPE vocabularies: the merge order and ignore_merges;
+//   - documents: special tokens as text, non-special added tokens as ids,
+//     invalid UTF-8 spelled back byte for byte; the PieceCache changes no id;
 //   - at every character of MaskBench and json-docs documents where the
 //     grammar forces bytes, the fast-forward tokens spell a prefix of the
 //     forced bytes, are accepted, and are a prefix of the tokenizer's own
@@ -13,10 +18,12 @@
 //   - the API's errors.
 #include "masks/canonical_tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "grammar/utf8.h"
@@ -79,6 +86,22 @@ TEST(PreTokenize, AlternativesAndStability) {
   }
 }
 
+// Cut by hand (Llama 3's expression).
+TEST(PreTokenize, CutsLikeTheLlama3Regex) {
+  const auto pieces = [](std::string_view text) { return Pieces(PreTokenize(SplitRegex{3}, text), text); };
+  // The first of two spaces before a digit is `\s+(?!\S)`, the second `\s+`;
+  // digits go in threes; ` ?[^\s\p{L}\p{N}]+[\r\n]*` takes the space before
+  // punctuation and the newlines after it.
+  EXPECT_EQ(pieces("Hello world's  123456 ,.\n\n x"),
+            std::vector<std::string>({"Hello", " world", "'s", " ", " ", "123", "456", " ,.\n\n", " x"}));
+  // `\s*[\r\n]+` stops after the last newline; the spaces then split as above.
+  EXPECT_EQ(pieces("a\n\n  b"), std::vector<std::string>({"a", "\n\n", " ", " b"}));
+  // Contractions are case-insensitive; a trailing space run is one piece.
+  EXPECT_EQ(pieces("WE'RE  "), std::vector<std::string>({"WE", "'RE", "  "}));
+  // A non-letter, non-newline character joins the letters after it; U+00E9 is a letter.
+  EXPECT_EQ(pieces("$caf\xC3\xA9!"), std::vector<std::string>({"$caf\xC3\xA9", "!"}));
+}
+
 TEST(PreTokenize, RecognizesOnlyKnownExpressions) {
   const std::string llama =
       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
@@ -130,6 +153,13 @@ std::vector<Record> ReadRecords(const std::string& tokenizer, const std::string&
     out.push_back({r["id"].get<std::string>(), r["grammar"].get<std::string>(), r["text"].get<std::string>(),
                    r["tokens"].get<std::vector<int32_t>>(), r.value("valid", true)});
   }
+  return out;
+}
+
+// The bytes `ids` spell.
+std::string Spell(const CanonicalTokenizer& t, const std::vector<TokenId>& ids) {
+  std::string out;
+  for (TokenId id : ids) out.append(t.token_bytes(id));
   return out;
 }
 
@@ -210,13 +240,193 @@ TEST(CanonicalTokenizer, UnsupportedPipelinesAreRefused) {
 }
 
 // ---------------------------------------------------------------------------
-// Fast-forward tokens.
+// Hand-made byte-level tokenizers: the merge order and ignore_merges.
 
-std::string Spell(const CanonicalTokenizer& t, const std::vector<TokenId>& ids) {
-  std::string out;
-  for (TokenId id : ids) out.append(t.token_bytes(id));
-  return out;
+// A byte-level tokenizer.json with the Llama 3 pre-tokenizer over a tiny
+// vocabulary: the 256 bytes plus `extra` tokens (spelled with GPT-2's byte
+// map; only ASCII letters here, which stand for themselves).
+std::string ByteLevelTokenizer(const std::vector<std::string>& extra, const std::vector<std::string>& merges,
+                               bool ignore_merges) {
+  nlohmann::json vocab = nlohmann::json::object();
+  int id = 0;
+  int next = 0;
+  for (int b = 0; b < 256; ++b) {
+    // GPT-2's table: printable bytes are themselves, the rest U+0100 + k.
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    const char32_t c = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + next++);
+    std::string utf8;
+    if (c < 0x80) {
+      utf8.push_back(static_cast<char>(c));
+    } else {
+      utf8.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      utf8.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+    vocab[utf8] = id++;
+  }
+  for (const std::string& token : extra) vocab[token] = id++;
+  nlohmann::json root = {
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         nlohmann::json::array(
+             {{{"type", "Split"},
+               {"pattern",
+                {{"Regex",
+                  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+                  "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
+               {"behavior", "Isolated"},
+               {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", ignore_merges}}},
+      {"added_tokens", nlohmann::json::array()}};
+  return root.dump();
 }
+
+TEST(CanonicalTokenizer, MergesApplyByRankNotByPosition) {
+  // Ranks: "b c" first, then "a b", then "a bc". On "abc", rank order merges
+  // b+c before a+b could, so the result is a+bc = abc. Ids: 256 ab, 257 bc, 258 abc.
+  absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> t = CanonicalTokenizer::LoadFromJson(
+      ByteLevelTokenizer({"ab", "bc", "abc"}, {"b c", "a b", "a bc"}, false), "test");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*(*t)->Encode("abc"), std::vector<TokenId>({258}));
+  // "abab": two a+b merges (leftmost first, same rank) and no ab+ab merge.
+  EXPECT_EQ(*(*t)->Encode("abab"), std::vector<TokenId>({256, 256}));
+  // "cab": no merge for c+a; then a+b.
+  EXPECT_EQ(*(*t)->Encode("cab"), std::vector<TokenId>({'c', 256}));
+
+  // With "a b" ranked first, "abc" becomes ab + c: there is no "ab c" merge.
+  t = CanonicalTokenizer::LoadFromJson(ByteLevelTokenizer({"ab", "bc", "abc"}, {"a b", "b c", "a bc"}, false), "test");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*(*t)->Encode("abc"), std::vector<TokenId>({256, 'c'}));
+  // ignore_merges: a piece that is a vocabulary entry is emitted whole.
+  t = CanonicalTokenizer::LoadFromJson(ByteLevelTokenizer({"ab", "bc", "abc"}, {"a b", "b c", "a bc"}, true), "test");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*(*t)->Encode("abc"), std::vector<TokenId>({258}));
+}
+
+TEST(CanonicalTokenizer, RejectsWhatItCannotEncode) {
+  EXPECT_FALSE(CanonicalTokenizer::LoadFromJson("{", "t").ok());
+  EXPECT_FALSE(CanonicalTokenizer::LoadFromJson(R"({"model": {"type": "WordPiece"}})", "t").ok());
+  std::string tokenizer = ByteLevelTokenizer({"ab"}, {"a x"}, false);  // merge names a missing token
+  absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> t = CanonicalTokenizer::LoadFromJson(tokenizer, "t");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("merges[0]"), std::string_view::npos) << t.status();
+  EXPECT_FALSE(CanonicalTokenizer::LoadFromFile("/nonexistent/tokenizer.json").ok());
+}
+
+// ---------------------------------------------------------------------------
+// Documents: kDocumentEncoding and the PieceCache (`zapgram ngram train`,
+// `zapgram trace`).
+
+// Every record of traces/<tokenizer>/<set>.jsonl encoded as a document
+// through one cache: how many agree with the trace's ids, of how many.
+std::pair<size_t, size_t> DocumentMatches(const CanonicalTokenizer& t, const std::string& tokenizer,
+                                          const std::string& set, PieceCache* cache) {
+  size_t exact = 0, total = 0;
+  for (const Record& r : ReadRecords(tokenizer, set, 1)) {
+    ++total;
+    absl::StatusOr<std::vector<TokenId>> ids = t.Encode(r.text, kDocumentEncoding, cache);
+    if (ids.ok() && *ids == r.tokens) {
+      ++exact;
+    } else {
+      ADD_FAILURE() << tokenizer << "/" << set << " " << r.id << ": encoding differs";
+    }
+  }
+  return {exact, total};
+}
+
+TEST(DocumentEncoding, ReproducesTheLlama3TraceTokens) {
+  const CanonicalTokenizer& t = *Tokenizer("llama3").tokenizer;
+  PieceCache cache;
+  for (const char* set : {"json-docs", "go", "sql", "python", "jsonschema-suite", "xgrammar-ebnf"}) {
+    const auto [exact, total] = DocumentMatches(t, "llama3", set, &cache);
+    EXPECT_GT(total, 40u) << set;
+    EXPECT_EQ(exact, total) << set;
+  }
+  EXPECT_GT(cache.size(), 1000u);
+}
+
+TEST(DocumentEncoding, ReproducesTheQwenAndGemmaTraceTokens) {
+  for (const char* tokenizer : {"qwen2_5", "gemma3"}) {
+    PieceCache cache;
+    const auto [exact, total] = DocumentMatches(*Tokenizer(tokenizer).tokenizer, tokenizer, "json-docs", &cache);
+    EXPECT_GT(total, 200u) << tokenizer;
+    EXPECT_EQ(exact, total) << tokenizer;
+  }
+}
+
+// A special token written in a document is text; a non-special added token
+// is its id either way.
+TEST(DocumentEncoding, SpecialTokensAreTextNonSpecialAddedTokensIds) {
+  const CanonicalTokenizer& llama = *Tokenizer("llama3").tokenizer;
+  const std::vector<TokenId> eot = *llama.Encode("<|eot_id|>");
+  ASSERT_EQ(eot.size(), 1u);
+  std::vector<TokenId> want = *llama.Encode("say ");
+  want.push_back(eot[0]);
+  const std::vector<TokenId> now = *llama.Encode(" now");
+  want.insert(want.end(), now.begin(), now.end());
+  EXPECT_EQ(*llama.Encode("say <|eot_id|> now"), want);
+  const absl::StatusOr<std::vector<TokenId>> as_text = llama.Encode("say <|eot_id|> now", kDocumentEncoding);
+  ASSERT_TRUE(as_text.ok());
+  EXPECT_EQ(Spell(llama, *as_text), "say <|eot_id|> now");
+  EXPECT_EQ(std::count(as_text->begin(), as_text->end(), eot[0]), 0);
+
+  const CanonicalTokenizer& qwen = *Tokenizer("qwen2_5").tokenizer;
+  const std::vector<TokenId> tool_call = *qwen.Encode("<tool_call>");  // not special
+  const std::vector<TokenId> im_end = *qwen.Encode("<|im_end|>");      // special
+  ASSERT_EQ(tool_call.size(), 1u);
+  ASSERT_EQ(im_end.size(), 1u);
+  const std::string text = "a<tool_call>{}<|im_end|>";
+  const absl::StatusOr<std::vector<TokenId>> document = qwen.Encode(text, kDocumentEncoding);
+  ASSERT_TRUE(document.ok());
+  EXPECT_EQ(Spell(qwen, *document), text);
+  EXPECT_EQ(std::count(document->begin(), document->end(), tool_call[0]), 1);
+  EXPECT_EQ(std::count(document->begin(), document->end(), im_end[0]), 0);
+  const std::vector<TokenId> hf = *qwen.Encode(text);
+  EXPECT_EQ(std::count(hf.begin(), hf.end(), im_end[0]), 1);
+}
+
+// Bytes that are not UTF-8: refused by default; in a document each is a
+// character of its own, spelled back exactly, and NFC still composes the
+// valid text around them.
+TEST(DocumentEncoding, InvalidUtf8IsEncodedByteForByte) {
+  const std::string text = "ok \xFF\xFE x\xC3(caf\xC3\xA9) \xE2\x82 end\x80";
+  for (const std::string name : {"llama3", "qwen2_5", "gemma3"}) {
+    const CanonicalTokenizer& t = *Tokenizer(name).tokenizer;
+    EXPECT_EQ(t.Encode(text).status().code(), absl::StatusCode::kInvalidArgument) << name;
+    const absl::StatusOr<std::vector<TokenId>> ids = t.Encode(text, kDocumentEncoding);
+    ASSERT_TRUE(ids.ok()) << name << ": " << ids.status();
+    EXPECT_EQ(Spell(t, *ids), text) << name;
+  }
+  // Qwen 2.5 normalizes to NFC: e + U+0301 becomes U+00E9 on both sides of an
+  // invalid byte.
+  const CanonicalTokenizer& qwen = *Tokenizer("qwen2_5").tokenizer;
+  const absl::StatusOr<std::vector<TokenId>> composed =
+      qwen.Encode("cafe\xCC\x81\xFF" "cafe\xCC\x81", kDocumentEncoding);
+  ASSERT_TRUE(composed.ok());
+  EXPECT_EQ(Spell(qwen, *composed), "caf\xC3\xA9\xFF" "caf\xC3\xA9");
+}
+
+// The cache changes no id: code traces through a cache and without, a cache
+// too small for them, and one cache handed from one tokenizer to another.
+TEST(PieceCache, ChangesNoIds) {
+  PieceCache shared;
+  for (const std::string name : {"llama3", "qwen2_5"}) {
+    const CanonicalTokenizer& t = *Tokenizer(name).tokenizer;
+    PieceCache small(64);
+    for (const Record& r : ReadRecords(name, "java", 4)) {
+      const std::vector<TokenId> plain = *t.Encode(r.text, kDocumentEncoding);
+      EXPECT_EQ(*t.Encode(r.text, kDocumentEncoding, &shared), plain) << name << " " << r.id;
+      EXPECT_EQ(*t.Encode(r.text, kDocumentEncoding, &small), plain) << name << " " << r.id;
+    }
+    EXPECT_EQ(small.size(), 64u);
+    EXPECT_GT(shared.size(), 1000u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Fast-forward tokens.
 
 // llguidance's examples, Llama 3: `order` may become `orderId`, a closing
 // quote may become `":`; a piece the next byte could extend is dropped.

@@ -18,11 +18,11 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "api/grammar_data.h"
+#include "masks/canonical_tokenizer.h"
 #include "masks/class_masks.h"
 #include "zapgram/grammar.h"
 #include "zapgram/matcher.h"
 #include "pruning/compact.h"
-#include "sampling/tokenize.h"
 #include "transforms/regular_terminals.h"
 #include "tests/support/ir_compile.h"
 #include "tests/support/random_grammar.h"
@@ -1568,14 +1568,16 @@ struct TagDispatchCase {
 void CheckTagDispatch(const std::string& tokenizer, const TagDispatchCase& c, int* masks,
                       int* mismatches) {
   auto vocab = LoadVocabulary(tokenizer);
-  absl::StatusOr<sampling::TextEncoder> encoder =
-      sampling::TextEncoder::Load(testing::DataPath("tokenizers/" + tokenizer + ".tokenizer.json"));
+  absl::StatusOr<std::shared_ptr<const CanonicalTokenizer>> encoder =
+      CanonicalTokenizer::LoadFromFile(testing::DataPath("tokenizers/" + tokenizer + ".tokenizer.json"));
   ASSERT_TRUE(encoder.ok()) << encoder.status();
+  const absl::StatusOr<std::vector<TokenId>> ids = (*encoder)->Encode(c.text, kDocumentEncoding);
+  ASSERT_TRUE(ids.ok()) << ids.status();
   auto g = CompileFor(c.spec, vocab);
   Matcher m(g);
   std::vector<uint32_t> words(g->mask_words());
   std::string text;
-  for (int32_t id : encoder->Encode(c.text)) {
+  for (int32_t id : *ids) {
     m.ComputeMask(words.data());
     *mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
                                 c.spec + " after \"" + text + "\"");

@@ -1,10 +1,7 @@
-// Language models and the BPE encoder (sampling/language_model.h,
-// uniform_model.h, ngram_model.h, tokenize.h).
+// Language models (sampling/language_model.h, uniform_model.h,
+// ngram_model.h). The encoder that turns their training text into ids is
+// masks/canonical_tokenizer.h, tested in tests/masks/canonical_tokenizer_test.cc.
 //
-// Encoder: hand-made BPE vocabularies pin the merge order and ignore_merges;
-// the pre-tokenizer's pieces are checked on strings cut by hand; and the
-// encoder must reproduce the token ids of the tokenized trace records
-// (Hugging Face's own output) exactly.
 // N-gram model: conditional probabilities of tiny corpora computed by hand
 // (the derivations are in the comments), normalisation and positivity on
 // random prefixes, the dense fill against the per-token recursion, the file
@@ -24,7 +21,6 @@
 #include "nlohmann/json.hpp"
 #include "sampling/language_model.h"
 #include "sampling/ngram_model.h"
-#include "sampling/tokenize.h"
 #include "sampling/uniform_model.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_paths.h"
@@ -33,144 +29,6 @@ namespace zapgram::sampling {
 namespace {
 
 using nlohmann::json;
-
-// ---------------------------------------------------------------- encoder
-
-// A byte-level tokenizer.json with the Llama 3 pre-tokenizer over a tiny
-// vocabulary: the 256 bytes plus `extra` tokens (spelled with GPT-2's byte
-// map; only ASCII letters here, which stand for themselves).
-std::string ByteLevelTokenizer(const std::vector<std::string>& extra, const std::vector<std::string>& merges,
-                               bool ignore_merges) {
-  json vocab = json::object();
-  int id = 0;
-  int next = 0;
-  for (int b = 0; b < 256; ++b) {
-    // GPT-2's table: printable bytes are themselves, the rest U+0100 + k.
-    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-    const char32_t c = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + next++);
-    std::string utf8;
-    if (c < 0x80) {
-      utf8.push_back(static_cast<char>(c));
-    } else {
-      utf8.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      utf8.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-    vocab[utf8] = id++;
-  }
-  for (const std::string& token : extra) vocab[token] = id++;
-  json root = {
-      {"normalizer", nullptr},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         json::array({{{"type", "Split"},
-                       {"pattern",
-                        {{"Regex",
-                          "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-                          "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
-                       {"behavior", "Isolated"},
-                       {"invert", false}},
-                      {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}}},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", ignore_merges}}},
-      {"added_tokens", json::array()}};
-  return root.dump();
-}
-
-TEST(TextEncoder, MergesApplyByRankNotByPosition) {
-  // Ranks: "b c" first, then "a b", then "a bc". On "abc", rank order merges
-  // b+c before a+b could, so the result is a+bc = abc. Ids: 256 ab, 257 bc, 258 abc.
-  absl::StatusOr<TextEncoder> encoder = TextEncoder::FromJson(
-      ByteLevelTokenizer({"ab", "bc", "abc"}, {"b c", "a b", "a bc"}, false), "test");
-  ASSERT_TRUE(encoder.ok()) << encoder.status();
-  EXPECT_EQ(encoder->Encode("abc"), std::vector<int32_t>({258}));
-  // "abab": two a+b merges (leftmost first, same rank) and no ab+ab merge.
-  EXPECT_EQ(encoder->Encode("abab"), std::vector<int32_t>({256, 256}));
-  // "cab": no merge for c+a; then a+b.
-  EXPECT_EQ(encoder->Encode("cab"), std::vector<int32_t>({'c', 256}));
-
-  // With "a b" ranked first, "abc" becomes ab + c: there is no "ab c" merge.
-  encoder = TextEncoder::FromJson(ByteLevelTokenizer({"ab", "bc", "abc"}, {"a b", "b c", "a bc"}, false), "test");
-  ASSERT_TRUE(encoder.ok()) << encoder.status();
-  EXPECT_EQ(encoder->Encode("abc"), std::vector<int32_t>({256, 'c'}));
-  // ignore_merges: a piece that is a vocabulary entry is emitted whole.
-  encoder = TextEncoder::FromJson(ByteLevelTokenizer({"ab", "bc", "abc"}, {"a b", "b c", "a bc"}, true), "test");
-  ASSERT_TRUE(encoder.ok()) << encoder.status();
-  EXPECT_EQ(encoder->Encode("abc"), std::vector<int32_t>({258}));
-}
-
-TEST(TextEncoder, RejectsWhatItCannotEncode) {
-  EXPECT_FALSE(TextEncoder::FromJson("{", "t").ok());
-  EXPECT_FALSE(TextEncoder::FromJson(R"({"model": {"type": "WordPiece"}})", "t").ok());
-  std::string tokenizer = ByteLevelTokenizer({"ab"}, {"a x"}, false);  // merge names a missing token
-  absl::StatusOr<TextEncoder> encoder = TextEncoder::FromJson(tokenizer, "t");
-  ASSERT_FALSE(encoder.ok());
-  EXPECT_NE(encoder.status().message().find("merges[0]"), std::string_view::npos) << encoder.status();
-  EXPECT_FALSE(TextEncoder::Load("/nonexistent/tokenizer.json").ok());
-}
-
-std::vector<std::string> Pieces(const TextEncoder& encoder, std::string_view text) {
-  std::vector<std::string> out;
-  for (std::string_view piece : encoder.PreTokenize(text)) out.emplace_back(piece);
-  return out;
-}
-
-TEST(TextEncoder, PreTokenizerCutsLikeTheLlama3Regex) {
-  absl::StatusOr<TextEncoder> encoder = TextEncoder::FromJson(ByteLevelTokenizer({}, {}, false), "test");
-  ASSERT_TRUE(encoder.ok()) << encoder.status();
-  // Cut by hand: the first of two spaces before a digit is `\s+(?!\S)`, the
-  // second `\s+`; digits go in threes; ` ?[^\s\p{L}\p{N}]+[\r\n]*` takes the
-  // space before punctuation and the newlines after it.
-  EXPECT_EQ(Pieces(*encoder, "Hello world's  123456 ,.\n\n x"),
-            std::vector<std::string>({"Hello", " world", "'s", " ", " ", "123", "456", " ,.\n\n", " x"}));
-  // `\s*[\r\n]+` stops after the last newline; the spaces then split as above.
-  EXPECT_EQ(Pieces(*encoder, "a\n\n  b"), std::vector<std::string>({"a", "\n\n", " ", " b"}));
-  // Contractions are case-insensitive; a trailing space run is one piece.
-  EXPECT_EQ(Pieces(*encoder, "WE'RE  "), std::vector<std::string>({"WE", "'RE", "  "}));
-  // A non-letter, non-newline character joins the letters after it; U+00E9 is a letter.
-  EXPECT_EQ(Pieces(*encoder, "$caf\xC3\xA9!"), std::vector<std::string>({"$caf\xC3\xA9", "!"}));
-}
-
-// Runs the encoder over trace records and returns (exact, total).
-std::pair<int, int> ExactMatches(TextEncoder& encoder, const std::string& trace) {
-  std::ifstream in(trace);
-  std::string line;
-  int exact = 0, total = 0;
-  while (std::getline(in, line)) {
-    const json record = json::parse(line);
-    if (record.value("roundtrip_mismatch", false)) continue;
-    ++total;
-    const std::vector<int32_t> want = record["tokens"].get<std::vector<int32_t>>();
-    const std::vector<int32_t> got = encoder.Encode(record["text"].get<std::string>());
-    if (got == want) {
-      ++exact;
-    } else {
-      ADD_FAILURE() << trace << " " << record["id"] << ": encoding differs";
-    }
-  }
-  return {exact, total};
-}
-
-TEST(TextEncoder, ReproducesTheLlama3TraceTokens) {
-  absl::StatusOr<TextEncoder> encoder = TextEncoder::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
-  ASSERT_TRUE(encoder.ok()) << encoder.status();
-  for (const char* set : {"json-docs", "go", "sql", "python", "jsonschema-suite", "xgrammar-ebnf"}) {
-    const auto [exact, total] = ExactMatches(*encoder, testing::DataPath(absl::StrCat("traces/llama3/", set, ".jsonl")));
-    EXPECT_GT(total, 40) << set;
-    EXPECT_EQ(exact, total) << set;
-  }
-}
-
-TEST(TextEncoder, ReproducesTheQwenAndGemmaTraceTokens) {
-  for (const char* tokenizer : {"qwen2_5", "gemma3"}) {
-    absl::StatusOr<TextEncoder> encoder =
-        TextEncoder::Load(testing::DataPath(absl::StrCat("tokenizers/", tokenizer, ".tokenizer.json")));
-    ASSERT_TRUE(encoder.ok()) << encoder.status();
-    const auto [exact, total] =
-        ExactMatches(*encoder, testing::DataPath(absl::StrCat("traces/", tokenizer, "/json-docs.jsonl")));
-    EXPECT_GT(total, 200) << tokenizer;
-    EXPECT_EQ(exact, total) << tokenizer;
-  }
-}
 
 // ---------------------------------------------------------------- models
 
