@@ -148,7 +148,7 @@ def main():
     print(f"{'workload':44} {'MB':>7} {'zapgram MB/s':>13} {'peak MB':>8} {'memo %':>7}  reference MB/s")
     for name, mb, speed, rss, share, ref, ref_speed in rows:
         print(f"{name:44} {mb:7.1f} {speed:13.2f} {rss if rss is not None else '-':>8} "
-              f"{share if share is not None else '-':>7}  " + (f"{ref} {ref_speed:.2f}" if ref else ""))
+              f"{format(share, '.1f') if share is not None else '-':>7}  " + (f"{ref} {ref_speed:.2f}" if ref else ""))
     print(f"schema verdicts: {documents} documents; zapgram differs from python-jsonschema (formats "
           f"checked) on {disagreements}, from MaskBench's labels on {label_misses}")
     print(f"-j scaling: {zap_seconds[1] / zap_seconds[args.jobs]:.2f}x on {args.jobs} threads")
