@@ -55,28 +55,24 @@ uint32_t TransitionMemo::Miss(uint32_t state, uint8_t byte) {
     return kDetached;
   }
   const uint64_t clears = stats_.clears;
-  scratch_.CanonicalState(&key_);
-  uint32_t next;
-  if (auto it = ids_.find(key_); it != ids_.end()) {
-    next = it->second;
-  } else {
-    next = Add();
-  }
+  const uint32_t next = Intern();
   // A clear forgot `state` (its number may now name the new state).
   if (state != kDetached && stats_.clears == clears) rows_[static_cast<size_t>(state) * 256 + byte] = next;
   scratch_state_ = next;
   return next;
 }
 
+uint32_t TransitionMemo::Intern() {
+  scratch_.CanonicalState(&key_);
+  if (auto it = ids_.find(key_); it != ids_.end()) return it->second;
+  return Add();
+}
+
 uint32_t TransitionMemo::Add() {
-  State s;
-  scratch_.LiveChart(&s.chart);
-  s.accepting = scratch_.IsAccepting();
-  s.retained_items = static_cast<uint32_t>(scratch_.RetainedItems());
-  s.chart.sets.shrink_to_fit();
-  s.chart.waiting.shrink_to_fit();
-  s.chart.groups.shrink_to_fit();
-  s.chart.scan.shrink_to_fit();
+  // Copied out of the reused buffer: the copy's arrays are exactly as long
+  // as the live chart.
+  scratch_.LiveChart(&live_);
+  State s{live_, scratch_.IsAccepting(), static_cast<uint32_t>(scratch_.RetainedItems())};
   const size_t cost = StateBytes(s.chart, key_);
   if (!states_.empty() && stats_.bytes + cost > budget_bytes_) Clear();
   const uint32_t id = static_cast<uint32_t>(states_.size());

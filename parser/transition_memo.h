@@ -124,7 +124,8 @@ class TransitionMemo {
     uint32_t retained_items = 0;
   };
   uint32_t Miss(uint32_t state, uint8_t byte);
-  // Numbers the scratch recognizer's state (spelled in key_), adding it if new.
+  // Spells the scratch recognizer's state into key_ and numbers it,
+  // adding it if new (Add: the state spelled in key_).
   uint32_t Intern();
   uint32_t Add();
   // Forgets every state but the start.
@@ -140,6 +141,7 @@ class TransitionMemo {
   std::vector<uint32_t> rows_;  // 256 per state
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids_;
   std::vector<uint32_t> key_;
+  Chart live_;  // LiveChart buffer
   std::vector<uint32_t> start_key_;
   absl::Status status_;
   TransitionMemoStats stats_;

@@ -63,14 +63,20 @@ struct Tally {
   size_t documents = 0, bytes = 0, rejected = 0;
 };
 
+// The options of `zapgram parse`; a memo of `bytes` (0: none).
+RecognizerOptions MemoOptions(size_t bytes) {
+  RecognizerOptions options;
+  options.max_rollback = 0;
+  options.in_place_terminal_steps = true;
+  options.transition_memo_bytes = bytes;
+  return options;
+}
+
 // Feeds `text` to the memo recognizer (after Reset) and a fresh plain one,
 // comparing them at every byte.
 void ExpectSameRun(const Grammar& grammar, Recognizer& memo, const std::string& text,
                    const std::string& label, Tally* tally) {
-  RecognizerOptions plain_options;
-  plain_options.max_rollback = 0;
-  plain_options.in_place_terminal_steps = true;
-  Recognizer plain(grammar, plain_options);
+  Recognizer plain(grammar, MemoOptions(0));
   memo.Reset();
   ++tally->documents;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -90,14 +96,6 @@ void ExpectSameRun(const Grammar& grammar, Recognizer& memo, const std::string& 
   EXPECT_EQ(plain.IsAccepting(), memo.IsAccepting()) << label;
   EXPECT_EQ(plain.NextBytes(), memo.NextBytes()) << label;
   EXPECT_EQ(memo.Position(), text.size());
-}
-
-RecognizerOptions MemoOptions(size_t bytes) {
-  RecognizerOptions options;
-  options.max_rollback = 0;
-  options.in_place_terminal_steps = true;
-  options.transition_memo_bytes = bytes;
-  return options;
 }
 
 // Every document of `docs` (grouped by grammar, one memo per grammar) and
