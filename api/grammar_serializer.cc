@@ -24,7 +24,7 @@
 // Measured by perf/serialize_roundtrip.cc: a load takes 0.07x the compile
 // at p50 and 0.13x at p99; the tables take 95 KiB p50, 22.7 MB max.
 //
-// Format (version 1, little-endian):
+// Format (version 2, little-endian; version 1 had no counted bodies):
 //   header, 40 bytes:
 //     "ZGCGRAM\0"   magic
 //     u32 version   kFormatVersion
@@ -42,7 +42,7 @@
 //     terminals (WriteTerminals): names; start per terminal; 256 byte
 //       classes and their count; eager states: rows (u32 per class) and
 //       accepting flags; counted terminals: base, twin offset, prefix,
-//       suffix, bounds and the unit DFA; u8 lazy, if 1 its state budget,
+//       suffix, bounds, the unit DFA and the body DFA (0 states: none); u8 lazy, if 1 its state budget,
 //       its NFA (per state: accepting, byte ranges, epsilon moves) and the
 //       NFA start of each automaton
 //     token terminals: u32 token_state_begin, u32 token_state_end, then per
@@ -421,6 +421,16 @@ bool ReadByteNfa(Reader& r, grammar::ByteNfa& nfa) {
   return r.ok();
 }
 
+// A counted terminal's unit or body: states, rows of 256, accepting flags
+// (no states: no body).
+void WriteCountedDfa(const grammar::ByteDfa& dfa, Writer& w) {
+  w.U32(dfa.num_states());
+  for (const std::array<uint32_t, 256>& row : dfa.next) {
+    for (uint32_t to : row) w.U32(to);
+  }
+  w.Elements(dfa.accepting);
+}
+
 void WriteTerminals(const parser::TerminalTable& t, Writer& w) {
   w.Strings(t.names);
   w.Elements(t.start);
@@ -437,17 +447,36 @@ void WriteTerminals(const parser::TerminalTable& t, Writer& w) {
     w.String(parts.suffix);
     w.U32(parts.min);
     w.U32(parts.max);
-    w.U32(parts.unit.num_states());
-    for (const std::array<uint32_t, 256>& row : parts.unit.next) {
-      for (uint32_t to : row) w.U32(to);
-    }
-    w.Elements(parts.unit.accepting);
+    WriteCountedDfa(parts.unit, w);
+    WriteCountedDfa(parts.body, w);
   }
   w.U8(t.lazy != nullptr ? 1 : 0);
   if (t.lazy == nullptr) return;
   w.U32(t.lazy->max_states());
   WriteByteNfa(t.lazy->nfa(), w);
   w.Array(t.lazy->nfa_starts());
+}
+
+// WriteCountedDfa's form, checked: transitions in range, a start state,
+// every state live; false on error.
+bool ReadCountedDfa(Reader& r, const std::string& what, bool may_be_absent, grammar::ByteDfa& dfa) {
+  const std::string where = "counted terminal " + what;
+  const uint32_t states = r.Count(where + " states", 256 * 4 + 1);
+  if (!r.ok()) return false;
+  if (states == 0 && may_be_absent) return true;
+  for (uint32_t s = 0; s < states && r.ok(); ++s) {
+    std::array<uint32_t, 256>& row = dfa.next.emplace_back();
+    for (uint32_t& to : row) {
+      to = r.U32(where + " row");
+      if (!r.Check(to < states, where + " transition out of range")) return false;
+    }
+  }
+  dfa.accepting = r.Elements<uint8_t>(states, where + " accepting flags");
+  if (!r.ok() || !r.Check(states >= 2, where + " without a start state")) return false;
+  std::vector<uint32_t> rows;
+  rows.reserve(static_cast<size_t>(states) * 256);
+  for (const std::array<uint32_t, 256>& row : dfa.next) rows.insert(rows.end(), row.begin(), row.end());
+  return r.Check(AllStatesLive(rows, 256, dfa.accepting, {1}, {}), "a " + where + " state is dead");
 }
 
 // A counted terminal's parts and its place in the table; false on error.
@@ -460,32 +489,16 @@ bool ReadCountedSegment(Reader& r, uint32_t eager_states, uint64_t expected_base
   parts.suffix = r.String("counted terminal suffix");
   parts.min = r.U32("counted terminal bounds");
   parts.max = r.U32("counted terminal bounds");
-  const uint32_t unit_states = r.Count("counted terminal unit states", 256 * 4 + 1);
-  for (uint32_t s = 0; s < unit_states && r.ok(); ++s) {
-    std::array<uint32_t, 256>& row = parts.unit.next.emplace_back();
-    for (uint32_t& to : row) {
-      to = r.U32("counted terminal unit row");
-      if (!r.Check(to < unit_states, "counted terminal unit transition out of range")) return false;
-    }
-  }
-  parts.unit.accepting = r.Elements<uint8_t>(unit_states, "counted terminal unit accepting flags");
-  if (!r.ok() || !r.Check(unit_states >= 2, "counted terminal unit without a start state")) return false;
-  {
-    std::vector<uint32_t> rows;
-    rows.reserve(static_cast<size_t>(unit_states) * 256);
-    for (const std::array<uint32_t, 256>& row : parts.unit.next) rows.insert(rows.end(), row.begin(), row.end());
-    if (!r.Check(AllStatesLive(rows, 256, parts.unit.accepting, {1}, {}), "a counted terminal's unit state is dead")) {
-      return false;
-    }
+  if (!ReadCountedDfa(r, "unit", /*may_be_absent=*/false, parts.unit) ||
+      !ReadCountedDfa(r, "body", /*may_be_absent=*/true, parts.body)) {
+    return false;
   }
   if (!r.Check(seg.base == expected_base, "counted terminals not numbered after the eager states")) return false;
   absl::StatusOr<grammar::CountedAutomaton> automaton = grammar::CountedAutomaton::Build(std::move(parts));
   if (!automaton.ok()) return r.Fail(std::string(automaton.status().message()));
-  // The twin's states k >= 1 are eager states twin_offset + k; it has the
-  // dead state, P's positions, the unit's live states and S's positions
+  // The twin's states k >= 1 are eager states twin_offset + k
   // (CountedAutomaton::TwinDfa, counted here rather than built).
-  const grammar::CountedParts& built = automaton->parts();
-  const uint64_t twin_states = 1 + built.prefix.size() + (built.unit.num_states() - 1) + built.suffix.size();
+  const uint64_t twin_states = automaton->twin_states();
   if (!r.Check(seg.twin_offset < eager_states && uint64_t{seg.twin_offset} + twin_states <= eager_states,
                "counted terminal twin out of the eager states")) {
     return false;

@@ -46,6 +46,8 @@ namespace zapgram::grammar {
 using regex_internal::BuildSetOperations;
 using regex_internal::Emit;
 using regex_internal::EmitContext;
+using regex_internal::JsonSpelling;
+using regex_internal::kNoNode;
 using regex_internal::Node;
 using regex_internal::NodeKind;
 using regex_internal::Parser;
@@ -120,49 +122,95 @@ bool MayHaveCountedBound(std::string_view pattern) {
 absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
                                                               uint32_t flags,
                                                               const RegexLimits& limits) {
-  if ((flags & kRegexJsonString) != 0) return std::nullopt;  // literals spelled otherwise
   // The counted group's bound is not unrolled, so max_repeat does not apply
-  // to it; the unit's own counts are held to it below.
+  // to it; the other counts are held to it below.
   RegexLimits outer = limits;
   outer.max_repeat = kUnbounded - 1;
   Parser parser(pattern, flags, outer);
   absl::StatusOr<uint32_t> root = parser.Parse();
   if (!root.ok()) return root.status();
-  if (absl::Status st = parser.CheckAnchors(*root); !st.ok()) return st;
   const std::vector<Node>& nodes = parser.nodes();
   const Node& top = nodes[*root];
-  if (top.kind != NodeKind::kConcat) return std::nullopt;
+  if (top.kind != NodeKind::kConcat) {
+    if (absl::Status st = parser.CheckAnchors(*root); !st.ok()) return st;
+    return std::nullopt;
+  }
   CountedParts parts;
-  bool have_repeat = false;
-  uint32_t repeat = 0, unit = 0;  // the counted node and its operand
+  // The middle: a counted group (its operand the unit), or an intersection
+  // with a counted class among its operands (the body).
+  uint32_t middle = kNoNode, counted = kNoNode;
   for (uint32_t child : top.children) {
     const Node& n = nodes[child];
-    if (n.kind == NodeKind::kClass && n.ranges.size() == 1 && n.ranges[0].lo == n.ranges[0].hi) {
-      AppendUtf8(n.ranges[0].lo, have_repeat ? &parts.suffix : &parts.prefix);
-    } else if (n.kind == NodeKind::kRepeat && !have_repeat && n.max != kUnbounded) {
-      have_repeat = true;
-      repeat = child;
-      unit = n.children[0];
-      parts.min = n.min;
-      parts.max = n.max;
+    if (n.kind == NodeKind::kClass && n.ranges.size() == 1 && n.ranges[0].lo == n.ranges[0].hi &&
+        n.spelling == JsonSpelling::kNone) {
+      AppendUtf8(n.ranges[0].lo, middle != kNoNode ? &parts.suffix : &parts.prefix);
+    } else if (middle == kNoNode && n.kind == NodeKind::kRepeat && n.max != kUnbounded) {
+      middle = counted = child;
+    } else if (middle == kNoNode && n.kind == NodeKind::kAnd) {
+      // The counted operand with the largest finite bound: the others stay
+      // in the body.
+      for (uint32_t operand : n.children) {
+        const Node& o = nodes[operand];
+        if (o.counted && o.max != kUnbounded && (counted == kNoNode || o.max > nodes[counted].max)) {
+          counted = operand;
+        }
+      }
+      if (counted == kNoNode) return std::nullopt;
+      middle = child;
     } else {
       return std::nullopt;
     }
   }
-  if (!have_repeat || parts.suffix.empty()) return std::nullopt;
+  // Anchors: a counted group's against the whole pattern; an intersection's
+  // against its own text, the string's content between P and S (the JSON
+  // Schema converter writes the content's `^` and `$` there).
+  if (absl::Status st = parser.CheckAnchors(middle == counted || middle == kNoNode ? *root : middle); !st.ok()) {
+    return st;
+  }
+  if (middle == kNoNode || parts.suffix.empty()) return std::nullopt;
+  const Node& repeat = nodes[counted];
   for (uint32_t id = 0; id < nodes.size(); ++id) {
     const Node& n = nodes[id];
-    if (id != repeat && n.kind == NodeKind::kRepeat &&
+    if (id != counted && n.kind == NodeKind::kRepeat &&
         (n.min > limits.max_repeat || (n.max != kUnbounded && n.max > limits.max_repeat))) {
       return parser.Error(n.offset, absl::StrFormat("repetition count above max_repeat = %d",
                                                     limits.max_repeat));
     }
   }
+  parts.max = repeat.max;
+  // A body is the costly part (the pattern's automaton): kept in the
+  // process's store, which the converter, the merge and the lowering, each
+  // splitting the same text, and later grammars then share.
+  std::string body_key = absl::StrCat("counted-body/", flags, "/", limits.max_nesting, "/",
+                                      limits.max_repeat, "/", limits.max_nfa_states, "/");
+  body_key.append(pattern);
+  absl::StatusOr<ClassDfa> stored = absl::UnknownError("unset");
+  SharedRegexDfas& shared = SharedRegexDfas::Process();
+  const bool have_body = middle != counted && shared.Find(body_key, limits.max_dfa_states, &stored);
   EmitContext ctx(nullptr);
-  if (absl::Status st = BuildSetOperations(parser, limits, ctx); !st.ok()) return st;
-  absl::StatusOr<ByteDfa> dfa = regex_internal::SequenceDfa(parser, {unit}, limits, ctx);
-  if (!dfa.ok()) return dfa.status();
-  parts.unit = *std::move(dfa);
+  if (!have_body) {
+    if (absl::Status st = BuildSetOperations(parser, limits, ctx, middle); !st.ok()) return st;
+  }
+  if (middle == counted) {
+    parts.min = repeat.min;
+    absl::StatusOr<ByteDfa> dfa = regex_internal::SequenceDfa(parser, {repeat.children[0]}, limits, ctx);
+    if (!dfa.ok()) return dfa.status();
+    parts.unit = *std::move(dfa);
+    return parts;
+  }
+  // One code point of the class is the unit; the body is the intersection
+  // with this operand's count from its minimum up, unbounded.
+  const Node& cls = nodes[repeat.children[0]];
+  absl::StatusOr<ByteDfa> unit = regex_internal::OneCodepointDfa(cls.ranges, cls.spelling);
+  if (!unit.ok()) return unit.status();
+  if (!have_body) {
+    absl::StatusOr<ByteDfa> body = regex_internal::IntersectionDfa(parser, middle, limits, ctx, counted);
+    stored = body.ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(*body)) : body.status();
+    shared.Add(body_key, limits.max_dfa_states, stored);
+  }
+  if (!stored.ok()) return stored.status();
+  parts.unit = *std::move(unit);
+  parts.body = stored->Widen();
   return parts;
 }
 

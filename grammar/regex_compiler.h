@@ -198,11 +198,16 @@ class RegexDfaCache {
 };
 
 
-// The parts of a pattern of the form P(?:U){m,n}S, with P and S literal
-// characters (S not empty), one counted group with a finite bound, no J
-// flag: what grammar/counted_automaton.h needs to match it without
-// unrolling. nullopt for any other form (the caller compiles it as usual);
-// an error for a pattern the dialect refuses.
+// The parts of a pattern of the form P(?:U){m,n}S, or P(?&:A|...|C{m,n})S
+// where C{m,n} is a class counted in code points (a JSON Schema string's
+// pattern and maxLength: `"(?J:(?&:(?:PATTERN)|(?:[\s\S]{0,300})))"`), with
+// P and S literal characters outside any JSON spelling (S not empty) and
+// the count finite: what grammar/counted_automaton.h needs to match it
+// without unrolling. In the second form the unit is one code point of C and
+// the body the intersection counted from m up, unbounded (so the pattern's
+// automaton is built, never its product with the bound). nullopt for any
+// other form (the caller compiles it as usual); an error for a pattern the
+// dialect refuses.
 absl::StatusOr<std::optional<CountedParts>> SplitCountedRegex(std::string_view pattern,
                                                               uint32_t flags,
                                                               const RegexLimits& limits = {});

@@ -228,6 +228,8 @@ absl::StatusOr<ClassDfa> SequenceClassDfa(const Parser& parser, absl::Span<const
   return MinimizeDfaToClasses(*dfa);
 }
 
+}  // namespace
+
 // Exactly one code point of `ranges`, spelled raw or as in a JSON string.
 absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& ranges,
                                         JsonSpelling spelling) {
@@ -237,8 +239,6 @@ absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& range
   if (!dfa.ok()) return dfa.status();
   return MinimizeDfa(*dfa);
 }
-
-}  // namespace
 
 // One code point of `ranges` as it is spelled inside a JSON string literal.
 // Canonical (kRegexJsonString): raw UTF-8, except `"` and `\` (\" and \\)
@@ -333,16 +333,70 @@ absl::StatusOr<ByteDfa> SequenceDfa(const Parser& parser, absl::Span<const uint3
   return dfa->Widen();
 }
 
+// All text in `spelling`: what (?~:) complements within, and what counted
+// operands start from when no plain operand comes first.
+namespace {
+const absl::StatusOr<ClassDfa>& Universe(JsonSpelling spelling, const RegexLimits& limits, EmitContext& ctx) {
+  const uint32_t flags = FlagsOf(spelling);
+  auto [it, fresh] = ctx.pieces->universes.try_emplace(
+      absl::StrFormat("%d/%d/%d/%d/%d", flags, limits.max_nesting, limits.max_repeat,
+                      limits.max_nfa_states, limits.max_dfa_states),
+      absl::UnknownError("unset"));
+  if (fresh) {
+    it->second = DeterminizeRegexToClasses("[\\s\\S]*", flags, limits);
+    if (it->second.ok()) it->second = MinimizeDfaToClasses(*it->second);
+  }
+  return it->second;
+}
+}  // namespace
+
+absl::StatusOr<ByteDfa> IntersectionDfa(const Parser& parser, uint32_t id, const RegexLimits& limits,
+                                        EmitContext& ctx, uint32_t unbounded_operand) {
+  const std::vector<Node>& nodes = parser.nodes();
+  const Node& n = nodes[id];
+  // Plain operands first (their product is usually small), counted
+  // classes last.
+  std::vector<uint32_t> order;
+  for (uint32_t c : n.children) {
+    if (!nodes[c].counted) order.push_back(c);
+  }
+  for (uint32_t c : n.children) {
+    if (nodes[c].counted) order.push_back(c);
+  }
+  absl::StatusOr<ByteDfa> result = ByteDfa{};  // the first plain operand replaces it
+  if (nodes[order[0]].counted) {
+    const absl::StatusOr<ClassDfa>& all = Universe(n.spelling, limits, ctx);
+    result = all.ok() ? absl::StatusOr<ByteDfa>(all->Widen()) : all.status();
+  }
+  for (size_t k = 0; k < order.size() && result.ok(); ++k) {
+    const Node& operand = nodes[order[k]];
+    if (operand.counted) {
+      const Node& cls = nodes[operand.children[0]];
+      absl::StatusOr<ByteDfa> one = OneCodepointDfa(cls.ranges, cls.spelling);
+      if (!one.ok()) return one.status();
+      const uint32_t max = order[k] == unbounded_operand ? kUnbounded : operand.max;
+      result = IntersectCounted(*result, *one, operand.min, max, limits.max_dfa_states);
+    } else {
+      absl::StatusOr<ByteDfa> dfa = SequenceDfa(parser, {order[k]}, limits, ctx);
+      if (!dfa.ok()) return dfa.status();
+      result = k == 0 ? *std::move(dfa) : IntersectDfas(*result, *dfa, limits.max_dfa_states);
+    }
+    if (result.ok()) result = MinimizeDfa(*result);
+  }
+  return result;
+}
+
 // The DFA of every (?&:...) and (?~:...) node, innermost first: a node's
 // operands have smaller ids than the node (the parser adds a node when it
 // closes), so operands meet only set operations already built, and no call
 // recurses.
 absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
-                                EmitContext& ctx) {
+                                EmitContext& ctx, uint32_t skip) {
   const std::vector<Node>& nodes = parser.nodes();
   for (uint32_t id = 0; id < nodes.size(); ++id) {
     const Node& n = nodes[id];
     if (n.kind != NodeKind::kAnd && n.kind != NodeKind::kNot) continue;
+    if (id == skip) continue;
     // The same group text under the same flags and limits is the same
     // automaton (nested set operations included): built once per RegexPieces.
     std::string key = absl::StrCat(n.open_flags, "/", limits.max_nesting, "/", limits.max_repeat,
@@ -355,60 +409,15 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     auto fail = [&](const absl::Status& st) {
       return absl::Status(st.code(), parser.Error(n.offset, std::string(st.message())).message());
     };
-    // All text in the node's spelling: what (?~:) complements within, and
-    // what counted operands start from when no plain operand comes first.
-    auto universe = [&]() -> const absl::StatusOr<ClassDfa>& {
-      const uint32_t flags = FlagsOf(n.spelling);
-      auto [it, fresh] = ctx.pieces->universes.try_emplace(
-          absl::StrFormat("%d/%d/%d/%d/%d", flags, limits.max_nesting, limits.max_repeat,
-                          limits.max_nfa_states, limits.max_dfa_states),
-          absl::UnknownError("unset"));
-      if (fresh) {
-        it->second = DeterminizeRegexToClasses("[\\s\\S]*", flags, limits);
-        if (it->second.ok()) it->second = MinimizeDfaToClasses(*it->second);
-      }
-      return it->second;
-    };
     absl::StatusOr<ClassDfa> built = absl::UnknownError("unset");
     if (n.kind == NodeKind::kNot) {
       absl::StatusOr<ClassDfa> removed = SequenceClassDfa(parser, {n.children[0]}, limits, ctx);
       if (!removed.ok()) return fail(removed.status());
-      const absl::StatusOr<ClassDfa>& all = universe();
+      const absl::StatusOr<ClassDfa>& all = Universe(n.spelling, limits, ctx);
       if (!all.ok()) return fail(all.status());
       built = SubtractDfa(*all, *removed, limits.max_dfa_states);
     } else {
-      absl::StatusOr<ByteDfa> result;
-      // Plain operands first (their product is usually small), counted
-      // classes last.
-      std::vector<uint32_t> order;
-      for (uint32_t c : n.children) {
-        if (!nodes[c].counted) order.push_back(c);
-      }
-      for (uint32_t c : n.children) {
-        if (nodes[c].counted) order.push_back(c);
-      }
-      // The first plain operand replaces this placeholder.
-      result = ByteDfa{};
-      if (nodes[order[0]].counted) {
-        const absl::StatusOr<ClassDfa>& all = universe();
-        result = all.ok() ? absl::StatusOr<ByteDfa>(all->Widen()) : all.status();
-      }
-      for (size_t k = 0; k < order.size() && result.ok(); ++k) {
-        const Node& operand = nodes[order[k]];
-        if (operand.counted) {
-          const Node& cls = nodes[operand.children[0]];
-          absl::StatusOr<ByteDfa> one = OneCodepointDfa(cls.ranges, cls.spelling);
-          if (!one.ok()) return fail(one.status());
-          result = IntersectCounted(*result, *one, operand.min, operand.max,
-                                    limits.max_dfa_states);
-        } else {
-          absl::StatusOr<ByteDfa> dfa = SequenceDfa(parser, {order[k]}, limits, ctx);
-          if (!dfa.ok()) return fail(dfa.status());
-          result = k == 0 ? *std::move(dfa)
-                          : IntersectDfas(*result, *dfa, limits.max_dfa_states);
-        }
-        if (result.ok()) result = MinimizeDfa(*result);
-      }
+      absl::StatusOr<ByteDfa> result = IntersectionDfa(parser, id, limits, ctx);
       built = result.ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(*result)) : result.status();
     }
     if (!built.ok()) return fail(built.status());

@@ -56,7 +56,20 @@ struct EmitContext {
 // operands have smaller ids than the node (the parser adds a node when it
 // closes), so operands meet only set operations already built, and no call
 // recurses.
-absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits, EmitContext& ctx);
+// `skip`: a node left unbuilt (SplitCountedRegex builds its own form of it).
+inline constexpr uint32_t kNoNode = 0xFFFFFFFFu;
+absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits, EmitContext& ctx,
+                                uint32_t skip = kNoNode);
+
+// The DFA of the (?&:...) node `id`, its operands' set operations built;
+// operand `unbounded_operand` (a counted class) counts from its min with no
+// maximum.
+absl::StatusOr<ByteDfa> IntersectionDfa(const Parser& parser, uint32_t id, const RegexLimits& limits,
+                                        EmitContext& ctx, uint32_t unbounded_operand = kNoNode);
+
+// Exactly one code point of `ranges`, spelled raw or as in a JSON string
+// (prefix-free: the unit of a counted terminal).
+absl::StatusOr<ByteDfa> OneCodepointDfa(const std::vector<CodepointRange>& ranges, JsonSpelling spelling);
 
 // The minimal DFA of the sub-patterns at `nodes`, one after the other
 // (one node: a set operation's operand), matched whole, in bytes; the set

@@ -149,33 +149,27 @@ decltype(auto) WithTable(const parser::TerminalTable& t, uint32_t state, F&& f) 
 }
 
 // A counted terminal's states (grammar/counted_automaton.h): the count
-// lives in the state number, so no state loops on itself, but at a unit
-// start (c, 1) every byte that is a whole unit by itself moves to (c + 1, 1)
-// and stays live while c + 1 <= max. So a subtree whose bytes are all
-// one-byte units and whose height is at most the units left stays live
-// throughout: accepted whole, no uncertain root (inside the body no state
-// accepts; only the suffix ends the terminal).
+// lives in the state number, so no state loops on itself, but from body
+// (c, k) every byte that completes a unit and comes back to walk state k (a
+// whole one-byte unit at a unit start; a word character inside a counted
+// word pattern) moves to (c + 1, k), live while c + 1 + need(k) <= max. So a
+// subtree whose bytes are all such and whose height is at most the steps
+// left stays live throughout: accepted whole, no uncertain root (inside the
+// body no state accepts; only the suffix ends the terminal).
 struct CountedTable {
   CountedTable(const parser::TerminalTable& table, uint32_t state)
-      : t(table), segment(table.SegmentOf(state)) {
-    const std::bitset<256>& units = segment.automaton->one_byte_units();
-    for (uint32_t b = 0; b < 256; ++b) {
-      if (units[b]) one_byte_units[b / 64] |= uint64_t{1} << (b % 64);
-    }
-  }
+      : t(table), segment(table.SegmentOf(state)) {}
   uint32_t Step(uint32_t s, uint8_t byte) const { return t.Step(s, byte); }
   bool Accepting(uint32_t s) const { return t.accepting(s); }
   static constexpr bool kHasLoops = false;
   static constexpr bool kCounted = true;
   TrieByteSet LoopBytes(uint32_t) const { return {}; }
-  // Units that may still be read from unit start `s`; 0 when `s` is not one.
-  uint32_t UnitsLeftAtUnitStart(uint32_t s) const {
-    const uint32_t local = s - segment.base;
-    return segment.automaton->IsUnitStart(local) ? segment.automaton->UnitsLeft(local) : 0;
-  }
+  // The bytes that step `s` to itself with one more unit, and how many such
+  // steps in a row stay live.
+  const TrieByteSet& TickLoops(uint32_t s) const { return segment.automaton->TickLoops(s - segment.base); }
+  uint32_t TickLoopsLeft(uint32_t s) const { return segment.automaton->TickLoopsLeft(s - segment.base); }
   const parser::TerminalTable& t;
   const parser::TerminalTable::CountedSegment& segment;
-  TrieByteSet one_byte_units{};
 };
 
 // Self-loop byte sets of the states a walk meets, computed once each: a
@@ -270,8 +264,8 @@ class TerminalWalk {
       const uint32_t parent = state_[depth - 1];
       if constexpr (Table::kCounted) {
         if (use_subtrees_ && node.subtree_end > i + 1 &&
-            trie_.SubtreeHeight(i) <= table_.UnitsLeftAtUnitStart(parent) &&
-            IsSubset(trie_.SubtreeBytes(i), table_.one_byte_units)) {
+            trie_.SubtreeHeight(i) <= table_.TickLoopsLeft(parent) &&
+            IsSubset(trie_.SubtreeBytes(i), table_.TickLoops(parent))) {
           accepted_->Add(trie_.SubtreeTokens(i));
           i = node.subtree_end;
           continue;

@@ -148,6 +148,10 @@ inline constexpr uint64_t kMaxAnyOrderRules = 1u << 14;
 // per state of one character's spelling within 31 bits); above it the
 // keyword is unsupported (lenient: dropped).
 inline constexpr uint64_t kMaxCountedLength = uint64_t{1} << 24;
+// A string whose pattern and length limits number more states than this as
+// a counted terminal is written as one (Converter::CountedStringRegex); the
+// plain product of a smaller one fits the regex budget (16,384 states).
+inline constexpr uint32_t kCountedStringMinStates = 1u << 14;
 // a + b, or UINT64_MAX past it (counts read from a schema go up to UINT64_MAX).
 inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 inline uint64_t AnyOrderRules(size_t once, uint64_t lo, std::optional<uint64_t> hi) {
@@ -322,8 +326,16 @@ class Converter {
   absl::Status CheckJsonStringRegex(const std::string& regex);
   // The J-flag regex of a string's decoded text under the patterns, formats
   // and (with either) the length limits of `m`; nullopt when there is no
-  // pattern or format. What has no grammar is Unsupported.
-  absl::StatusOr<std::optional<std::string>> StringContentRegex(const MergedSchema& m);
+  // pattern or format. What has no grammar is Unsupported. `counted_ok`:
+  // the caller writes it through CountedStringRegex when that takes it, so
+  // it need only fit as a counted terminal.
+  absl::StatusOr<std::optional<std::string>> StringContentRegex(const MergedSchema& m,
+                                                                bool counted_ok = false);
+  // The whole string terminal, quotes included, as one regex when it is a
+  // counted terminal with a body (grammar/counted_automaton.h: the content's
+  // pattern automaton, its length counted in the state number, never the
+  // product of the two); nullopt when it is not one.
+  std::optional<std::string> CountedStringRegex(const std::string& content) const;
   // The same constraints (lengths included) as one regex with nothing
   // dropped: an error when any part has no grammar or the automaton does not
   // fit. For negating them.
@@ -384,6 +396,8 @@ class Converter {
   // Compiled whole-text regexes (searches, formats, exclusions) by text, for
   // checking enum values and keys.
   absl::flat_hash_map<std::string, grammar::ByteDfa> pattern_dfas_;
+  // CountedStringRegex's verdicts by content regex.
+  mutable absl::flat_hash_map<std::string, bool> counted_strings_;
 };
 
 // `text` as the body of a JSON string literal (no quotes): the canonical

@@ -461,7 +461,27 @@ absl::Status Converter::StringOperands(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const MergedSchema& m) {
+std::optional<std::string> Converter::CountedStringRegex(const std::string& content) const {
+  if (!grammar::MayHaveCountedBound(content)) return std::nullopt;
+  const bool any = (JsonStringFlags() & grammar::kRegexJsonAnySpelling) != 0;
+  std::string whole = absl::StrCat("\"(?", any ? "JE" : "J", ":", content, ")\"");
+  auto [it, fresh] = counted_strings_.try_emplace(content, false);
+  if (fresh) {
+    absl::StatusOr<std::optional<grammar::CountedParts>> split = grammar::SplitCountedRegex(whole, 0);
+    if (split.ok() && split->has_value() && (*split)->body.num_states() > 0 &&
+        (*split)->max >= grammar::kCountedMinBound) {
+      absl::StatusOr<grammar::CountedAutomaton> counted = grammar::CountedAutomaton::Build(**std::move(split));
+      // A small count is the plain product (an ordinary terminal, merged
+      // with its neighbours): at most as many states as the counted numbering.
+      it->second = counted.ok() && counted->num_states() > kCountedStringMinStates;
+    }
+  }
+  if (!it->second) return std::nullopt;
+  return whole;
+}
+
+absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const MergedSchema& m,
+                                                                         bool counted_ok) {
   // The regular constraints, each a regex over decoded characters, with the
   // keyword it comes from.
   std::vector<std::pair<std::string, std::string>> operands;
@@ -478,7 +498,9 @@ absl::StatusOr<std::optional<std::string>> Converter::StringContentRegex(const M
   // Their intersection, if its automaton fits; else the last constraints go
   // (lenient: fewer constraints, never more).
   while (operands.size() > 1) {
-    absl::Status fits = CheckJsonStringRegex(IntersectionOfOperands(operands));
+    const std::string regex = IntersectionOfOperands(operands);
+    if (counted_ok && CountedStringRegex(regex).has_value()) break;
+    absl::Status fits = CheckJsonStringRegex(regex);
     if (fits.ok()) break;
     absl::Status refused = Unsupported(
         operands.back().second, m.pointer,
@@ -506,9 +528,12 @@ absl::StatusOr<std::string> Converter::ExactStringRegex(const MergedSchema& m) {
 }
 
 absl::StatusOr<ExprId> Converter::BuildString(const MergedSchema& m) {
-  absl::StatusOr<std::optional<std::string>> regex = StringContentRegex(m);
+  absl::StatusOr<std::optional<std::string>> regex = StringContentRegex(m, /*counted_ok=*/true);
   if (!regex.ok()) return regex.status();
-  if (regex->has_value()) return JsonStringMatching(**regex);
+  if (regex->has_value()) {
+    if (std::optional<std::string> whole = CountedStringRegex(**regex)) return grammar_.AddRegex(*whole, 0);
+    return JsonStringMatching(**regex);
+  }
   const bool lengths = m.min_length > 0 || m.max_length.has_value();
   if (!lengths) return AnyString();
   // A counted terminal numbers (max + 1) x |character| states in 31 bits.

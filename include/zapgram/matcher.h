@@ -96,7 +96,7 @@ class ZAPGRAM_EXPORT CompiledGrammar {
   // a fraction of the compile (MaskBench's schemas, Llama 3: 0.07x at p50,
   // 0.13x at p99; perf/serialize_roundtrip.cc).
   // Its Grammar's compile_times() are zero.
-  static constexpr uint32_t kSerialFormatVersion = 1;
+  static constexpr uint32_t kSerialFormatVersion = 2;  // 2: counted bodies
   std::string Serialize() const;
   // Errors, never a crash: kInvalidArgument (not a compiled grammar, or
   // another format version: compile again), kFailedPrecondition (compiled

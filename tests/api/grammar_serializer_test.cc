@@ -12,6 +12,7 @@
 
 #include "api/grammar_data.h"
 #include "grammar/checksum.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "parser/flat_grammar.h"
 #include "tests/support/test_paths.h"
@@ -171,7 +172,8 @@ TEST(GrammarSerializer, CountedRepetitionRoundTrips) {
   absl::StatusOr<Grammar> schema = Grammar::FromText(
       GrammarFormat::kJsonSchema,
       R"({"type":"object","properties":{"name":{"type":"string","minLength":3,"maxLength":200},)"
-      R"("tags":{"type":"array","items":{"type":"integer"},"maxItems":50}},"required":["name","tags"]})",
+      R"("bio":{"type":"string","pattern":"^(?:[a-z]+ ){0,20}[a-z]+$","maxLength":2000},)"
+      R"("tags":{"type":"array","items":{"type":"integer"},"maxItems":50}},"required":["name","bio","tags"]})",
       options);
   ASSERT_TRUE(schema.ok()) << schema.status();
   absl::StatusOr<Grammar> gbnf = Grammar::FromText(GrammarFormat::kGbnf, "root ::= \"[\" [0-9a-f]{40,300} \"]\"\n");
@@ -181,11 +183,15 @@ TEST(GrammarSerializer, CountedRepetitionRoundTrips) {
     absl::StatusOr<CompiledGrammar> compiled = CompiledGrammar::Compile(*grammar, testing::Llama3Vocabulary());
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     ASSERT_FALSE(grammar->data().flat.terminals.counted.empty());
+    // The schema's pattern with its maxLength: a counted terminal with a body.
+    if (grammar == &*schema) {
+      bool body = false;
+      for (const auto& seg : grammar->data().flat.terminals.counted) body = body || seg.automaton->has_body();
+      EXPECT_TRUE(body);
+    }
     // The loader counts a twin's states rather than building it.
     for (const parser::TerminalTable::CountedSegment& seg : grammar->data().flat.terminals.counted) {
-      const grammar::CountedParts& parts = seg.automaton->parts();
-      EXPECT_EQ(1 + parts.prefix.size() + (parts.unit.num_states() - 1) + parts.suffix.size(),
-                seg.automaton->TwinDfa().num_states());
+      EXPECT_EQ(seg.automaton->twin_states(), seg.automaton->TwinDfa().num_states());
     }
     const CompiledGrammar loaded = RoundTrip(*compiled, SecondLlama3());
     ExpectSameMasksOnWalk(*compiled, loaded, testing::Scaled(120, 15), ++seed, "counted");
@@ -291,10 +297,12 @@ TEST(GrammarSerializer, OtherVocabularyVersionOrMagicIsAnError) {
   EXPECT_NE(other.status().message().find("another vocabulary"), std::string::npos) << other.status();
 
   std::string version = bytes;
-  version[8] = 2;
-  absl::StatusOr<CompiledGrammar> v2 = CompiledGrammar::Deserialize(version, vocabulary);
-  EXPECT_EQ(v2.status().code(), absl::StatusCode::kInvalidArgument) << v2.status();
-  EXPECT_NE(v2.status().message().find("format version 2"), std::string::npos) << v2.status();
+  version[8] = static_cast<char>(CompiledGrammar::kSerialFormatVersion + 1);
+  absl::StatusOr<CompiledGrammar> next = CompiledGrammar::Deserialize(version, vocabulary);
+  EXPECT_EQ(next.status().code(), absl::StatusCode::kInvalidArgument) << next.status();
+  EXPECT_NE(next.status().message().find(absl::StrCat("format version ", CompiledGrammar::kSerialFormatVersion + 1)),
+            std::string::npos)
+      << next.status();
 
   absl::StatusOr<CompiledGrammar> text = CompiledGrammar::Deserialize("root ::= \"a\"", vocabulary);
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument) << text.status();

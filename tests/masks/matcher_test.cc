@@ -262,6 +262,26 @@ void ForEachFreshSchema(const zapgram::Vocabulary& vocab, size_t stride,
   }
 }
 
+// A document's tokens fed to a fresh matcher, its mask at `per_doc` steps
+// spread over the document (the first, then evenly to its end) compared
+// with the brute force; stops where a token is refused.
+void CheckDocumentMasks(const std::shared_ptr<const CompiledGrammar>& g, const std::string& id,
+                        const std::vector<TokenId>& tokens, size_t per_doc, int* checked, int* mismatches) {
+  Matcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  std::string text;
+  const size_t gap = std::max<size_t>(1, tokens.size() / per_doc);
+  for (size_t k = 0; k < tokens.size(); ++k) {
+    m.ComputeMask(words.data());
+    if (k % gap == 0) {
+      *mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), id + " step " + std::to_string(k));
+      ++*checked;
+    }
+    if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
+    text += g->vocabulary().token_bytes(tokens[k]);
+  }
+}
+
 // Fresh JSON Schema grammars, every `stride`th MaskBench record: masks at
 // `per_doc` steps spread over each document (the first, then evenly to its
 // end: keys, strings with maxLength, extra keys, numbers), each against the
@@ -280,19 +300,7 @@ SampleCounts MaskbenchSampleAgainstBruteForce(size_t stride, size_t per_doc, boo
       [&](const std::string& id, const std::shared_ptr<const CompiledGrammar>& g, const std::vector<TokenId>& tokens) {
         ++n.records;
         n.lazy_grammars += g->grammar().terminals.lazy != nullptr;
-        Matcher m(g);
-        std::vector<uint32_t> words(g->mask_words());
-        std::string text;
-        const size_t gap = std::max<size_t>(1, tokens.size() / per_doc);
-        for (size_t k = 0; k < tokens.size(); ++k) {
-          m.ComputeMask(words.data());
-          if (k % gap == 0) {
-            n.mismatches += CompareMasks(*g, words, ReferenceMask(*g, text), id + " step " + std::to_string(k));
-            ++n.checked;
-          }
-          if (!Allowed(words, tokens[k]) || !m.AcceptToken(tokens[k])) break;
-          text += g->vocabulary().token_bytes(tokens[k]);
-        }
+        CheckDocumentMasks(g, id, tokens, per_doc, &n.checked, &n.mismatches);
       },
       lazy_terminals);
   return n;
@@ -464,6 +472,74 @@ TEST(MatcherRandomWalk, CountedTerminalsMatchBruteForce) {
     }
   }
   std::printf("counted terminals: %d masks checked, %d mismatches\n", masks, mismatches);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// Counted terminals with a body (grammar/counted_automaton.h): a format
+// and a word-count pattern under maxLength bounds whose products pass the
+// regex budget, so the JSON Schema converter writes them counted. Random
+// walks run into the bounds.
+TEST(MatcherRandomWalk, CountedBodiesMatchBruteForce) {
+  auto vocab = LoadVocabulary("llama3");
+  const std::string path = ::testing::TempDir() + "/counted_bodies.schema.json";
+  {
+    std::ofstream out(path);
+    out << R"({"type":"object","properties":{"e":{"type":"string","format":"email","maxLength":254},)"
+           R"("w":{"type":"string","pattern":"^(?:\\S+\\s+){0,9}\\S+$","maxLength":1700}},)"
+           R"("required":["e","w"],"additionalProperties":false})";
+  }
+  auto g = CompileFor("schema:" + path, vocab);
+  int bodies = 0;
+  for (const auto& seg : g->grammar().terminals.counted) bodies += seg.automaton->has_body();
+  ASSERT_EQ(bodies, 2) << "both strings should be counted terminals with a body";
+  int mismatches = 0, masks = 0;
+  for (bool cache : {true, false}) {
+    MatcherOptions options;
+    options.use_cache = cache;
+    for (uint32_t seed = 1; seed <= 2; ++seed) {
+      ASSERT_NO_FATAL_FAILURE(RandomWalk(g, options, seed, testing::Scaled(120, 30), /*require_progress=*/false,
+                                         "counted bodies", &masks, &mismatches));
+    }
+  }
+  std::printf("counted bodies: %d masks checked, %d mismatches\n", masks, mismatches);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// The MaskBench schemas whose patterns or formats under a maxLength became
+// counted terminals with a body (their products were the slowest compiles
+// of the sample, and lenient mode used to drop the maxLength): their dev
+// documents, masks along each against the brute force.
+TEST(MatcherTrace, MaskbenchCountedBodiesAgreeWithBruteForce) {
+  absl::StatusOr<zapgram::Vocabulary> vocab =
+      zapgram::Vocabulary::Load(testing::DataPath("tokenizers/llama3.tokenizer.json"));
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  std::ifstream in(testing::DataPath("traces/llama3/maskbench.jsonl"));
+  LoadOptions options;
+  options.schema.lenient = true;
+  const size_t per_doc = testing::Scaled<size_t>(12, 3);
+  int with_bodies = 0, checked = 0, mismatches = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("o21073") == std::string::npos && line.find("o62059") == std::string::npos &&
+        line.find("o62060") == std::string::npos && line.find("o21053") == std::string::npos) {
+      continue;
+    }
+    nlohmann::json j = nlohmann::json::parse(line);
+    absl::StatusOr<Grammar> grammar = Grammar::Load(j.at("grammar").get<std::string>(), testing::DataPath(""), options);
+    ASSERT_TRUE(grammar.ok()) << grammar.status();
+    absl::StatusOr<zapgram::CompiledGrammar> compiled = zapgram::CompiledGrammar::Compile(*grammar, *vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const std::shared_ptr<const CompiledGrammar> g = compiled->impl();
+    bool body = false;
+    for (const auto& seg : g->grammar().terminals.counted) body = body || seg.automaton->has_body();
+    if (!body) continue;
+    ++with_bodies;
+    CheckDocumentMasks(g, j.at("id").get<std::string>(), j.at("tokens").get<std::vector<TokenId>>(), per_doc,
+                       &checked, &mismatches);
+  }
+  std::printf("counted bodies in MaskBench: %d documents, %d masks checked, %d mismatches\n", with_bodies, checked,
+              mismatches);
+  EXPECT_GE(with_bodies, 4);
   EXPECT_EQ(mismatches, 0);
 }
 

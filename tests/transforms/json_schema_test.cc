@@ -537,17 +537,28 @@ TEST(JsonSchema, IntersectionsOfStringsAndKeys) {
                      "additionalProperties": {"type": "string"}})",
                  {R"({"x-a": 1, "b": "s"})"}, {R"({"x-a": "s"})", R"({"B": "s"})", R"({"b": 1})"});
 
-  // Past the automaton budget: unsupported, naming the limit; lenient drops
-  // the length and keeps the format.
+  // A format or pattern with a length whose product passes the automaton
+  // budget: a counted terminal with the format as its body, exact.
   const std::string email = R"({"type": "string", "format": "email", "maxLength": 254})";
-  absl::StatusOr<JsonSchemaGrammar> strict = JsonSchemaToGrammar(email, "s.json");
+  ExpectLanguage(email,
+                 {R"("a@b.org")", absl::StrCat("\"", std::string(246, 'a'), "@b.org\"")},
+                 {R"("a@")", absl::StrCat("\"", std::string(249, 'a'), "@b.org\"")});
+  ExpectLanguage(R"({"type": "string", "pattern": "^(?:\\S+\\s+){0,29}\\S+$", "maxLength": 300})",
+                 {R"("two words")", absl::StrCat("\"", std::string(300, 'w'), "\""),
+                  absl::StrCat("\"", std::string(140, 'w'), " ", std::string(159, 'w'), "\"")},
+                 {R"("")", R"("trailing ")", absl::StrCat("\"", std::string(301, 'w'), "\""),
+                  absl::StrCat("\"", std::string(30, 'w'), std::string(30, ' '), "\"")});
+  // Past the counted terminal's numbering too: unsupported, naming the
+  // limit; lenient drops the length and keeps the format.
+  const std::string huge = R"({"type": "string", "format": "email", "maxLength": 20000000})";
+  absl::StatusOr<JsonSchemaGrammar> strict = JsonSchemaToGrammar(huge, "s.json");
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.status().message().find("unsupported: maxLength at #"), std::string::npos)
       << strict.status();
   EXPECT_NE(strict.status().message().find("max_dfa_states"), std::string::npos) << strict.status();
   JsonSchemaOptions lenient;
   lenient.lenient = true;
-  ExpectLanguage(email, {R"("a@b.org")"}, {R"("a@")"}, lenient);
+  ExpectLanguage(huge, {R"("a@b.org")"}, {R"("a@")"}, lenient);
 }
 
 // A `not` of string keywords or of a list of strings is the complement of
