@@ -168,6 +168,12 @@ zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar) {
   return new zapgram_matcher{zapgram::Matcher(grammar->grammar)};
 }
 
+zapgram_matcher* zapgram_matcher_new_with_temperature(const zapgram_grammar* grammar, float default_temperature) {
+  zapgram::MatcherOptions options;
+  options.default_temperature = default_temperature;
+  return new zapgram_matcher{zapgram::Matcher(grammar->grammar, options)};
+}
+
 void zapgram_matcher_free(zapgram_matcher* matcher) { delete matcher; }
 
 zapgram_matcher* zapgram_matcher_fork(const zapgram_matcher* matcher) {

@@ -106,6 +106,12 @@ ZAPGRAM_EXPORT void zapgram_regex_cache_stats(uint64_t* hits, uint64_t* misses, 
 ZAPGRAM_EXPORT size_t zapgram_grammar_mask_words(const zapgram_grammar* grammar);
 
 ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_new(const zapgram_grammar* grammar);
+/* The same with a default temperature (XGrammar's default_temperature; C++:
+ * zapgram::MatcherOptions::default_temperature): what
+ * zapgram_matcher_get_temperature gives where no rule's `temperature` is in
+ * effect. Negative: none (as zapgram_matcher_new). */
+ZAPGRAM_EXPORT zapgram_matcher* zapgram_matcher_new_with_temperature(const zapgram_grammar* grammar,
+                                                                     float default_temperature);
 ZAPGRAM_EXPORT void zapgram_matcher_free(zapgram_matcher* matcher);
 /* A new matcher in `matcher`'s state (text, rollback window, finished or
  * not) sharing its compiled grammar; the two then go their own ways. Free
@@ -185,7 +191,8 @@ ZAPGRAM_EXPORT void zapgram_captures_free(zapgram_captures* captures);
 /* The sampling temperature in effect (rules written `name[temperature=x]`;
  * C++: zapgram::Matcher::GetTemperature): 1 with *temperature set when the
  * current position is inside such a rule (the innermost one's; the largest
- * when parses differ), 0 when it is in none (the caller's default applies). */
+ * when parses differ) or the matcher has a default temperature
+ * (zapgram_matcher_new_with_temperature), 0 otherwise. */
 ZAPGRAM_EXPORT int zapgram_matcher_get_temperature(const zapgram_matcher* matcher, float* temperature);
 
 ZAPGRAM_EXPORT void zapgram_free_string(char* s);

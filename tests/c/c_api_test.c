@@ -419,6 +419,15 @@ static void check_captures(void) {
   CHECK(zapgram_matcher_accept_token(m, 5) == 1);     /* x */
   CHECK(zapgram_matcher_accept_token(m, 0) == 1);     /* < */
   CHECK(zapgram_matcher_get_temperature(m, &t) == 1 && t == 0.5f);
+  /* A default temperature answers outside the rule, the rule's inside it. */
+  zapgram_matcher* d = zapgram_matcher_new_with_temperature(grammar, 0.7f);
+  CHECK(zapgram_matcher_get_temperature(d, &t) == 1 && t == 0.7f);
+  CHECK(zapgram_matcher_accept_token(d, 5) == 1 && zapgram_matcher_accept_token(d, 0) == 1); /* x < */
+  CHECK(zapgram_matcher_get_temperature(d, &t) == 1 && t == 0.5f);
+  zapgram_matcher_free(d);
+  d = zapgram_matcher_new_with_temperature(grammar, -1.0f);
+  CHECK(zapgram_matcher_get_temperature(d, &t) == 0);
+  zapgram_matcher_free(d);
   CHECK(zapgram_matcher_accept_token(m, 2) == 1); /* 1 */
   CHECK(zapgram_matcher_accept_token(m, 4) == 1); /* , */
   CHECK(zapgram_matcher_accept_token(m, 6) == 1); /* 22 */
