@@ -41,6 +41,7 @@
 #include "absl/types/span.h"
 #include "grammar/dfa_minimization.h"
 #include "grammar/dfa_set_ops.h"
+#include "grammar/shared_regex_dfas.h"
 
 namespace zapgram::grammar::regex_internal {
 namespace {
@@ -409,16 +410,28 @@ absl::Status BuildSetOperations(const Parser& parser, const RegexLimits& limits,
     auto fail = [&](const absl::Status& st) {
       return absl::Status(st.code(), parser.Error(n.offset, std::string(st.message())).message());
     };
+    // Across loads and stages too (the JSON Schema converter checks a
+    // string's intersection, the lowering builds it again; schemas share
+    // formats and lengths): the process's store, failures included.
+    const std::string shared_key = "set-op/" + key;
+    SharedRegexDfas& shared = SharedRegexDfas::Process();
     absl::StatusOr<ClassDfa> built = absl::UnknownError("unset");
-    if (n.kind == NodeKind::kNot) {
-      absl::StatusOr<ClassDfa> removed = SequenceClassDfa(parser, {n.children[0]}, limits, ctx);
-      if (!removed.ok()) return fail(removed.status());
-      const absl::StatusOr<ClassDfa>& all = Universe(n.spelling, limits, ctx);
-      if (!all.ok()) return fail(all.status());
-      built = SubtractDfa(*all, *removed, limits.max_dfa_states);
-    } else {
-      absl::StatusOr<ByteDfa> result = IntersectionDfa(parser, id, limits, ctx);
-      built = result.ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(*result)) : result.status();
+    if (!shared.Find(shared_key, limits.max_dfa_states, &built)) {
+      if (n.kind == NodeKind::kNot) {
+        absl::StatusOr<ClassDfa> removed = SequenceClassDfa(parser, {n.children[0]}, limits, ctx);
+        const absl::StatusOr<ClassDfa>& all = Universe(n.spelling, limits, ctx);
+        if (!removed.ok()) {
+          built = removed.status();
+        } else if (!all.ok()) {
+          built = all.status();
+        } else {
+          built = SubtractDfa(*all, *removed, limits.max_dfa_states);
+        }
+      } else {
+        absl::StatusOr<ByteDfa> result = IntersectionDfa(parser, id, limits, ctx);
+        built = result.ok() ? absl::StatusOr<ClassDfa>(ClassDfa::Narrow(*result)) : result.status();
+      }
+      shared.Add(shared_key, limits.max_dfa_states, built);
     }
     if (!built.ok()) return fail(built.status());
     auto [it, inserted] = ctx.pieces->set_ops.emplace(std::move(key), *std::move(built));
