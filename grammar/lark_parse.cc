@@ -216,6 +216,9 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
         return ErrorAt(pos_, "'~' (negation) may be used in terminal definitions only (llguidance's rule: "
                              "it is an operation on the regular language of a lexeme)");
       }
+      if (stack.size() + top.pending_complements + 1 > options_.max_nesting) {
+        return ErrorAt(pos_, absl::StrFormat("nesting deeper than %d (max_nesting)", options_.max_nesting));
+      }
       ++top.pending_complements;
       ++pos_;
       continue;

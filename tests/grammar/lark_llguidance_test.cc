@@ -122,6 +122,8 @@ TEST(LarkLlguidance, IntersectionAndNegation) {
   ExpectLanguage("T: ~(\"a\"{2}) & /a*/\nstart: T\n", {"", "a", "aaa"}, {"aa"});
   ExpectError("start: ~\"a\"\n", {"t.lark:1:8", "'~' (negation) may be used in terminal definitions only"});
   ExpectError("start: A\nA: \"a\" &\n", {"'&' or '~' must be followed by an item"});
+  // Stacked negations count as nesting (each is a group of the terminal's regex).
+  ExpectError("start: A\nA: " + std::string(20000, '~') + "\"a\"\n", {"nesting deeper than 10000 (max_nesting)"});
 }
 
 TEST(LarkLlguidance, StructuredRegexSubstrings) {
