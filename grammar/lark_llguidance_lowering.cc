@@ -41,19 +41,27 @@
 // lexeme can be followed directly by bytes that extend it (`A A` with
 // `A: /a+/` and no separator) llguidance accepts fewer texts than this
 // grammar. docs/llguidance-lark.md lists this and the other deviations.
+// CheckGreedy warns (Grammar::warnings) where a rule writes two lexemes side
+// by side (or repeats one) and the first can go on with a byte the second
+// can start with: the places where that difference shows. It looks at
+// adjacent items of one sequence only, not across rules.
 //
 // Every walk has an explicit stack. Tests: tests/grammar/lark_llguidance_test.cc.
+#include <bitset>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/lark_llguidance_params.h"
 #include "grammar/lark_lowering.h"
+#include "grammar/regex_compiler.h"
 #include "grammar/regex_render.h"
 #include "grammar/rule_attributes.h"
 
@@ -90,6 +98,8 @@ class LlguidanceLowering {
   absl::StatusOr<RuleId> RuleFor(RuleId rule, uint64_t value, bool param_ref, SourceLocation loc);
   absl::StatusOr<ExprId> CopyBody(ExprId root, uint64_t value);
   absl::StatusOr<ExprId> Json(const Expr& e);
+  std::optional<std::string> LexemePattern(ExprId id);
+  void CheckGreedy(ExprId first, ExprId second);
   ExprId AfterLexeme(ExprId lexeme) {
     if (ignore_rule_ == kNoRuleId) return lexeme;
     return out_.AddSequence({lexeme, out_.AddRuleRef(ignore_rule_)});
@@ -112,6 +122,14 @@ class LlguidanceLowering {
   uint32_t instances_ = 0;
   RuleId ignore_rule_ = kNoRuleId;
   uint32_t json_count_ = 0;
+  // CheckGreedy: per lexeme regex, the bytes that go on from an accepting
+  // state and the bytes that start it (nullopt: not compiled); pairs done.
+  struct Edges {
+    std::bitset<256> go_on, start;
+  };
+  absl::flat_hash_map<std::string, std::optional<Edges>> edges_;
+  absl::flat_hash_set<std::pair<ExprId, ExprId>> greedy_checked_;
+  absl::flat_hash_set<std::pair<std::string, std::string>> greedy_warned_;
 };
 
 // The regex of a terminal-side expression (a terminal body, an %ignore, a
@@ -251,6 +269,62 @@ absl::StatusOr<ExprId> LlguidanceLowering::Json(const Expr& e) {
   return out_.AddRuleRef(*root, e.loc);
 }
 
+// The regex of a rule-side item that is one greedy lexeme (a string, regex,
+// range or terminal); nullopt for anything else.
+std::optional<std::string> LlguidanceLowering::LexemePattern(ExprId id) {
+  const Expr& e = in_.exprs[id];
+  switch (e.kind) {
+    case ExprKind::kLiteral:
+      return PythonEscape(e.literal);
+    case ExprKind::kRegex:
+      return ScopedRegexp(e.literal, e.flags);
+    case ExprKind::kCharClass:
+      return ClassRegexp(e.ranges);
+    case ExprKind::kRuleRef: {
+      if (!IsTerminal(e.rule)) return std::nullopt;
+      absl::StatusOr<std::string> p = Pattern(in_.rules[e.rule].body, "a terminal");
+      if (!p.ok()) return std::nullopt;
+      return *p;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+void LlguidanceLowering::CheckGreedy(ExprId first, ExprId second) {
+  constexpr size_t kMaxGreedyWarnings = 20;
+  if (greedy_warned_.size() >= kMaxGreedyWarnings || !greedy_checked_.insert({first, second}).second) return;
+  const std::optional<std::string> a = LexemePattern(first);
+  const std::optional<std::string> b = LexemePattern(second);
+  if (!a || !b) return;
+  auto edges = [&](const std::string& pattern) -> const std::optional<Edges>& {
+    auto [it, inserted] = edges_.try_emplace(pattern);
+    if (!inserted) return it->second;
+    absl::StatusOr<ByteDfa> dfa = CompileRegex(pattern, 0);
+    if (!dfa.ok() || dfa->empty()) return it->second;
+    Edges out;
+    for (uint32_t s = 1; s < dfa->num_states(); ++s) {
+      for (uint32_t byte = 0; byte < 256; ++byte) {
+        if (dfa->next[s][byte] == 0) continue;
+        if (dfa->accepting[s]) out.go_on.set(byte);
+        if (s == 1) out.start.set(byte);
+      }
+    }
+    it->second = out;
+    return it->second;
+  };
+  const std::optional<Edges> ea = edges(*a);  // copies: the second lookup may rehash
+  const std::optional<Edges> eb = edges(*b);
+  if (!ea || !eb || (ea->go_on & eb->start).none()) return;
+  const std::string x = DumpExpr(in_, first), y = DumpExpr(in_, second);
+  if (!greedy_warned_.insert({x, y}).second) return;
+  out_.warnings.push_back(absl::StrFormat(
+      "%s: %s then %s: the first can go on with a byte the second can start with; llguidance's greedy "
+      "lexer then takes the longer first lexeme, so this grammar (which also splits them) accepts texts "
+      "llguidance refuses (docs/llguidance-lark.md)",
+      Site(in_.exprs[first].loc), x, y));
+}
+
 // A rule body: lexemes followed by IGN, rule references mapped.
 absl::StatusOr<ExprId> LlguidanceLowering::CopyBody(ExprId root, uint64_t value) {
   struct Frame {
@@ -318,6 +392,7 @@ absl::StatusOr<ExprId> LlguidanceLowering::CopyBody(ExprId root, uint64_t value)
         break;
       }
       case ExprKind::kSequence:
+        for (size_t k = 0; k + 1 < e.children.size(); ++k) CheckGreedy(e.children[k], e.children[k + 1]);
         copied = out_.AddSequence(std::move(f.done), e.loc);
         break;
       case ExprKind::kChoice:
@@ -327,6 +402,7 @@ absl::StatusOr<ExprId> LlguidanceLowering::CopyBody(ExprId root, uint64_t value)
         copied = (e.flags & kLarkCondition) ? f.done[0] : out_.AddChoice(std::move(f.done), e.loc);
         break;
       case ExprKind::kRepeat:
+        if (e.max > 1) CheckGreedy(e.children[0], e.children[0]);
         copied = out_.AddRepeat(f.done[0], e.min, e.max, e.loc);
         break;
       default:

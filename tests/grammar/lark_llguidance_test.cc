@@ -89,6 +89,23 @@ TEST(LarkLlguidance, LexemesAreMatchedInContext) {
   ExpectLanguage(text, {"aa", "aaa"}, {"a", "b"}, GrammarFormat::kLlguidanceLark);
 }
 
+// Where llguidance's greedy lexer would not split two adjacent lexemes the
+// way the CFG may, the grammar loads with a warning naming them.
+TEST(LarkLlguidance, GreedyLexemesWarned) {
+  auto warnings = [](const std::string& text) {
+    absl::StatusOr<Grammar> g = Llg(text, GrammarFormat::kLlguidanceLark);
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? g->warnings() : std::vector<std::string>{};
+  };
+  const std::vector<std::string> w = warnings("start: W W\nW: /[a-z]+/\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("t.lark:1:8: W then W: the first can go on"), std::string::npos) << w[0];
+  ASSERT_EQ(warnings("start: W+\nW: /[a-z]+/\n").size(), 1u);
+  EXPECT_EQ(warnings("start: W \" \" W\nW: /[a-z]+/\n").size(), 0u);
+  EXPECT_EQ(warnings("start: /[0-9]/+ \"x\"\n").size(), 0u);
+  EXPECT_EQ(warnings("start: \"a\" X\nX: /a+/\n").size(), 0u);
+}
+
 TEST(LarkLlguidance, MinorSyntax) {
   // {M,N}, {N}, {M,}, {,N} on items and groups; '-' in names; both comments.
   ExpectLanguage("%llguidance {}\n"
