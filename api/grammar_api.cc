@@ -17,6 +17,7 @@
 #include "grammar/shared_regex_dfas.h"
 #include "pruning/compact.h"
 #include "transforms/json_schema.h"
+#include "transforms/llguidance_json.h"
 #include "transforms/pipeline.h"
 #include "transforms/regular_terminals.h"
 #include "zapgram/grammar.h"
@@ -91,6 +92,19 @@ absl::StatusOr<grammar::Grammar> ReadSchemaSpec(std::string_view path_text,
   return ReadSchemaText(*text, resolved, schema, draft7, warnings, limits);
 }
 
+// Lowering options of a Lark grammar: llguidance's %json compiles through
+// transforms/llguidance_json.h within the compile budget.
+grammar::LarkLoweringOptions LarkLowering(const CompileLimits& limits) {
+  grammar::LarkLoweringOptions options;
+  const size_t max_grammar_bytes = limits.max_grammar_bytes;
+  options.json_schema = [max_grammar_bytes](std::string_view schema, std::string_view where) {
+    transforms::JsonSchemaOptions base;
+    base.max_grammar_bytes = max_grammar_bytes;
+    return transforms::LlguidanceJsonSchema(schema, where, base);
+  };
+  return options;
+}
+
 // regex:PATTERN: the whole text must match the pattern (Python `re`
 // conventions, see grammar/regex_compiler.h); syntax errors surface when
 // compiling, at column `column` of the source.
@@ -137,6 +151,10 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
   if (spec.starts_with("regex:")) {
     return RegexGrammar(spec.substr(6), absl::StrFormat("<%s>", spec), 7);
   }
+  // llguidance:PATH.lark reads the file in llguidance's Lark dialect (a
+  // plain PATH.lark is read as Lark unless it uses llguidance's syntax).
+  const bool llguidance = spec.starts_with("llguidance:");
+  if (llguidance) spec = spec.substr(11);
   std::filesystem::path path{std::string(spec)};
   if (path.is_relative() && !data_root.empty()) {
     path = std::filesystem::path(std::string(data_root)) / path;
@@ -144,9 +162,15 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
   std::string ext = path.extension().string();
   if (ext == ".lark") {
     // Relative %imports resolve next to the file (grammar/lark_reader.h).
-    absl::StatusOr<grammar::LarkGrammar> lark = grammar::ReadLarkFile(path.string());
+    grammar::LarkReadOptions read;
+    if (llguidance) read.dialect = grammar::LarkDialect::kLlguidance;
+    absl::StatusOr<grammar::LarkGrammar> lark = grammar::ReadLarkFile(path.string(), read);
     if (!lark.ok()) return lark.status();
-    return grammar::LowerLark(*lark);
+    return grammar::LowerLark(*lark, LarkLowering(limits));
+  }
+  if (llguidance) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("'llguidance:%s': llguidance's dialect is a Lark grammar (a .lark path)", spec));
   }
   if (ext != ".gbnf" && ext != ".ebnf" && ext != ".lark") {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -273,8 +297,12 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
       ir = grammar::ReadGbnf(text, source_name);
       break;
     case GrammarFormat::kLark:
-      ir = grammar::ReadLarkGrammar(text, source_name);
+    case GrammarFormat::kLlguidanceLark: {
+      grammar::LarkReadOptions read;
+      if (format == GrammarFormat::kLlguidanceLark) read.dialect = grammar::LarkDialect::kLlguidance;
+      ir = grammar::ReadLarkGrammar(text, source_name, read, internal::LarkLowering(options.limits));
       break;
+    }
     case GrammarFormat::kRegex:
       ir = internal::RegexGrammar(text, source_name, 1);
       break;

@@ -46,7 +46,7 @@
 //       its NFA (per state: accepting, byte ranges, epsilon moves) and the
 //       NFA start of each automaton
 //     token terminals: u32 token_state_begin, u32 token_state_end, then per
-//       terminal: id ranges, names, exclude, where, name
+//       terminal: id ranges, names, exclude (+2: clipped ranges), where, name
 //     with kFlagRuleAttributes: rule attributes (FlatGrammar::nt_capture,
 //       nt_temperature): strings capture names; u32 count; per nonterminal
 //       that has one, u32 nt, u32 capture (0 or 1 + name index), f32
@@ -599,7 +599,7 @@ void WriteFlatGrammar(const parser::FlatGrammar& g, Writer& w) {
       w.U32(range.hi);
     }
     w.Strings(tt.names);
-    w.U8(tt.exclude ? 1 : 0);
+    w.U8((tt.exclude ? 1 : 0) | (tt.clip ? 2 : 0));  // bit 1: clipped ranges (llguidance)
     w.String(tt.where);
     w.String(tt.name);
   }
@@ -626,8 +626,9 @@ bool ReadTokenTerminals(Reader& r, parser::FlatGrammar& g) {
     }
     tt.names = r.Strings("token names");
     const uint8_t exclude = r.U8("token exclude flag");
-    if (!r.Check(exclude <= 1, "token exclude flag")) return false;
-    tt.exclude = exclude == 1;
+    if (!r.Check(exclude <= 3, "token exclude flag")) return false;
+    tt.exclude = (exclude & 1) != 0;
+    tt.clip = (exclude & 2) != 0;
     tt.where = r.String("token terminal place");
     tt.name = r.String("token terminal name");
   }

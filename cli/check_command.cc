@@ -157,6 +157,19 @@ absl::StatusOr<GrammarSource> LoadSource(const std::string& spec, const std::str
     source.schema = true;
     return source;
   }
+  if (absl::StartsWith(spec, "llguidance:")) {
+    // llguidance's Lark dialect (docs/llguidance-lark.md), compiled by spec.
+    source.lark = absl::EndsWith(spec, ".lark");
+    if (!source.lark) {
+      return absl::InvalidArgumentError(absl::StrCat("'", spec, "': llguidance:PATH needs a .lark path"));
+    }
+    source.name = ResolvePath(spec.substr(11), data_root);
+    absl::StatusOr<std::string> text = ReadFileBytes(source.name);
+    if (!text.ok()) return absl::FailedPreconditionError(text.status().message());
+    source.text = *std::move(text);
+    source.builtin = absl::StrCat("llguidance:", source.name);
+    return source;
+  }
   source.lark = absl::EndsWith(spec, ".lark");
   if (!source.lark && !absl::EndsWith(spec, ".gbnf") && !absl::EndsWith(spec, ".ebnf")) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -319,7 +332,7 @@ int RunCheck(const std::vector<std::string>& args) {
   absl::StatusOr<grammar::Grammar> ir =
       source->ir       ? *source->ir
       : source->schema ? internal::ReadGrammarSpec(source->builtin, "", schema, &schema_warnings)
-      : source->lark   ? internal::ReadGrammarSpec(source->name, "")
+      : source->lark   ? internal::ReadGrammarSpec(source->builtin, "")
                      : grammar::ReadGbnf(source->text, source->name);
   if (!ir.ok()) {
     PrintReaderError(source->name, std::string(ir.status().message()));

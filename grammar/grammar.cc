@@ -46,10 +46,16 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, 
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
                               [](const CodepointRange& r) { return r.lo > kMaxCodepoint; }),
                ranges.end());
+  return WithoutSurrogates(MergeRanges(std::move(ranges), negated, kMaxCodepoint));
+}
+
+std::vector<CodepointRange> MergeRanges(std::vector<CodepointRange> ranges, bool negated, uint32_t max) {
   std::sort(ranges.begin(), ranges.end(),
             [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
   std::vector<CodepointRange> merged;
   for (CodepointRange r : ranges) {
+    r.hi = std::min(r.hi, max);
+    if (r.lo > r.hi) continue;
     if (!merged.empty() && r.lo <= merged.back().hi + 1) {
       merged.back().hi = std::max(merged.back().hi, r.hi);
     } else {
@@ -58,15 +64,15 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, 
   }
   if (negated) {
     std::vector<CodepointRange> complement;
-    uint32_t next = 0;
+    uint64_t next = 0;
     for (CodepointRange r : merged) {
-      if (r.lo > next) complement.push_back({next, r.lo - 1});
-      next = r.hi + 1;
+      if (r.lo > next) complement.push_back({static_cast<uint32_t>(next), r.lo - 1});
+      next = uint64_t{r.hi} + 1;
     }
-    if (next <= kMaxCodepoint) complement.push_back({next, kMaxCodepoint});
+    if (next <= max) complement.push_back({static_cast<uint32_t>(next), max});
     merged = std::move(complement);
   }
-  return WithoutSurrogates(merged);
+  return merged;
 }
 
 absl::StatusOr<RuleId> AppendGrammar(Grammar& into, const Grammar& from, std::string_view prefix) {
@@ -417,6 +423,17 @@ void AppendExpr(const Grammar& g, ExprId root, std::string* out) {
         *out += g.tokens[e.token].name;
         break;
       case ExprKind::kTokenIds: {
+        if (e.flags & kTokenIdsClip) {
+          // llguidance's clipped id ranges, in its syntax (ranges may reach
+          // far past any vocabulary, so they are not listed id by id).
+          *out += "<[";
+          for (size_t k = 0; k < e.ranges.size(); ++k) {
+            absl::StrAppend(out, k ? "," : "", e.ranges[k].lo);
+            if (e.ranges[k].hi != e.ranges[k].lo) absl::StrAppend(out, "-", e.ranges[k].hi);
+          }
+          *out += "]>";
+          break;
+        }
         // XGrammar's macros (the GBNF reader reads them back).
         *out += (e.flags & kTokenIdsExclude) ? "ExcludeToken(" : "Token(";
         const std::vector<uint32_t> ids = TokenIdsOf(e);

@@ -70,6 +70,10 @@ enum class ExprKind : uint8_t {
 // Flags of a kTokenIds node.
 enum TokenIdsFlags : uint32_t {
   kTokenIdsExclude = 1u << 0,  // every normal token except the listed ids
+  // The id ranges are clipped to the vocabulary when compiled (llguidance's
+  // `<[0-MAX]>`, `<[^5]>`): ids it lacks, unused ids and EOS ids in them
+  // match nothing, where a plain Token(...) reports them as errors.
+  kTokenIdsClip = 1u << 1,
 };
 
 // Flags of a kRegex terminal (Lark's /.../imsx, Python re, ECMA-262).
@@ -218,6 +222,9 @@ std::vector<uint32_t> TokenIdsOf(const Expr& e);
 
 // Sorts, merges and (when `negated`) complements ranges within [0, kMaxCodepoint].
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negated);
+// Sorts and merges ranges of any integers (token ids too) clipped to
+// [0, max]; with `negated`, their complement within [0, max].
+std::vector<CodepointRange> MergeRanges(std::vector<CodepointRange> ranges, bool negated, uint32_t max);
 
 // GBNF text of the grammar, one rule per line, `root` first. Literals and
 // classes are printed with escapes for non-printable bytes, so the dump of a

@@ -401,6 +401,11 @@ absl::StatusOr<LarkGrammar> LarkReader::Build() {
       if (!copied.ok()) return copied.status();
       r.alternatives.push_back(*copied);
     }
+    if (from->suffix != kNoLarkExpr) {
+      auto suffix = expander.Copy(from->suffix, nullptr);
+      if (!suffix.ok()) return suffix.status();
+      r.suffix = *suffix;
+    }
     const SourceLocation body_loc = out_.arena.exprs[out_.arena.rules[from->rule].body].loc;
     g.arena.rules[r.rule].body = g.arena.AddChoice(r.alternatives, body_loc);
     g.index_of[r.rule] = static_cast<int32_t>(g.rules.size());
@@ -426,6 +431,11 @@ absl::StatusOr<LarkGrammar> LarkReader::Build() {
   }
   if (absl::Status s = expander.RunQueue(); !s.ok()) return s;
   std::sort(g.istring_exprs.begin(), g.istring_exprs.end());
+  g.llguidance = out_.llguidance || options_.dialect == LarkDialect::kLlguidance;
+  g.dialect_reason = out_.llguidance ? out_.dialect_reason
+                     : g.llguidance  ? std::string("LarkDialect::kLlguidance")
+                                     : std::string();
+  g.llguidance_options = out_.llguidance_options;
   const int64_t start = g.arena.FindRule(options_.start);
   g.has_start = start >= 0 && !g.is_terminal[static_cast<size_t>(start)];
   g.arena.root = g.has_start ? static_cast<RuleId>(start) : 0;

@@ -429,6 +429,7 @@ absl::StatusOr<Grammar> Lowering::Run() {
 }  // namespace
 
 absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options) {
+  if (lark.llguidance) return LowerLlguidanceLark(lark, options);
   Lowering lowering(lark, options);
   return lowering.Run();
 }

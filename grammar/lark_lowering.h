@@ -23,6 +23,7 @@
 #ifndef ZAPGRAM_GRAMMAR_LARK_LOWERING_H_
 #define ZAPGRAM_GRAMMAR_LARK_LOWERING_H_
 
+#include <functional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -35,9 +36,22 @@ struct LarkLoweringOptions {
   // Longest regex a token's definition may expand to (terminal references
   // are inlined, so a chain of references can double it at each level).
   size_t max_token_pattern_bytes = 1 << 20;
+  // llguidance's `%json { schema }`: the grammar of the schema's JSON text
+  // (`where` is "SOURCE:LINE:COL" for messages). grammar/ knows no JSON
+  // Schema; the API layer supplies transforms/llguidance_json.h. Without it
+  // a %json is an error.
+  std::function<absl::StatusOr<Grammar>(std::string_view schema_json, std::string_view where)> json_schema;
+  // llguidance's parametric rules: (rule, parameter value) instances the
+  // start rule may reach, one grammar rule each (a rule of n alternatives
+  // costs about n expression nodes per instance).
+  uint32_t max_parametric_instances = 100000;
 };
 
+// A grammar in llguidance's dialect (lark.llguidance) is lowered byte by
+// byte by LowerLlguidanceLark (grammar/lark_llguidance_lowering.cc); any
+// other through Lark's lexer, as above.
 absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options = {});
+absl::StatusOr<Grammar> LowerLlguidanceLark(const LarkGrammar& lark, const LarkLoweringOptions& options = {});
 
 // ReadLark + LowerLark.
 absl::StatusOr<Grammar> ReadLarkGrammar(std::string_view text, std::string_view source_name,

@@ -23,6 +23,14 @@
 // children are the arguments (listed in template_uses_); grammar/lark_build.cc
 // expands them.
 //
+// llguidance's dialect hooks in at its first bytes (grammar/lark_llguidance.cc
+// reads each construct): `<` a special token, `%json`/`%regex`/`%if` inside a
+// body, `{` after an item a repetition (a name followed by `{` and a digit or
+// `,` is one too, not a template use), `&` an intersection (FinishSequence
+// folds the operands), `~` with no number after it a complement (PushItem
+// applies it to the next item), `name::` a parametric reference or
+// definition, `@` refused.
+//
 // Tests: tests/grammar/lark_reader_test.cc (RulesFlagsPrioritiesAliases,
 // FullDumpOfSmallGrammar, HostileNestingNeverRecurses, Errors).
 #include "grammar/lark_reader_internal.h"
@@ -45,7 +53,30 @@ void FinishSequence(Grammar& g, Frame& frame, const SourceLocation& loc) {
   std::vector<ExprId> items;
   items.reserve(frame.items.size());
   for (const auto& item : frame.items) items.push_back(item.expr);
-  frame.alternatives.push_back(g.AddSequence(std::move(items), loc));
+  ExprId sequence = g.AddSequence(std::move(items), loc);
+  if (!frame.condition.empty()) {  // llguidance's `%if COND`
+    Expr e;
+    e.kind = ExprKind::kChoice;
+    e.flags = kLarkCondition;
+    e.literal = std::move(frame.condition);
+    e.children = {sequence};
+    e.loc = loc;
+    g.exprs.push_back(std::move(e));
+    sequence = static_cast<ExprId>(g.exprs.size() - 1);
+    frame.condition.clear();
+  }
+  if (!frame.conjuncts.empty()) {  // llguidance's `A & B`
+    frame.conjuncts.push_back(sequence);
+    Expr e;
+    e.kind = ExprKind::kChoice;
+    e.flags = kLarkIntersection;
+    e.children = std::move(frame.conjuncts);
+    e.loc = loc;
+    g.exprs.push_back(std::move(e));
+    sequence = static_cast<ExprId>(g.exprs.size() - 1);
+    frame.conjuncts.clear();
+  }
+  frame.alternatives.push_back(sequence);
   frame.aliases.push_back(std::move(frame.alias));
   frame.alias.clear();
   frame.items.clear();
@@ -101,8 +132,14 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
       }
       break;
     }
+    if (!top.condition.empty() && c != '|') {
+      return ErrorAt(pos_, absl::StrCat("expected '|' or end of line after %if, found ", Describe(pos_)));
+    }
     if (top.after_alias && c != '|' && c != ')' && c != ']' && c != '}' && c != ',') {
       return ErrorAt(pos_, absl::StrCat("expected '|' or end of line after the alias, found ", Describe(pos_)));
+    }
+    if (c == '|' && (top.pending_complements != 0 || (!top.conjuncts.empty() && top.items.empty()))) {
+      return ErrorAt(pos_, "'&' or '~' must be followed by an item");
     }
     if (c == '|') {
       FinishSequence(out_.arena, top, LocationOf(top.sequence_offset));
@@ -147,7 +184,7 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
       template_uses_.emplace(id, Site(top.name_offset));
       own_refs_.push_back({id, top.name_offset, true});
       stack.pop_back();
-      stack.back().items.push_back({id, false});
+      PushItem(stack.back(), id);
       continue;
     }
     if (c == ')' || c == ']') {
@@ -158,13 +195,50 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
                                  : absl::StrFormat("expected '%c', found '%c'", want, c));
       }
       if (!top.alias.empty()) return ErrorAt(pos_, "an alias '->' may only end a rule's alternative");
+      if (top.pending_complements != 0 || (!top.conjuncts.empty() && top.items.empty())) {
+        return ErrorAt(pos_, "'&' or '~' must be followed by an item");
+      }
       FinishSequence(out_.arena, top, LocationOf(top.sequence_offset));
       const SourceLocation loc = LocationOf(top.open_offset);
       ExprId group = out_.arena.AddChoice(std::move(top.alternatives), loc);
       if (top.open == '[') group = out_.arena.AddRepeat(group, 0, 1, loc);
       stack.pop_back();
-      stack.back().items.push_back({group, false});
+      PushItem(stack.back(), group);
       ++pos_;
+      continue;
+    }
+    // llguidance's negation `~A`: where no item precedes, or in a terminal
+    // before something other than a number (Lark's `A ~ n` repetition).
+    if (c == '~' && (top.items.empty() || (kind != BodyKind::kRule && !IsDigit(At(SkipInlineFrom(pos_ + 1)))))) {
+      // llguidance's negation `~A` (Lark's `A ~ n` has a number after it).
+      if (absl::Status s = UseLlguidance(pos_, "'~' (negation)"); !s.ok()) return s;
+      if (kind == BodyKind::kRule) {
+        return ErrorAt(pos_, "'~' (negation) may be used in terminal definitions only (llguidance's rule: "
+                             "it is an operation on the regular language of a lexeme)");
+      }
+      if (stack.size() + top.pending_complements + 1 > options_.max_nesting) {
+        return ErrorAt(pos_, absl::StrFormat("nesting deeper than %d (max_nesting)", options_.max_nesting));
+      }
+      ++top.pending_complements;
+      ++pos_;
+      continue;
+    }
+    if (c == '&') {
+      if (absl::Status s = UseLlguidance(pos_, "'&' (intersection)"); !s.ok()) return s;
+      if (kind == BodyKind::kRule) {
+        return ErrorAt(pos_, "'&' (intersection) may be used in terminal definitions only (llguidance's rule: "
+                             "it is an operation on the regular language of a lexeme)");
+      }
+      if (top.items.empty() || top.pending_complements != 0) return ErrorAt(pos_, "'&' must follow an item");
+      std::vector<ExprId> items;
+      for (const auto& it : top.items) items.push_back(it.expr);
+      top.conjuncts.push_back(out_.arena.AddSequence(std::move(items), LocationOf(top.sequence_offset)));
+      top.items.clear();
+      ++pos_;
+      continue;
+    }
+    if (c == '{') {
+      if (absl::Status s = ReadBraceRepeat(top); !s.ok()) return s;
       continue;
     }
     if (c == '?' || c == '*' || c == '+' || c == '~') {
@@ -230,10 +304,22 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
     } else if (IsNameStart(c)) {
       const size_t offset = pos_;
       const std::string_view name = ReadName();
+      if (absl::Status s = NoteDashNames(); !s.ok()) return s;
       const int name_kind = NameKind(name);
       if (name_kind < 0) return ErrorAt(offset, absl::StrFormat("'%s' is neither a rule nor a terminal name", name));
+      if (At(pos_) == ':' && At(pos_ + 1) == ':') {
+        if (kind != BodyKind::kRule || name_kind != 0) {
+          return ErrorAt(offset, absl::StrFormat("'%s::...': only rules take parameters", name));
+        }
+        auto ref = ReadParamRef(name, offset);
+        if (!ref.ok()) return ref.status();
+        PushItem(stack.back(), *ref);
+        continue;
+      }
       const size_t after = SkipInlineFrom(pos_);
-      const bool use = At(after) == '{';
+      // `name{2,5}` is llguidance's repetition, not a template use.
+      const size_t brace_next = SkipInlineFrom(after + 1);
+      const bool use = At(after) == '{' && !IsDigit(At(brace_next)) && At(brace_next) != ',';
       int param = -1;
       if (current_params_ != nullptr) {
         auto it = std::find(current_params_->begin(), current_params_->end(), name);
@@ -274,12 +360,35 @@ absl::StatusOr<Body> LarkReader::ReadBody(BodyKind kind) {
         item = out_.arena.AddRuleRef(Symbol(name, name_kind == 1, offset), LocationOf(offset));
         if (name_kind == 0) own_refs_.push_back({item, offset, false});
       }
+    } else if (c == '<') {
+      const size_t token_offset = pos_;
+      auto r = ReadSpecialToken();
+      if (!r.ok()) return r.status();
+      if (kind != BodyKind::kRule) {
+        return ErrorAt(token_offset, "special tokens '<...>' may be used in rules only, not inside terminals "
+                                           "or %ignore (llguidance's rule: a token is not bytes a lexeme can hold)");
+      }
+      item = *r;
+    } else if (c == '%' && text_.substr(pos_, 3) == "%if" && !IsNameChar(At(pos_ + 3))) {
+      if (absl::Status s = ReadCondition(top, stack.size()); !s.ok()) return s;
+      continue;
+    } else if (c == '%') {
+      auto r = ReadPercentItem(kind);
+      if (!r.ok()) return r.status();
+      item = *r;
+    } else if (c == '@') {
+      return ErrorAt(pos_, "'@name' (a reference to another grammar of llguidance's grammar list) is not "
+                           "supported: zapgram reads one grammar text, so there is no list to refer to; "
+                           "write the JSON Schema inline with %json { ... }");
     } else {
       return ErrorAt(pos_, absl::StrCat("expected an item, '|' or end of line, found ", Describe(pos_)));
     }
-    stack.back().items.push_back({item, false});
+    PushItem(stack.back(), item);
   }
   Frame& body = stack[0];
+  if (body.pending_complements != 0 || (!body.conjuncts.empty() && body.items.empty())) {
+    return ErrorAt(pos_, "'&' or '~' must be followed by an item");
+  }
   FinishSequence(out_.arena, body, LocationOf(body.sequence_offset));
   Body result;
   result.alternatives = body.alternatives;
@@ -306,9 +415,23 @@ absl::Status LarkReader::ReadDefinition(DefinitionMode mode) {
   if (def.terminal && (def.keep || def.inline_children)) {
     return ErrorAt(start, absl::StrFormat("'?' and '!' apply to rules, not to the terminal '%s'", name));
   }
+  if (absl::Status s = NoteDashNames(); !s.ok()) return s;
+  if (At(pos_) == ':' && At(pos_ + 1) == ':') {
+    // llguidance's parametric rule `name::_ :`.
+    if (absl::Status s = UseLlguidance(pos_, "a parametric rule 'name::_'"); !s.ok()) return s;
+    if (def.terminal) return ErrorAt(pos_, absl::StrFormat("'%s::_': only rules take parameters", name));
+    pos_ = SkipInlineFrom(pos_ + 2);
+    if (At(pos_) != '_' || IsNameChar(At(pos_ + 1))) {
+      return ErrorAt(pos_, absl::StrFormat("expected '_' after '%s::' (a parametric rule's one parameter)", name));
+    }
+    ++pos_;
+    def.parametric = true;
+  }
   pos_ = SkipInlineFrom(pos_);
   if (At(pos_) == '[') {
-    if (absl::Status st = ReadRuleAttributes(name, def); !st.ok()) return st;
+    absl::Status st = WantsLlguidanceAttributes(pos_) ? ReadLlguidanceAttributes(name, def)
+                                                      : ReadRuleAttributes(name, def);
+    if (!st.ok()) return st;
     pos_ = SkipInlineFrom(pos_);
   }
   if (At(pos_) == '{') {
@@ -363,8 +486,10 @@ absl::Status LarkReader::ReadDefinition(DefinitionMode mode) {
   }
   if (mode == DefinitionMode::kDefine) def_offset_[def.id] = def.name_offset;
   current_params_ = def.has_params ? &def.params : nullptr;
+  current_parametric_ = def.parametric;
   auto body = ReadBody(def.terminal ? BodyKind::kTerminal : BodyKind::kRule);
   current_params_ = nullptr;
+  current_parametric_ = false;
   if (!body.ok()) return body.status();
   def.body = std::move(*body);
   if (mode == DefinitionMode::kDefine) {
@@ -454,6 +579,8 @@ void LarkReader::Register(Definition def) {
   r.alternatives = std::move(def.body.alternatives);
   r.aliases = std::move(def.body.aliases);
   r.attributes = def.attributes;
+  r.suffix = def.suffix;
+  r.parametric = def.parametric;
   r.loc = rule.loc;
   if (def.has_params) {
     params_[id] = std::move(def.params);
@@ -512,12 +639,14 @@ absl::Status LarkReader::ReadDirective() {
     return absl::OkStatus();
   }
   if (word == "import") return ReadImport(nullptr);  // already done by ReadAllImports
+  if (word == "llguidance") return ReadLlguidanceDirective(start);
   if (word == "override" || word == "extend") {
     pos_ = SkipInlineFrom(pos_);
     return ReadDefinition(word == "override" ? DefinitionMode::kOverride : DefinitionMode::kExtend);
   }
   return ErrorAt(start, absl::StrFormat(
-                            "unknown directive '%%%s' (expected %%ignore, %%import, %%declare, %%override or %%extend)",
+                            "unknown directive '%%%s' (expected %%ignore, %%import, %%declare, %%override, %%extend or "
+                            "llguidance's %%llguidance)",
                             word));
 }
 

@@ -22,6 +22,10 @@
 //   directives   %ignore <expansion>, %declare NAME...,
 //                %import [.]a.b.NAME [-> ALIAS], %import [.]a.b (NAME, ...),
 //                %override <definition>, %extend <definition>.
+// llguidance's dialect (LarkReadOptions::dialect; docs/llguidance-lark.md)
+// adds `%json`, `%regex`, `%llguidance`, `<special>` and `<[ids]>` tokens,
+// `{M,N}`, `&` and `~` in terminals, lexeme options, parametric rules and
+// '-' in names (grammar/lark_llguidance.cc).
 // Imports follow Lark: `common` is zapgram's built-in copy; other modules are
 // files read through LarkReadOptions::loader; what an imported name needs is
 // copied in under namespaced names (`a__b__X`, see grammar/lark_reader.cc).
@@ -55,6 +59,38 @@ namespace zapgram::grammar {
 //                             (then its id is in LarkGrammar::istring_exprs);
 //   kCharClass                an anonymous range terminal "a".."z";
 //   kRepeat/kSequence/kChoice the operators ? * + ~ [ ] ( ) |.
+inline constexpr ExprId kNoLarkExpr = static_cast<ExprId>(-1);
+
+// llguidance's constructs in the arena (docs/llguidance-lark.md). Each is a
+// self-describing node, so every copy of the arena keeps it:
+//   `A & B & C`  kChoice, flags kLarkIntersection, children the operands;
+//   `~A`         kChoice, flags kLarkComplement, one child;
+//   `%json {..}` kEmpty, flags kLarkJson, literal the schema's JSON text;
+//   `<|x|>`, `<[1,5-9]>`  kTokenIds (grammar/grammar.h);
+//   `%regex {..}`, `{M,N}`  a plain kRegex and kRepeat.
+// The flags of kChoice and kEmpty mean nothing elsewhere in the IR; only
+// the llguidance lowering (grammar/lark_llguidance_lowering.cc) reads them.
+inline constexpr uint32_t kLarkIntersection = 1u << 28;
+inline constexpr uint32_t kLarkComplement = 1u << 29;
+inline constexpr uint32_t kLarkJson = 1u << 30;
+// Parametric rules (llguidance's docs/parametric.md): `name::EXPR` is a
+// kRuleRef flagged kLarkParamRef whose literal is EXPR; an alternative
+// ending in `%if COND` is a kChoice flagged kLarkCondition, one child (the
+// alternative), literal COND. grammar/lark_llguidance_params.h reads both.
+inline constexpr uint32_t kLarkParamRef = 1u << 27;
+inline constexpr uint32_t kLarkCondition = 1u << 26;
+
+// Which Lark a text is written in. kAuto: plain Lark, unless the text uses a
+// construct only llguidance's dialect has (then LarkGrammar::llguidance).
+enum class LarkDialect { kAuto, kLark, kLlguidance };
+
+// `%llguidance { ... }` options (merged over every occurrence).
+struct LlguidanceOptions {
+  bool ignore_once = false;         // %ignore matches once, not repeatedly, between lexemes
+  bool allow_initial_skip = false;  // %ignore also before the first lexeme
+  bool no_forcing = false;          // llguidance's tokenization forcing: no effect on masks
+};
+
 struct LarkRule {
   RuleId rule = 0;               // in LarkGrammar::arena
   bool inline_children = false;  // `?name`: inlined when it has one child
@@ -66,6 +102,11 @@ struct LarkRule {
   std::vector<std::string> aliases;  // per alternative; "" when none
   // XGrammar's `name[capture, temperature=x]: ...` (grammar/rule_attributes.h).
   RuleAttributes attributes;
+  // llguidance's lexeme options (docs/llguidance-lark.md): `lazy` is
+  // attributes.lazy; `suffix=TERMINAL` is the arena expression of the
+  // terminal (kNoLarkExpr when absent). Either makes the rule one lexeme.
+  ExprId suffix = kNoLarkExpr;
+  bool parametric = false;  // llguidance's `name::_ : ...`
   SourceLocation loc;
 };
 
@@ -104,6 +145,13 @@ struct LarkGrammar {
   std::vector<std::string> declared;  // %declare'd names, in order
   std::vector<ExprId> istring_exprs;  // kRegex exprs that came from "x"i strings
   bool has_start = false;              // a rule named options.start exists
+  // llguidance's dialect: set by LarkDialect::kLlguidance, or under kAuto by
+  // the first llguidance-only construct, which `dialect_reason` names
+  // ("'%json' at SOURCE:LINE:COL"). Such a grammar is lowered byte by byte
+  // (grammar/lark_llguidance_lowering.cc), not through Lark's lexer.
+  bool llguidance = false;
+  std::string dialect_reason;
+  LlguidanceOptions llguidance_options;
 };
 
 // Reads the text of a grammar file for %import. `path` is a folder below
@@ -114,6 +162,7 @@ using LarkLoader = std::function<absl::StatusOr<std::string>(std::string_view pa
 
 struct LarkReadOptions {
   std::string_view start = "start";
+  LarkDialect dialect = LarkDialect::kAuto;
   // Open ( [ { around a point plus postfix operators stacked on one item.
   uint32_t max_nesting = 10000;
   // Largest n or m in `~ n..m`.

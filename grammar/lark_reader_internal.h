@@ -9,6 +9,9 @@
 //                           expressions (names become arena rules);
 //   grammar/lark_import.cc  %import: finding and reading modules, copying
 //                           what the imported names need under Lark's names;
+//   grammar/lark_llguidance.cc  llguidance's extensions: special tokens,
+//                           %json/%regex blocks, `{M,N}`, `&` and `~`,
+//                           lexeme options, %llguidance, the dialect choice;
 //   grammar/lark_build.cc   checks of the module as read (undefined names,
 //                           recursive terminals, template uses) and the
 //                           result, with templates expanded;
@@ -82,6 +85,11 @@ struct Frame {
   RuleId template_rule = 0;
   size_t name_offset = 0;
   std::vector<ExprId> args;
+  // llguidance: the operands of `&` read so far in this sequence, and `~`
+  // prefixes waiting for the next item.
+  std::vector<ExprId> conjuncts;
+  uint32_t pending_complements = 0;
+  std::string condition;  // llguidance's `%if COND` ending this sequence
 };
 
 struct Body {
@@ -102,6 +110,8 @@ struct Definition {
   bool has_params = false;
   std::vector<std::string> params;
   RuleAttributes attributes;  // `name[...]`
+  ExprId suffix = kNoLarkExpr;  // llguidance's `suffix=...`
+  bool parametric = false;      // llguidance's `name::_`
   Body body;
 };
 
@@ -209,10 +219,21 @@ class LarkReader {
       }
     }
   }
+  // A name; llguidance's names may also hold '-' (not before '>', which
+  // is Lark's alias arrow), which selects that dialect (UseLlguidance).
   std::string_view ReadName() {
     const size_t start = pos_;
     if (!IsNameStart(At(pos_))) return {};
-    while (IsNameChar(At(pos_))) ++pos_;
+    while (true) {
+      if (IsNameChar(At(pos_))) {
+        ++pos_;
+      } else if (At(pos_) == '-' && IsNameChar(At(pos_ + 1)) && options_.dialect != LarkDialect::kLark) {
+        if (dash_name_offset_ == kNone) dash_name_offset_ = start;
+        ++pos_;
+      } else {
+        break;
+      }
+    }
     return text_.substr(start, pos_ - start);
   }
   std::string AlreadyDefined(std::string_view name, RuleId id) const {
@@ -243,6 +264,31 @@ class LarkReader {
   absl::Status ExpectEndOfLine();
   absl::StatusOr<std::vector<std::pair<std::string_view, size_t>>> ReadNameList(char close, std::string_view what);
   absl::StatusOr<LarkGrammar> Build();
+
+  // llguidance's dialect (grammar/lark_llguidance.cc).
+  absl::Status UseLlguidance(size_t offset, std::string_view construct);
+  absl::Status NoteDashNames();
+  absl::StatusOr<ExprId> ReadSpecialToken();
+  absl::StatusOr<std::string> ReadJsonBlock(std::string_view directive);
+  absl::StatusOr<ExprId> ReadPercentItem(BodyKind kind);
+  absl::StatusOr<ExprId> ReadRegexBlock(size_t offset, std::string_view json);
+  absl::Status ReadLlguidanceDirective(size_t start);
+  absl::Status ReadBraceRepeat(Frame& top);
+  bool WantsLlguidanceAttributes(size_t open) const;
+  absl::Status ReadLlguidanceAttributes(std::string_view name, Definition& def);
+  absl::StatusOr<ExprId> ReadAttributeTerminal();
+  void PushItem(Frame& frame, ExprId item);
+  absl::StatusOr<ExprId> ReadParamRef(std::string_view name, size_t offset);
+  absl::Status ReadCondition(Frame& top, size_t depth);
+  absl::StatusOr<std::string> ReadParamText(bool condition);
+  ExprId AddSetOperation(uint32_t op, std::vector<ExprId> operands, SourceLocation loc) {
+    Expr e;
+    e.kind = ExprKind::kChoice;
+    e.flags = op;
+    e.children = std::move(operands);
+    e.loc = loc;
+    return AddNode(std::move(e));
+  }
 
   ExprId AddRegex(std::string pattern, uint32_t flags, SourceLocation loc) {
     Expr e;
@@ -288,6 +334,8 @@ class LarkReader {
   std::vector<OwnRef> own_refs_;
   std::vector<Modification> mods_;
   std::vector<std::unique_ptr<LoadedModule>> modules_;
+  size_t dash_name_offset_ = kNone;  // first name holding '-' (llguidance)
+  bool current_parametric_ = false;   // reading the body of `name::_`
 };
 
 }  // namespace zapgram::grammar::lark_internal

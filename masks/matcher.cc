@@ -312,6 +312,30 @@ absl::StatusOr<std::shared_ptr<const parser::FlatGrammar>> CompiledGrammar::Reso
     if (it != by_text.end() && it->second < 0) it->second = id;
   }
   auto copy = std::make_shared<parser::FlatGrammar>(grammar);
+  // Clipped ranges (llguidance's <[a-b]>, <[^...]>, <[*]>): the ids this
+  // vocabulary has, EOS and unused ids left out.
+  for (parser::TokenTerminal& tt : copy->token_terminals) {
+    if (!tt.clip) continue;
+    std::vector<grammar::CodepointRange> kept;
+    for (const grammar::CodepointRange& r : tt.ids) {
+      const uint64_t hi = std::min<uint64_t>(r.hi, static_cast<uint64_t>(vocab.size()) - 1);
+      for (uint64_t id = r.lo; id <= hi && vocab.size() > 0; ++id) {
+        const TokenId tid = static_cast<TokenId>(id);
+        if (vocab.kind(tid) == TokenKind::kUnused || vocab.is_eos(tid)) continue;
+        if (!kept.empty() && kept.back().hi + 1 == id) {
+          kept.back().hi = static_cast<uint32_t>(id);
+        } else {
+          kept.push_back({static_cast<uint32_t>(id), static_cast<uint32_t>(id)});
+        }
+      }
+    }
+    if (kept.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(tt.where, ": ", tt.name, ": no token of the vocabulary ",
+                                                     vocab.source_name(), " has an id in these ranges"));
+    }
+    tt.ids = std::move(kept);
+    tt.clip = false;
+  }
   // Token(...) first, as in BuildTokenTerminalWords.
   for (const bool exclude_pass : {false, true}) {
   for (parser::TokenTerminal& tt : copy->token_terminals) {

@@ -342,6 +342,7 @@ absl::StatusOr<Symbol> Lowering::TerminalFor(const Expr& e) {
     terminal_names_.push_back(name);
     token_terminal_ids_.push_back(id);
     token_terminals_.push_back({e.ranges, e.names, (e.flags & grammar::kTokenIdsExclude) != 0,
+                                (e.flags & grammar::kTokenIdsClip) != 0,
                                 // No place for synthesized nodes (structural tags): the source.
                                 e.loc.line == 0 ? g_.source_name
                                                 : absl::StrCat(g_.source_name, ":", e.loc.line, ":", e.loc.col),

@@ -157,6 +157,10 @@ struct TokenTerminal {
   // only a resolved grammar (no names left) may be parsed.
   std::vector<std::string> names;
   bool exclude = false;                      // any *normal* token not listed
+  // grammar::kTokenIdsClip: `ids` may name ids the vocabulary lacks, unused
+  // ids and EOS ids; masks::CompiledGrammar::Build drops them (into a copy
+  // of the grammar, as it resolves `names`), so only an unclipped one is parsed.
+  bool clip = false;
   std::string where;                         // "SOURCE:LINE:COL" of the macro, for errors
   std::string name;                          // "Token(1, 2)", for dumps and errors
   // Whether a token with this id (normal: a text token of the vocabulary,
@@ -221,10 +225,11 @@ struct FlatGrammar {
   uint32_t token_state_begin = 0;
   uint32_t token_state_end = 0;
   bool has_token_terminals() const { return token_state_end != 0; }
-  // Some token terminal names a token by text (see TokenTerminal::names).
+  // Some token terminal names a token by text (see TokenTerminal::names) or
+  // has clipped ranges (TokenTerminal::clip): it needs a vocabulary to resolve.
   bool has_token_names() const {
     return std::any_of(token_terminals.begin(), token_terminals.end(),
-                       [](const TokenTerminal& t) { return !t.names.empty(); });
+                       [](const TokenTerminal& t) { return !t.names.empty() || t.clip; });
   }
   bool IsTokenState(uint32_t s) const { return s >= token_state_begin && s + 1 < token_state_end; }
   uint32_t token_hold_state() const { return token_state_end - 1; }

@@ -3,7 +3,10 @@
 // A grammar argument (`spec`) is one of
 //   PATH.gbnf | PATH.ebnf   GBNF / XGrammar EBNF text
 //   builtin:NAME            a bundled grammar (builtin:json = RFC 8259 JSON)
-//   PATH.lark               a Lark grammar (lexed)
+//   PATH.lark               a Lark grammar (lexed), or in llguidance's dialect
+//                           when it uses that dialect's syntax (byte level;
+//                           docs/llguidance-lark.md)
+//   llguidance:PATH.lark    a Lark grammar in llguidance's dialect, always
 //   regex:PATTERN           texts matching PATTERN as a whole (Python `re` syntax)
 //   schema:PATH             JSON texts valid under the JSON Schema in PATH
 //                           (docs/json-schema.md; SchemaOptions below)
@@ -108,6 +111,8 @@ struct LoadOptions {
 enum class GrammarFormat {
   kGbnf,        // GBNF / XGrammar EBNF, as in a .gbnf file
   kLark,        // Lark, as in a .lark file; only `%import common` resolves
+                // (llguidance's dialect when the text uses its syntax)
+  kLlguidanceLark,  // llguidance's Lark dialect (docs/llguidance-lark.md), always
   kRegex,       // a pattern the whole text must match, as after regex:
   kJsonSchema,  // JSON Schema text (draft 2020-12 unless it says `$schema`),
                 // read with options.schema, as in a schema:PATH file

@@ -442,11 +442,12 @@ std::string ValidUtf8Prefix(const std::string& s) {
 GrammarFormat ParseFormat(const std::string& name) {
   if (name == "gbnf" || name == "ebnf") return GrammarFormat::kGbnf;
   if (name == "lark") return GrammarFormat::kLark;
+  if (name == "llguidance") return GrammarFormat::kLlguidanceLark;
   if (name == "regex") return GrammarFormat::kRegex;
   if (name == "json_schema") return GrammarFormat::kJsonSchema;
   if (name == "structural_tags") return GrammarFormat::kStructuralTags;
   throw py::value_error("unknown grammar format '" + name +
-                        "' (gbnf, ebnf, lark, regex, json_schema or structural_tags)");
+                        "' (gbnf, ebnf, lark, llguidance, regex, json_schema or structural_tags)");
 }
 
 LoadOptions MakeLoadOptions(bool lenient, bool compact, uint32_t max_whitespace, bool any_order,

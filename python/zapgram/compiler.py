@@ -255,7 +255,7 @@ def _list_arg(value: Any, name: str, of: str) -> list:
 
 # compile_grammar's formats; json_schema and structural_tags are read too
 # (compile_json_schema and compile_structural_tag pass them).
-_FORMATS = ("gbnf", "ebnf", "lark", "regex", "builtin", "json_schema", "structural_tags")
+_FORMATS = ("gbnf", "ebnf", "lark", "llguidance", "regex", "builtin", "json_schema", "structural_tags")
 
 
 class GrammarCompiler:
@@ -287,14 +287,17 @@ class GrammarCompiler:
         self._disk = None if cache_dir is None else _DiskCache(cache_dir, tokenizer_info)
 
     def compile_grammar(self, grammar: str, *, format: str = "gbnf", root_rule_name: str = "root") -> CompiledGrammar:
-        """GBNF/EBNF text (format "gbnf" or "ebnf"), Lark text ("lark"), a
-        regex ("regex"), or a builtin grammar's name ("builtin", e.g. "json")."""
+        """GBNF/EBNF text (format "gbnf" or "ebnf"), Lark text ("lark"; llguidance's
+        dialect when it uses that dialect's syntax), llguidance's Lark ("llguidance",
+        always; docs/llguidance-lark.md), a regex ("regex"), or a builtin grammar's
+        name ("builtin", e.g. "json")."""
         if not isinstance(grammar, str):
             raise TypeError(f"grammar must be a str, got {type(grammar).__name__}")
         if not isinstance(format, str):
-            raise TypeError(f"format must be a str (gbnf, ebnf, lark, regex or builtin), got {type(format).__name__}")
+            raise TypeError(f"format must be a str (gbnf, ebnf, lark, llguidance, regex or builtin), "
+                            f"got {type(format).__name__}")
         if format not in _FORMATS:
-            raise ValueError(f"unknown grammar format {format!r} (gbnf, ebnf, lark, regex or builtin; "
+            raise ValueError(f"unknown grammar format {format!r} (gbnf, ebnf, lark, llguidance, regex or builtin; "
                              "compile_json_schema and compile_structural_tag take the others)")
         if root_rule_name != "root":
             raise ValueError("root_rule_name: zapgram's GBNF grammars start at `root`")

@@ -176,14 +176,19 @@ TEST(LarkRuleAttributes, CaptureAndTemperatureReachTheRules) {
 TEST(LarkRuleAttributes, RefusalsNameThePlace) {
   EXPECT_EQ(ErrorOf("start: A\nA[capture]: \"x\"\n"),
             "t.lark:2:2: rule attributes apply to rules, not to the terminal 'A'");
-  EXPECT_EQ(ErrorOf("start: a\na[lazy]: \"x\"\n"),
+  // XGrammar's Lark form; under the default dialect choice `lazy`, `stop`
+  // and `max_tokens` select llguidance's dialect (tests/grammar/lark_llguidance_test.cc).
+  LarkReadOptions lark;
+  lark.dialect = LarkDialect::kLark;
+  EXPECT_EQ(ErrorOf("start: a\na[lazy]: \"x\"\n"), "OK");
+  EXPECT_EQ(ErrorOf("start: a\na[lazy]: \"x\"\n", lark),
             "t.lark:2:3: rule attribute 'lazy' is not supported in a Lark grammar (rule 'a'): its rules match "
             "whole tokens of the lexer, and zapgram makes only byte-level regular rules lazy (write it in EBNF)");
-  EXPECT_EQ(ErrorOf("start: a\na[max_tokens=3]: \"x\"\n"),
+  EXPECT_EQ(ErrorOf("start: a\na[max_tokens=3]: \"x\"\n", lark),
             "t.lark:2:3: rule attribute 'max_tokens' is not supported: a budget per occurrence of a rule, which "
             "XGrammar relaxes when the rule cannot end where it runs out, is not a language zapgram can mask "
             "exactly (rule 'a')");
-  EXPECT_EQ(ErrorOf("start: a\na[stop=\"!\"]: \"x\"\n"),
+  EXPECT_EQ(ErrorOf("start: a\na[stop=\"!\"]: \"x\"\n", lark),
             "t.lark:2:3: rule attribute 'stop' is not supported (XGrammar's lazy rules that end at a marker) "
             "(rule 'a')");
   EXPECT_EQ(ErrorOf("start: a\na[capture: \"x\"\n"), "t.lark:2:2: unterminated rule attributes of 'a' (expected ']')");
@@ -226,7 +231,8 @@ TEST(LarkReaderTest, Errors) {
   EXPECT_EQ(ErrorOf("%declare\n"), "t.lark:1:9: expected at least one terminal name after '%declare'");
   EXPECT_EQ(ErrorOf("%declare x\n"), "t.lark:1:10: %declare takes terminal names; 'x' is not one");
   EXPECT_EQ(ErrorOf("%foo\n"),
-            "t.lark:1:1: unknown directive '%foo' (expected %ignore, %import, %declare, %override or %extend)");
+            "t.lark:1:1: unknown directive '%foo' (expected %ignore, %import, %declare, %override, %extend or "
+            "llguidance's %llguidance)");
   EXPECT_EQ(ErrorOf("%import common.WS extra\n"), "t.lark:1:19: expected end of line, found 'e'");
   EXPECT_EQ(ErrorOf("start: \"\\x4\"\n"), "t.lark:1:12: expected 2 hex digits after '\\x'");
   EXPECT_EQ(ErrorOf("start: \"a\"\n\xff\n"), "t.lark:2:1: invalid UTF-8");

@@ -178,7 +178,7 @@ COMPILER_CASES = [
     case(lambda e: e.compiler.compile_grammar(GRAMMAR, format=None), TypeError, r"format must be a str",
          "format-none"),
     case(lambda e: e.compiler.compile_grammar(GRAMMAR, format="yaml"), ValueError,
-         r"unknown grammar format 'yaml' \(gbnf, ebnf, lark, regex or builtin", "format-unknown"),
+         r"unknown grammar format 'yaml' \(gbnf, ebnf, lark, llguidance, regex or builtin", "format-unknown"),
     case(lambda e: e.compiler.compile_grammar(GRAMMAR, root_rule_name="start"), ValueError, r"root_rule_name",
          "root-rule-name"),
     case(lambda e: e.compiler.compile_regex(b"a+"), TypeError, r"grammar must be a str, got bytes", "regex-bytes"),
