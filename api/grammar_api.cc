@@ -113,7 +113,8 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
 absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::string_view data_root,
                                                  const SchemaOptions& schema,
                                                  std::vector<std::string>* warnings,
-                                                 const CompileLimits& limits) {
+                                                 const CompileLimits& limits,
+                                                 const IndenterOptions& indenter) {
   if (spec.starts_with("schema:")) {
     return ReadSchemaSpec(spec.substr(7), data_root, schema, warnings, limits);
   }
@@ -146,7 +147,9 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
     // Relative %imports resolve next to the file (grammar/lark_reader.h).
     absl::StatusOr<grammar::LarkGrammar> lark = grammar::ReadLarkFile(path.string());
     if (!lark.ok()) return lark.status();
-    return grammar::LowerLark(*lark);
+    grammar::LarkLoweringOptions lowering;
+    lowering.indenter = indenter;
+    return grammar::LowerLark(*lark, lowering);
   }
   if (ext != ".gbnf" && ext != ".ebnf" && ext != ".lark") {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -239,7 +242,7 @@ absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view da
   std::vector<std::string> warnings;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> ir =
-      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings, options.limits);
+      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings, options.limits, options.indenter);
   auto data = Compile(std::move(ir), options, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
@@ -273,7 +276,7 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
       ir = grammar::ReadGbnf(text, source_name);
       break;
     case GrammarFormat::kLark:
-      ir = grammar::ReadLarkGrammar(text, source_name);
+      ir = grammar::ReadLarkGrammar(text, source_name, {}, {.indenter = options.indenter});
       break;
     case GrammarFormat::kRegex:
       ir = internal::RegexGrammar(text, source_name, 1);

@@ -155,6 +155,13 @@ struct Token {
   bool ignored = false;     // %ignore: lexed, then dropped before the rules see it
   bool in_rules = false;    // some rule refers to it (else it is only ignored)
   SourceLocation loc;
+  // Lark's Indenter post-lexer (parser/indenter.h), when the grammar runs
+  // one: the token's part in it. kIndent and kDedent tokens are %declare'd
+  // (no pattern, never lexed): only the indenter produces them. Carried with
+  // the lexicon through every transform.
+  enum class IndentRole : uint8_t { kNone, kNewline, kIndent, kDedent, kOpenBracket, kCloseBracket };
+  IndentRole indent_role = IndentRole::kNone;
+  uint32_t tab_len = 0;  // kNewline: the columns a tab counts for (Lark's tab_len)
 };
 
 // A grammar as read. Invariants (checked by Validate()): every ExprId and

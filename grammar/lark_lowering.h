@@ -15,8 +15,14 @@
 //    parts kept as scoped groups `(?i:...)`. A token written as a single
 //    string stays a *string* token (text and flags), which is what lets the
 //    lexer treat keywords as Lark does ("unless").
-// A %declare'd terminal used by a kept rule is refused: Lark expects a
-// postlexer to produce it (Python's _INDENT/_DEDENT), which zapgram lacks.
+// A %declare'd terminal used by a kept rule has no pattern: Lark expects a
+// postlexer to produce it. The one postlexer zapgram runs is Lark's
+// Indenter (parser/indenter.h): with LarkLoweringOptions::indenter on (or
+// detected: the grammar %declares the indent and dedent tokens and uses a
+// newline token), the indent and dedent tokens become tokens no pattern
+// matches, and the newline and bracket tokens are marked with their roles
+// (grammar::Token::indent_role). Any other %declare'd terminal a kept rule
+// uses is refused, naming it.
 //
 // Tests: tests/parser/lexer_test.cc (Lark semantics end to end),
 // tests/data/lark_data_test.cc (SynCode's grammars on real code).
@@ -28,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
 #include "grammar/lark_reader.h"
+#include "zapgram/grammar.h"
 
 namespace zapgram::grammar {
 
@@ -35,7 +42,17 @@ struct LarkLoweringOptions {
   // Longest regex a token's definition may expand to (terminal references
   // are inlined, so a chain of references can double it at each level).
   size_t max_token_pattern_bytes = 1 << 20;
+  // Lark's Indenter post-lexer: auto-detected by default.
+  IndenterOptions indenter;
 };
+
+// Lark's name of an anonymous string token of one punctuation character
+// ("(" -> "LPAR"), as Lark's grammar compiler names it; empty otherwise.
+std::string_view LarkPunctuationName(std::string_view text);
+
+// One line for `zapgram check`: "indenter: off" or "indenter: on (newline
+// _NL, indent _INDENT, dedent _DEDENT, brackets LPAR/RPAR ..., tab 8)".
+std::string DescribeIndenter(const Grammar& g);
 
 absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options = {});
 

@@ -470,7 +470,8 @@ const std::vector<parser::Recognizer::LaneView>& Matcher::LexedViewsAt(uint32_t 
     const uint32_t step = ancestors_[--n];
     const uint32_t d = nodes[step].depth;
     step_deep_ = false;
-    parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[step].byte, advance, &view_stack_[d]);
+    parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[step].byte, advance, &view_stack_[d],
+                                      recognizer_.options().limits.max_indent_levels);
     view_deep_[d] = view_deep_[d - 1] | static_cast<uint8_t>(step_deep_);
     view_path_.push_back(step);
   }

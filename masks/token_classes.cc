@@ -651,6 +651,10 @@ TokenClasses LexedBehaviourClasses::Run() {
 TokenClasses ComputeTokenClasses(const CompiledGrammar& g) {
   const parser::FlatGrammar& flat = g.grammar();
   const parser::TerminalTable& t = flat.terminals;
+  // Lark's Indenter reads spaces, tabs and newlines that the lexer may step
+  // alike (they count toward the indentation): byte-class strings, whose
+  // classes keep those bytes apart (parser/lexer.h), are exact there.
+  if (flat.lexed() && flat.lexer->indenter.on()) return ByteClassStringClasses(g);
   if (flat.lexed()) return LexedBehaviourClasses(g).Run();
   if (t.lazy != nullptr) return ByteClassStringClasses(g);
   return BehaviourClasses(g).Run();
@@ -662,7 +666,7 @@ struct TokenClassesInProgress::Lexed {
 };
 
 TokenClassesInProgress::TokenClassesInProgress(const CompiledGrammar& g) : g_(g) {
-  if (g.grammar().lexed()) lexed_ = std::make_unique<Lexed>(g);
+  if (g.grammar().lexed() && !g.grammar().lexer->indenter.on()) lexed_ = std::make_unique<Lexed>(g);
 }
 
 TokenClassesInProgress::~TokenClassesInProgress() = default;

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
+#include "grammar/lark_patterns.h"
 #include "grammar/regex_compiler.h"
 
 namespace zapgram::parser {
@@ -32,35 +33,6 @@ namespace zapgram::parser {
 namespace {
 
 constexpr uint64_t kUnboundedWidth = ~uint64_t{0};
-
-// Whether a pattern has a lazy quantifier (`*?`, `+?`, `??`, `{m,n}?`).
-bool HasLazyQuantifier(std::string_view p) {
-  bool after_quantifier = false;
-  for (size_t i = 0; i < p.size(); ++i) {
-    char c = p[i];
-    if (c == '\\') {
-      ++i;
-      after_quantifier = false;
-      continue;
-    }
-    if (c == '[') {  // skip the class; a leading ] (after an optional ^) is literal
-      size_t j = i + 1;
-      if (j < p.size() && p[j] == '^') ++j;
-      if (j < p.size() && p[j] == ']') ++j;
-      while (j < p.size() && p[j] != ']') j += p[j] == '\\' ? 2 : 1;
-      i = j;
-      after_quantifier = false;
-      continue;
-    }
-    if (c == '?') {
-      if (after_quantifier) return true;
-      after_quantifier = i > 0 && p[i - 1] != '(';
-      continue;
-    }
-    after_quantifier = c == '*' || c == '+' || c == '}';
-  }
-  return false;
-}
 
 size_t CodepointCount(std::string_view s) {
   size_t n = 0;
@@ -135,6 +107,7 @@ class LexerBuilder {
  private:
   absl::Status CompileTokens();
   void RankTokens();
+  void SetUpIndenter();
   void ComputeByteClasses();
   absl::Status BuildProduct();
   uint32_t Intern(std::vector<uint32_t> key);
@@ -165,6 +138,10 @@ absl::Status LexerBuilder::CompileTokens() {
     out_->names[t] = token.name;
     out_->ignored[t] = token.ignored;
     out_->in_lexer[t] = token.ignored || token.in_rules;
+    if (token.indent_role == grammar::Token::IndentRole::kIndent ||
+        token.indent_role == grammar::Token::IndentRole::kDedent) {
+      out_->in_lexer[t] = 0;  // produced by the Indenter, never lexed
+    }
     if (!out_->in_lexer[t]) continue;
     absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(token.pattern, token.flags, limits);
     if (!dfa.ok()) {
@@ -190,7 +167,7 @@ absl::Status LexerBuilder::CompileTokens() {
     }
     TokenAutomaton& a = automata_[t];
     a.dfa = *std::move(dfa);
-    if (HasLazyQuantifier(token.pattern)) {
+    if (grammar::HasLazyQuantifier(token.pattern)) {
       // Shortest match: the token ends at its first accepting state.
       for (uint32_t s = 1; s < a.dfa.num_states(); ++s) {
         if (a.dfa.accepting[s]) a.dfa.next[s].fill(0);
@@ -260,8 +237,48 @@ void LexerBuilder::RankTokens() {
   for (auto& list : retypes_) std::stable_sort(list.begin(), list.end(), string_order);
 }
 
+void LexerBuilder::SetUpIndenter() {
+  IndenterTable& ind = out_->indenter;
+  for (uint32_t t = 0; t < g_.tokens.size(); ++t) {
+    const grammar::Token& token = g_.tokens[t];
+    using Role = grammar::Token::IndentRole;
+    switch (token.indent_role) {
+      case Role::kNone:
+        break;
+      case Role::kNewline:
+        ind.nl = t;
+        ind.tab_len = token.tab_len;
+        break;
+      case Role::kIndent:
+        ind.indent = t;
+        break;
+      case Role::kDedent:
+        ind.dedent = t;
+        break;
+      case Role::kOpenBracket:
+      case Role::kCloseBracket:
+        ind.bracket.resize(g_.tokens.size(), 0);
+        ind.bracket[t] = token.indent_role == Role::kOpenBracket ? 1 : -1;
+        break;
+    }
+  }
+  if (!ind.on()) {
+    out_->indenter = IndenterTable{};
+    return;
+  }
+  ind.bracket.resize(g_.tokens.size(), 0);
+}
+
 void LexerBuilder::ComputeByteClasses() {
   grammar::ByteClassPartition classes;
+  if (out_->indenter.on()) {
+    // ' ', '\t' and '\n' count differently toward the indentation.
+    std::array<uint32_t, 256> apart{};
+    apart[' '] = 1;
+    apart['\t'] = 2;
+    apart['\n'] = 3;
+    classes.Refine(apart);
+  }
   for (const TokenAutomaton& a : automata_) {
     for (uint32_t s = 1; s < a.dfa.num_states() && !classes.all_distinct(); ++s) {
       classes.Refine(a.dfa.next[s]);
@@ -386,6 +403,7 @@ absl::StatusOr<std::shared_ptr<const LexerTable>> LexerBuilder::Run() {
   absl::Status st = CompileTokens();
   if (!st.ok()) return st;
   RankTokens();
+  SetUpIndenter();
   ComputeByteClasses();
   if (!(st = BuildProduct()).ok()) return st;
   return std::shared_ptr<const LexerTable>(out_);

@@ -44,6 +44,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "parser/indenter.h"
 #include "zapgram/limits.h"
 
 namespace zapgram::parser {
@@ -72,6 +73,12 @@ struct LexerTable {
   std::vector<uint8_t> ignored_can_continue; // an ignored token may still end later
   uint32_t words_per_state = 0;
   std::vector<uint64_t> continue_bits;       // [state * words + t / 64]: token t may still end later
+
+  // Lark's Indenter, when the grammar runs one (parser/indenter.h). Its
+  // indent and dedent tokens are not in the lexer; with it on, ' ', '\t'
+  // and '\n' each have a byte class of their own (the indentation count
+  // tells them apart where the token automata do not).
+  IndenterTable indenter;
 
   uint32_t Step(uint32_t state, uint8_t byte) const {
     return next[static_cast<size_t>(state) * num_classes + byte_class[byte]];
