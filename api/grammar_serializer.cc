@@ -55,6 +55,8 @@
 //     with kFlagIndenter (a Lark grammar with an Indenter, parser/indenter.h):
 //       u32 newline, indent, dedent tokens, u32 tab length, i8 per token
 //       (+1 open bracket, -1 close bracket, 0 neither)
+//     with kFlagLexerKills (lookahead killers, parser/lexer.h): u32 per lexer
+//       state kill_rank, then kill_later
 //   A string is u32 length + bytes; an array is its count + raw elements.
 //
 // Safety. Every count is checked against the bytes left before anything is
@@ -752,6 +754,24 @@ bool ReadRuleAttributes(Reader& r, parser::FlatGrammar& g) {
 }
 
 constexpr uint32_t kFlagIndenter = 2;
+constexpr uint32_t kFlagLexerKills = 4;
+
+// Lookahead killers of a lexed grammar (parser/lexer.h: kill_rank, kill_later).
+void WriteKills(const parser::LexerTable& l, Writer& w) {
+  w.Elements(l.kill_rank);
+  w.Elements(l.kill_later);
+}
+
+bool ReadKills(Reader& r, parser::FlatGrammar& g) {
+  if (!r.Check(g.lexed(), "lookahead killers without a lexer")) return false;
+  auto lexer = std::make_shared<parser::LexerTable>(*g.lexer);
+  const uint32_t states = lexer->num_states();
+  lexer->kill_rank = r.Elements<uint32_t>(states, "lexer kill ranks");
+  lexer->kill_later = r.Elements<uint32_t>(states, "lexer kill-later ranks");
+  if (!r.ok()) return false;
+  g.lexer = std::move(lexer);
+  return true;
+}
 
 // Lark's Indenter of a lexed grammar (parser/indenter.h).
 void WriteIndenter(const parser::IndenterTable& t, Writer& w) {
@@ -799,6 +819,7 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> ReadPayload
   if (absl::Status st = ReadFlatGrammar(r, limits, data->flat); !st.ok()) return st;
   if ((flags & kFlagRuleAttributes) != 0 && !ReadRuleAttributes(r, data->flat)) return r.status();
   if ((flags & kFlagIndenter) != 0 && !ReadIndenter(r, data->flat)) return r.status();
+  if ((flags & kFlagLexerKills) != 0 && !ReadKills(r, data->flat)) return r.status();
   if (r.remaining() != 0) {
     r.Fail(absl::StrCat(r.remaining(), " bytes after the grammar"));
     return r.status();
@@ -824,10 +845,12 @@ std::string CompiledGrammar::Serialize() const {
   if (attributes) WriteRuleAttributes(data.flat, payload);
   const bool indenter = data.flat.lexed() && data.flat.lexer->indenter.on();
   if (indenter) WriteIndenter(data.flat.lexer->indenter, payload);
+  const bool kills = data.flat.lexed() && !data.flat.lexer->kill_rank.empty();
+  if (kills) WriteKills(*data.flat.lexer, payload);
   Writer out;
   out.out().append(kMagic, sizeof kMagic);
   out.U32(kSerialFormatVersion);
-  out.U32((attributes ? kFlagRuleAttributes : 0) | (indenter ? kFlagIndenter : 0));
+  out.U32((attributes ? kFlagRuleAttributes : 0) | (indenter ? kFlagIndenter : 0) | (kills ? kFlagLexerKills : 0));
   out.U64(vocabulary_.fingerprint());
   out.U64(payload.out().size());
   out.U64(grammar::XxHash64(payload.out()));
@@ -852,7 +875,7 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Deserialize(std::string_view by
         "compiled grammar: format version %d, this build reads version %d (compile the grammar again)", version,
         kSerialFormatVersion));
   }
-  if ((flags & ~(kFlagRuleAttributes | kFlagIndenter)) != 0) return absl::DataLossError(absl::StrFormat("compiled grammar: corrupt at byte 12: flags %d", flags));
+  if ((flags & ~(kFlagRuleAttributes | kFlagIndenter | kFlagLexerKills)) != 0) return absl::DataLossError(absl::StrFormat("compiled grammar: corrupt at byte 12: flags %d", flags));
   const uint64_t fingerprint = ReadU64At(bytes, 16);
   if (fingerprint != vocabulary.fingerprint()) {
     return absl::FailedPreconditionError(absl::StrFormat(

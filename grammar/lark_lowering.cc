@@ -256,6 +256,7 @@ absl::Status Lowering::RenderPatterns(ExprId root) {
 uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority,
                             SourceLocation loc) {
   Token t;
+  Token killer;  // the lookahead killer of t, when it has one (grammar/lark_patterns.h)
   bool never = false;
   t.name = std::move(name);
   t.is_string = p.is_string;
@@ -272,6 +273,9 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
     t.pattern = p.regexp;  // joined: the parts' flags are scoped groups inside
   }
   if (!t.is_string) {
+    // Lark orders terminals by the length of the pattern it renders: the one
+    // before the rewrites below.
+    const std::string rendered = t.pattern;
     // Lazy quantifiers inside greedy repetitions (python.lark's _NL):
     // rewritten to what Python's first-match reading takes
     // (grammar/lark_patterns.h).
@@ -280,11 +284,24 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
     // (python.lark's `"(?!"").*?"`): dropped, with a warning
     // (grammar/lark_patterns.h).
     if (std::optional<DroppedLookaheads> dropped = DropPastMatchLookaheads(t.pattern, t.flags)) {
-      out_.warnings.push_back(absl::StrFormat(
-          "%s: terminal %s: lookahead %s reads past the match only; read without it (a match "
-          "whose end the lookahead's text would continue is taken; Lark does not take it)",
-          Where(loc), t.name, dropped->what));
+      if (dropped->killer.empty()) {
+        out_.warnings.push_back(absl::StrFormat(
+            "%s: terminal %s: lookahead %s reads past the match only; read without it (a match "
+            "whose end the lookahead's text would continue is taken; Lark does not take it)",
+            Where(loc), t.name, dropped->what));
+      } else {
+        killer.name = t.name + "__lookahead";
+        killer.pattern = std::move(dropped->killer);
+        killer.flags = t.flags;
+        killer.priority = t.priority;
+        killer.loc = loc;
+      }
       t.pattern = std::move(dropped->pattern);
+    }
+    if (t.pattern != rendered) {
+      size_t length = 0;
+      for (unsigned char c : rendered) length += (c & 0xC0) != 0x80;
+      t.lark_length = static_cast<uint32_t>(length);
     }
     // A regex whose assertions keep it from matching anything (/a(?=b)c/,
     // /a^b$c/): Lark compiles it and its lexer never produces the terminal;
@@ -300,7 +317,13 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
   }
   out_.tokens.push_back(std::move(t));
   never_.push_back(never);
-  return static_cast<uint32_t>(out_.tokens.size() - 1);
+  const uint32_t token = static_cast<uint32_t>(out_.tokens.size() - 1);
+  if (!killer.name.empty() && !never) {
+    killer.lookahead_of = static_cast<int32_t>(token);
+    out_.tokens.push_back(std::move(killer));
+    never_.push_back(false);
+  }
+  return token;
 }
 
 absl::StatusOr<uint32_t> Lowering::TokenForTerminal(RuleId rule) {

@@ -140,6 +140,99 @@ void CutAtAccepting(ByteDfa* dfa) {
   }
 }
 
+// The killer of lookahead `la`: the pattern up to it on its own
+// alternative, then Y, the groups on the way closed; empty when a group on
+// the way is not a plain (capturing, non-capturing or flag) group, or
+// another lookahead stands there.
+struct Killer {
+  std::string prefix;  // P, its groups closed
+  std::string killer;  // P Y, its groups closed
+};
+Killer KillerOf(std::string_view p, const Lookahead& la) {
+  struct Level {
+    size_t open = 0, body = 0, alt = 0;  // the group's '(', its first body byte, its alternative's start
+    bool plain = true;                   // capturing, non-capturing or flags: its text means the same in P
+  };
+  std::vector<Level> levels = {{0, 0, 0, true}};
+  for (size_t i = 0; i < la.begin;) {
+    if (const size_t j = SkipEscapeOrClass(p, i); j != i) {
+      if (j == std::string_view::npos) return {};
+      i = j;
+      continue;
+    }
+    const char c = p[i];
+    if (c == '(') {
+      size_t body = i + 1;
+      bool plain = true;
+      const std::string_view at = p.substr(i, 4);
+      if (at.starts_with("(?:")) {
+        body = i + 3;
+      } else if (at == "(?&:" || at == "(?~:" || at == "(?<=" || at == "(?<!") {
+        body = i + 4;  // set operations, lookbehinds: skipped when closed on the way
+        plain = false;
+      } else if (at.starts_with("(?=") || at.starts_with("(?!")) {
+        body = i + 3;
+        plain = false;
+      } else if (at == "(?P<") {
+        const size_t j = p.find('>', i);
+        if (j == std::string_view::npos) return {};
+        body = j + 1;
+      } else if (at.starts_with("(?")) {
+        size_t j = i + 2;  // flags: (?is:...) scoped, (?i) for the rest
+        while (j < p.size() && std::string_view("aiLmsux-").find(p[j]) != std::string_view::npos) ++j;
+        if (j >= p.size() || (p[j] != ':' && p[j] != ')')) return {};
+        if (p[j] == ')') {
+          i = j + 1;
+          continue;
+        }
+        body = j + 1;
+      }
+      levels.push_back({i, body, body, plain});
+      i = body;
+      continue;
+    }
+    if (c == ')') {
+      if (levels.size() <= 1) return {};
+      levels.pop_back();
+      ++i;
+      continue;
+    }
+    if (c == '|') levels.back().alt = i + 1;
+    ++i;
+  }
+  std::string prefix;
+  for (size_t k = 1; k < levels.size(); ++k) {
+    if (!levels[k].plain) return {};  // the lookahead inside a set operation or lookaround
+  }
+  for (size_t k = 0; k < levels.size(); ++k) {
+    if (k > 0) prefix.append(p.substr(levels[k].open, levels[k].body - levels[k].open));
+    const size_t until = k + 1 < levels.size() ? levels[k + 1].open : la.begin;
+    if (until < levels[k].alt) return {};
+    const std::string_view part = p.substr(levels[k].alt, until - levels[k].alt);
+    if (part.find("(?!") != std::string_view::npos || part.find("(?=") != std::string_view::npos) return {};
+    prefix.append(part);
+  }
+  if (HasLazyQuantifier(prefix)) return {};  // the lexer would cut the killer short
+  const std::string closers(levels.size() - 1, ')');
+  Killer out;
+  out.killer = absl::StrCat(prefix, "(?:", std::string(p.substr(la.begin + 3, la.end - 1 - (la.begin + 3))), ")",
+                            closers);
+  out.prefix = prefix + closers;
+  return out;
+}
+
+// Whether no string of `dfa` is a proper prefix of another (a trimmed
+// DFA: no accepting state has a move).
+bool PrefixFree(const ByteDfa& dfa) {
+  for (uint32_t s = 1; s < dfa.num_states(); ++s) {
+    if (!dfa.accepting[s]) continue;
+    for (uint32_t t : dfa.next[s]) {
+      if (t != 0) return false;
+    }
+  }
+  return true;
+}
+
 bool AcceptsSomething(const ByteDfa& dfa) {
   if (dfa.num_states() <= 1) return false;
   std::vector<uint8_t> seen(dfa.num_states(), 0);
@@ -299,6 +392,16 @@ std::optional<DroppedLookaheads> DropPastMatchLookaheads(std::string_view patter
     absl::StrAppend(&out.what, k > 0 ? ", " : "",
                     std::string(pattern.substr(found[k].begin, found[k].end - found[k].begin)));
   }
+  // The killers, one alternative each: exact when every P is prefix-free.
+  std::vector<std::string> killers;
+  for (const Lookahead& la : found) {
+    Killer k = KillerOf(pattern, la);
+    if (k.killer.empty()) return out;
+    absl::StatusOr<ByteDfa> prefix = CompileRegex(k.prefix, flags, limits);
+    if (!prefix.ok() || !PrefixFree(*prefix) || !CompileRegex(k.killer, flags, limits).ok()) return out;
+    killers.push_back(std::move(k.killer));
+  }
+  for (size_t k = 0; k < killers.size(); ++k) absl::StrAppend(&out.killer, k > 0 ? "|" : "", "(?:", killers[k], ")");
   return out;
 }
 

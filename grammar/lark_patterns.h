@@ -29,16 +29,23 @@
 //    stays refused, as before;
 //  - it never does (the pattern with `(?!Y)R` read as R minus the strings
 //    starting with Y has the same language as R, both cut to their
-//    shortest matches where the lexer cuts them): the lookahead is dropped.
-//    A match whose rest R is a proper prefix of Y is then taken even where
-//    the text after it completes Y; Lark does not take it there. The
-//    warning names the terminal and the lookahead (`zapgram check`,
-//    Grammar::warnings()).
-// In python.lark this changes only texts with a `"""` (or `'''`) that never
-// closes: Lark rejects them (no terminal matches there), zapgram can read
-// `""` followed by a string. Masks differ from Lark's only in the EOS bit
-// after such a prefix (inside an open long string every token is allowed
-// either way). docs/lark-lexing.md lists it with the other deviations.
+//    shortest matches where the lexer cuts them): the lookahead is dropped
+//    from the terminal, and what it tested past the match becomes a
+//    *killer* token K = P Y, P the pattern up to the lookahead on its
+//    alternative (`[ubf]?r?("(?:""))` for STRING). The lexer runs K beside
+//    the terminal; where K matches from the same start, the lookahead failed
+//    for every match of the terminal from there, and its tentative ends die
+//    (parser/lexer.h, guards). Exact when P has one match on any text (no
+//    string of P is a prefix of another: checked on its DFA), and no other
+//    lookahead stands on the way to it. The lexer refuses a grammar where
+//    the terminal's tentative match would drop from its product a terminal
+//    Lark tries after it (Lark tries that one once the lookahead fails):
+//    python.lark tries LONG_STRING and _NL before STRING, so nothing is
+//    dropped there.
+//  - when K cannot be built that way, the lookahead is only dropped: a
+//    match whose rest R is a proper prefix of Y is then taken even where
+//    the text after it completes Y (Lark does not take it), with a warning
+//    naming the terminal (`zapgram check`, Grammar::warnings()).
 // Only `(?!Y)` with Y a literal string (characters and escaped
 // punctuation), outside character classes, is considered; its R is the rest
 // of its alternative inside the innermost group around it.
@@ -58,6 +65,10 @@ namespace zapgram::grammar {
 
 struct DroppedLookaheads {
   std::string pattern;  // the pattern without them
+  // The killer (see 2. above): texts from the match's start that make a
+  // lookahead fail, or empty when it cannot be built (then the dropped
+  // lookahead is a deviation, warned).
+  std::string killer;
   std::string what;     // "(?!\"\"), (?!'')"
 };
 

@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 #include "grammar/lark_lowering.h"
+#include "parser/flat_grammar.h"
+#include "tests/support/ir_compile.h"
 #include "grammar/regex_compiler.h"
 
 namespace zapgram::grammar {
@@ -19,6 +21,8 @@ TEST(LarkLookahead, PythonStringsLookOnlyPastTheEmptyString) {
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->pattern, R"([ubf]?r?(".*?"|'.*?'))");
   EXPECT_EQ(d->what, R"((?!""), (?!''))");
+  // The killer: the prefix up to the lookahead on its alternative, then Y.
+  EXPECT_EQ(d->killer, R"((?:[ubf]?r?("(?:"")))|(?:[ubf]?r?('(?:''))))");
 }
 
 TEST(LarkLookahead, LookaheadsThatRefuseMatchesStayRefused) {
@@ -56,13 +60,43 @@ TEST(LarkLazy, FirstCloseInsideGreedyRepetitions) {
   EXPECT_EQ(RewriteLazyQuantifiers("/[^x]+?;"), "/(?&:[^x]+;|(?~:[\\s\\S]*;[\\s\\S]+))");
 }
 
-TEST(LarkLookahead, TheLoweringWarnsAndLexes) {
-  absl::StatusOr<Grammar> g = ReadLarkGrammar(
-      "start: STRING+\nSTRING: /\"(?!\"\").*?\"/\n%ignore \" \"\n", "s.lark");
+// Python's strings: `""` is a string unless a third quote follows (then
+// only a long string can start there, as in Lark's lexer).
+// (LONG_STRING's pattern is the longer: Lark tries it first, as in python.lark.)
+constexpr std::string_view kStrings = R"lark(
+start: (STRING | LONG_STRING)+
+STRING: /"(?!"").*?"/s
+LONG_STRING: /"""[\s\S]*?"""/
+%ignore " "
+)lark";
+
+bool Accepts(const parser::FlatGrammar& flat, std::string_view text) { return testing::AcceptsByteByByte(flat, text); }
+
+TEST(LarkLookahead, TheKillerRefutesTheEmptyStringBeforeAQuote) {
+  absl::StatusOr<Grammar> g = ReadLarkGrammar(kStrings, "s.lark");
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_EQ(g->warnings.size(), 1u);
-  EXPECT_NE(g->warnings[0].find("lookahead (?!\"\") reads past the match only"), std::string::npos)
-      << g->warnings[0];
+  EXPECT_TRUE(g->warnings.empty());
+  bool killer = false;
+  for (const Token& t : g->tokens) killer = killer || (t.name == "STRING__lookahead" && t.lookahead_of >= 0);
+  EXPECT_TRUE(killer);
+  absl::StatusOr<parser::FlatGrammar> flat = parser::BuildFlatGrammar(*g);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_TRUE(Accepts(*flat, R"("" "abc")"));
+  EXPECT_TRUE(Accepts(*flat, R"("""abc""")"));
+  EXPECT_TRUE(Accepts(*flat, R"("""a"b""" "")"));
+  EXPECT_FALSE(Accepts(*flat, R"("""abc")"));     // no long string closes: Lark fails at the first quote
+  EXPECT_FALSE(Accepts(*flat, R"(""""abc")"));
+  EXPECT_TRUE(Accepts(*flat, R"("")"));           // at the end: nothing follows the string
+  // Tried before LONG_STRING, STRING's tentative `""` would drop it from the
+  // lexer's product where Lark tries it once the lookahead fails: refused.
+  absl::StatusOr<Grammar> first = ReadLarkGrammar(
+      "start: (STRING | LONG_STRING)+\nSTRING: /\"(?!\"\").*?\"/s\nLONG_STRING: /\"\"\".*?\"\"\"/s\n", "f.lark");
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<parser::FlatGrammar> refused = parser::BuildFlatGrammar(*first);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("terminal STRING has a lookahead that reads past its match"),
+            std::string::npos)
+      << refused.status();
 }
 
 }  // namespace
