@@ -83,6 +83,7 @@ void zapgram_grammar_options_init(zapgram_grammar_options* options) {
   const zapgram::SchemaOptions defaults;
   options->schema_validation = defaults.purpose == zapgram::SchemaPurpose::kValidation ? 1 : 0;
   options->schema_lenient = defaults.lenient ? 1 : 0;
+  options->lark_indenter = 0;
 }
 
 namespace {
@@ -94,6 +95,9 @@ zapgram::LoadOptions LoadOptionsOf(const zapgram_grammar_options* options) {
                                       ? zapgram::SchemaPurpose::kValidation
                                       : zapgram::SchemaPurpose::kGeneration;
     load_options.schema.lenient = options->schema_lenient != 0;
+    load_options.indenter.mode = options->lark_indenter == 1   ? zapgram::IndenterOptions::Mode::kOn
+                                 : options->lark_indenter == 2 ? zapgram::IndenterOptions::Mode::kOff
+                                                               : zapgram::IndenterOptions::Mode::kAuto;
   }
   return load_options;
 }

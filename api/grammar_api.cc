@@ -127,7 +127,8 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
 absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::string_view data_root,
                                                  const SchemaOptions& schema,
                                                  std::vector<std::string>* warnings,
-                                                 const CompileLimits& limits) {
+                                                 const CompileLimits& limits,
+                                                 const IndenterOptions& indenter) {
   if (spec.starts_with("schema:")) {
     return ReadSchemaSpec(spec.substr(7), data_root, schema, warnings, limits);
   }
@@ -166,7 +167,9 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::str
     if (llguidance) read.dialect = grammar::LarkDialect::kLlguidance;
     absl::StatusOr<grammar::LarkGrammar> lark = grammar::ReadLarkFile(path.string(), read);
     if (!lark.ok()) return lark.status();
-    return grammar::LowerLark(*lark, LarkLowering(limits));
+    grammar::LarkLoweringOptions lowering = LarkLowering(limits);
+    lowering.indenter = indenter;
+    return grammar::LowerLark(*lark, lowering);
   }
   if (llguidance) {
     return absl::InvalidArgumentError(
@@ -263,7 +266,7 @@ absl::StatusOr<Grammar> Grammar::Load(std::string_view spec, std::string_view da
   std::vector<std::string> warnings;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<grammar::Grammar> ir =
-      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings, options.limits);
+      internal::ReadGrammarSpec(spec, data_root, options.schema, &warnings, options.limits, options.indenter);
   auto data = Compile(std::move(ir), options, MsSince(start), std::move(warnings));
   if (!data.ok()) return data.status();
   return Grammar(*std::move(data));
@@ -300,7 +303,9 @@ absl::StatusOr<Grammar> Grammar::FromText(GrammarFormat format, std::string_view
     case GrammarFormat::kLlguidanceLark: {
       grammar::LarkReadOptions read;
       if (format == GrammarFormat::kLlguidanceLark) read.dialect = grammar::LarkDialect::kLlguidance;
-      ir = grammar::ReadLarkGrammar(text, source_name, read, internal::LarkLowering(options.limits));
+      grammar::LarkLoweringOptions lowering = internal::LarkLowering(options.limits);
+      lowering.indenter = options.indenter;
+      ir = grammar::ReadLarkGrammar(text, source_name, read, lowering);
       break;
     }
     case GrammarFormat::kRegex:

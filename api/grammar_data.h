@@ -54,7 +54,8 @@ absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec,
 absl::StatusOr<grammar::Grammar> ReadGrammarSpec(std::string_view spec, std::string_view data_root,
                                                  const SchemaOptions& schema,
                                                  std::vector<std::string>* warnings,
-                                                 const CompileLimits& limits = {});
+                                                 const CompileLimits& limits = {},
+                                                 const IndenterOptions& indenter = {});
 
 // A JSON Schema's text to IR under `schema`; `source_name` prefixes errors.
 // Lenient-conversion warnings are appended to `warnings` (may be null).

@@ -52,6 +52,11 @@
 //       that has one, u32 nt, u32 capture (0 or 1 + name index), f32
 //       temperature (negative: none). Grammars without them are written as
 //       before the attributes existed.
+//     with kFlagIndenter (a Lark grammar with an Indenter, parser/indenter.h):
+//       u32 newline, indent, dedent tokens, u32 tab length, i8 per token
+//       (+1 open bracket, -1 close bracket, 0 neither)
+//     with kFlagLexerKills (lookahead killers, parser/lexer.h): u32 per lexer
+//       state kill_rank, then kill_later
 //   A string is u32 length + bytes; an array is its count + raw elements.
 //
 // Safety. Every count is checked against the bytes left before anything is
@@ -762,6 +767,61 @@ bool ReadRuleAttributes(Reader& r, parser::FlatGrammar& g) {
   return r.Check(g.capture_names.empty() == g.nt_capture.empty(), "capture names without captured rules");
 }
 
+constexpr uint32_t kFlagIndenter = 2;
+constexpr uint32_t kFlagLexerKills = 4;
+
+// Lookahead killers of a lexed grammar (parser/lexer.h: kill_rank, kill_later).
+void WriteKills(const parser::LexerTable& l, Writer& w) {
+  w.Elements(l.kill_rank);
+  w.Elements(l.kill_later);
+}
+
+bool ReadKills(Reader& r, parser::FlatGrammar& g) {
+  if (!r.Check(g.lexed(), "lookahead killers without a lexer")) return false;
+  auto lexer = std::make_shared<parser::LexerTable>(*g.lexer);
+  const uint32_t states = lexer->num_states();
+  lexer->kill_rank = r.Elements<uint32_t>(states, "lexer kill ranks");
+  lexer->kill_later = r.Elements<uint32_t>(states, "lexer kill-later ranks");
+  if (!r.ok()) return false;
+  g.lexer = std::move(lexer);
+  return true;
+}
+
+// Lark's Indenter of a lexed grammar (parser/indenter.h).
+void WriteIndenter(const parser::IndenterTable& t, Writer& w) {
+  w.U32(t.nl);
+  w.U32(t.indent);
+  w.U32(t.dedent);
+  w.U32(t.tab_len);
+  w.Elements(t.bracket);
+}
+
+bool ReadIndenter(Reader& r, parser::FlatGrammar& g) {
+  if (!r.Check(g.lexed(), "an indenter without a lexer")) return false;
+  auto lexer = std::make_shared<parser::LexerTable>(*g.lexer);
+  parser::IndenterTable& t = lexer->indenter;
+  const uint32_t tokens = static_cast<uint32_t>(lexer->names.size());
+  t.nl = r.U32("indenter newline");
+  t.indent = r.U32("indenter indent");
+  t.dedent = r.U32("indenter dedent");
+  t.tab_len = r.U32("indenter tab length");
+  t.bracket = r.Elements<int8_t>(tokens, "indenter brackets");
+  if (!r.ok()) return false;
+  auto produced = [&](uint32_t token) {
+    return token == parser::kNoIndentToken || (token < tokens && !lexer->in_lexer[token]);
+  };
+  if (!r.Check(t.nl < tokens && lexer->in_lexer[t.nl] && produced(t.indent) && produced(t.dedent) &&
+                   t.tab_len > 0 && t.bracket.size() == tokens,
+               "indenter tokens out of range")) {
+    return false;
+  }
+  for (int8_t b : t.bracket) {
+    if (!r.Check(b >= -1 && b <= 1, "indenter bracket flag")) return false;
+  }
+  g.lexer = std::move(lexer);
+  return true;
+}
+
 absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> ReadPayload(std::string_view payload,
                                                                                 const CompileLimits& limits,
                                                                                 uint32_t flags) {
@@ -772,6 +832,8 @@ absl::StatusOr<std::shared_ptr<const internal::CompiledGrammarData>> ReadPayload
   if (!r.ok()) return r.status();
   if (absl::Status st = ReadFlatGrammar(r, limits, data->flat); !st.ok()) return st;
   if ((flags & kFlagRuleAttributes) != 0 && !ReadRuleAttributes(r, data->flat)) return r.status();
+  if ((flags & kFlagIndenter) != 0 && !ReadIndenter(r, data->flat)) return r.status();
+  if ((flags & kFlagLexerKills) != 0 && !ReadKills(r, data->flat)) return r.status();
   if (r.remaining() != 0) {
     r.Fail(absl::StrCat(r.remaining(), " bytes after the grammar"));
     return r.status();
@@ -795,10 +857,14 @@ std::string CompiledGrammar::Serialize() const {
   WriteFlatGrammar(data.flat, payload);
   const bool attributes = data.flat.has_captures() || data.flat.has_temperatures();
   if (attributes) WriteRuleAttributes(data.flat, payload);
+  const bool indenter = data.flat.lexed() && data.flat.lexer->indenter.on();
+  if (indenter) WriteIndenter(data.flat.lexer->indenter, payload);
+  const bool kills = data.flat.lexed() && !data.flat.lexer->kill_rank.empty();
+  if (kills) WriteKills(*data.flat.lexer, payload);
   Writer out;
   out.out().append(kMagic, sizeof kMagic);
   out.U32(kSerialFormatVersion);
-  out.U32(attributes ? kFlagRuleAttributes : 0);
+  out.U32((attributes ? kFlagRuleAttributes : 0) | (indenter ? kFlagIndenter : 0) | (kills ? kFlagLexerKills : 0));
   out.U64(vocabulary_.fingerprint());
   out.U64(payload.out().size());
   out.U64(grammar::XxHash64(payload.out()));
@@ -823,7 +889,7 @@ absl::StatusOr<CompiledGrammar> CompiledGrammar::Deserialize(std::string_view by
         "compiled grammar: format version %d, this build reads version %d (compile the grammar again)", version,
         kSerialFormatVersion));
   }
-  if ((flags & ~kFlagRuleAttributes) != 0) return absl::DataLossError(absl::StrFormat("compiled grammar: corrupt at byte 12: flags %d", flags));
+  if ((flags & ~(kFlagRuleAttributes | kFlagIndenter | kFlagLexerKills)) != 0) return absl::DataLossError(absl::StrFormat("compiled grammar: corrupt at byte 12: flags %d", flags));
   const uint64_t fingerprint = ReadU64At(bytes, 16);
   if (fingerprint != vocabulary.fingerprint()) {
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -95,6 +95,9 @@ constexpr std::string_view kHelp =
     "                      document's remaining tokens + 1 (EOS) + S: a valid\n"
     "                      document must still be accepted (its own rest finishes in\n"
     "                      budget); the JSON summary adds \"budget_inexact\"\n"
+    "  --indenter=MODE   Lark's Indenter (Python's _INDENT/_DEDENT): auto (default:\n"
+    "                    when the grammar %declares _INDENT and _DEDENT and uses\n"
+    "                    _NL or _NEWLINE), on, off\n"
     "  --lenient           schema:PATH grammars drop the keywords a grammar cannot\n"
     "                      enforce instead of failing to compile\n"
     "  --data-root DIR     resolve the trace's grammar paths against DIR (default: the\n"
@@ -191,6 +194,8 @@ int RunBench(const std::vector<std::string>& args) {
       cpu_clock = true;
     } else if (arg == "--lenient") {
       load_options.schema.lenient = true;
+    } else if (std::string error; TakeIndenterOption(args, &i, &load_options.indenter, &error)) {
+      if (!error.empty()) return UsageError("bench", error);
     } else if (arg == "--no-pruning") {
       pruning = false;
     } else if (arg == "--no-cache") {

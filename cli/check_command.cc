@@ -65,6 +65,7 @@
 #include "grammar/builtin.h"
 #include "grammar/gbnf_reader.h"
 #include "grammar/grammar.h"
+#include "grammar/lark_lowering.h"
 #include "transforms/pipeline.h"
 #include "transforms/report.h"
 #include "absl/strings/escaping.h"
@@ -78,7 +79,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: zapgram check GRAMMAR [--dump] [--digest] [--lenient] [--any-order] [--validation]\n"
-    "                     [--data-root DIR] [--tokenizer T.json --classes]\n"
+    "                     [--indenter=MODE] [--data-root DIR] [--tokenizer T.json --classes]\n"
     "\n"
     "Reads GRAMMAR and reports whether it is usable:\n"
     "  errors    syntax errors and undefined symbols (SOURCE:LINE:COL), an\n"
@@ -103,6 +104,9 @@ constexpr std::string_view kHelp =
     "                    reported as a warning (default: they are errors)\n"
     "  --any-order       schema:PATH: members in any order (generation grammar)\n"
     "  --validation      schema:PATH: the validation grammar (what parse uses)\n"
+    "  --indenter=MODE   PATH.lark: Lark's Indenter (Python's _INDENT/_DEDENT): auto\n"
+    "                    (default: when the grammar %declares _INDENT and _DEDENT and\n"
+    "                    uses _NL or _NEWLINE), on, off; the choice is printed\n"
     "  --data-root DIR   resolve a relative GRAMMAR path against DIR\n"
     "  --tokenizer T.json --classes\n"
     "                    also print the grammar's token equivalence classes for the\n"
@@ -281,6 +285,7 @@ int RunCheck(const std::vector<std::string>& args) {
   bool classes = false;
   std::string tokenizer;
   SchemaOptions schema;
+  IndenterOptions indenter;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -298,6 +303,8 @@ int RunCheck(const std::vector<std::string>& args) {
       digest = true;
     } else if (arg == "--lenient") {
       schema.lenient = true;
+    } else if (std::string error; TakeIndenterOption(args, &i, &indenter, &error)) {
+      if (!error.empty()) return UsageError("check", error);
     } else if (arg == "--any-order") {
       schema.any_order = true;
     } else if (arg == "--validation") {
@@ -332,7 +339,7 @@ int RunCheck(const std::vector<std::string>& args) {
   absl::StatusOr<grammar::Grammar> ir =
       source->ir       ? *source->ir
       : source->schema ? internal::ReadGrammarSpec(source->builtin, "", schema, &schema_warnings)
-      : source->lark   ? internal::ReadGrammarSpec(source->builtin, "")
+      : source->lark   ? internal::ReadGrammarSpec(source->builtin, "", {}, nullptr, {}, indenter)
                      : grammar::ReadGbnf(source->text, source->name);
   if (!ir.ok()) {
     PrintReaderError(source->name, std::string(ir.status().message()));
@@ -390,6 +397,8 @@ int RunCheck(const std::vector<std::string>& args) {
               Count(counts.literals, "literal terminal").c_str(),
               Count(counts.classes, "class terminal").c_str(),
               ir->lexed() ? absl::StrCat(", ", Count(counts.tokens, "token")).c_str() : "");
+  // Lark's Indenter: whether it runs (detected or asked for), and its tokens.
+  if (source->lark) std::printf("%s\n", grammar::DescribeIndenter(*ir).c_str());
 
   // 3. Normalize: what each transform does to this grammar.
   if (errors == 0) {
@@ -409,7 +418,7 @@ int RunCheck(const std::vector<std::string>& args) {
   if (errors == 0) {
     absl::StatusOr<Grammar> compiled = source->builtin.empty()
                                            ? Grammar::FromGbnf(source->text, source->name)
-                                           : Grammar::Load(source->builtin, "", LoadOptions{{}, schema});
+                                           : Grammar::Load(source->builtin, "", LoadOptions{{}, schema, true, indenter});
     if (!compiled.ok()) {
       std::printf("error: compile: %s\n", std::string(compiled.status().message()).c_str());
       ++errors;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "zapgram/grammar.h"
 
 namespace zapgram::cli {
 
@@ -93,6 +94,12 @@ bool IsOption(std::string_view arg, std::string_view name);
 
 bool TakeOptionValue(const std::vector<std::string>& args, size_t* i, std::string_view name,
                      std::string* value);
+
+// `--indenter=auto|on|off` (Lark's Indenter, IndenterOptions::mode): true
+// when args[*i] is that option, with its value read into `indenter`;
+// `*error` is set for a value other than those three.
+bool TakeIndenterOption(const std::vector<std::string>& args, size_t* i, IndenterOptions* indenter,
+                        std::string* error);
 
 }  // namespace zapgram::cli
 

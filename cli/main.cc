@@ -166,6 +166,26 @@ bool TakeOptionValue(const std::vector<std::string>& args, size_t* i, std::strin
   return true;
 }
 
+bool TakeIndenterOption(const std::vector<std::string>& args, size_t* i, IndenterOptions* indenter,
+                        std::string* error) {
+  if (!IsOption(args[*i], "--indenter")) return false;
+  std::string value;
+  if (!TakeOptionValue(args, i, "--indenter", &value)) {
+    *error = "--indenter needs auto, on or off";
+    return true;
+  }
+  if (value == "auto") {
+    indenter->mode = IndenterOptions::Mode::kAuto;
+  } else if (value == "on") {
+    indenter->mode = IndenterOptions::Mode::kOn;
+  } else if (value == "off") {
+    indenter->mode = IndenterOptions::Mode::kOff;
+  } else {
+    *error = "--indenter needs auto, on or off, not '" + value + "'";
+  }
+  return true;
+}
+
 }  // namespace zapgram::cli
 
 int main(int argc, char** argv) {

@@ -32,6 +32,7 @@ constexpr std::string_view kHelp =
     "whether EOS is allowed, the bytes the grammar forces next, and the first N\n"
     "allowed tokens (default 20) as `id \"bytes\"`. --lenient: a schema:PATH grammar\n"
     "drops the keywords a grammar cannot enforce (reported on stderr).\n"
+    "--indenter=auto|on|off: Lark's Indenter (Python's _INDENT/_DEDENT; default auto).\n"
     "--tokens-left N: the budget-aware mask, tokens after which the text can still\n"
     "be finished within N tokens, EOS counted (masks/budget_mask.h).\n"
     "\n"
@@ -49,6 +50,8 @@ int RunMask(const std::vector<std::string>& args) {
       pruning = false;
     } else if (arg == "--lenient") {
       load_options.schema.lenient = true;
+    } else if (std::string error; TakeIndenterOption(args, &i, &load_options.indenter, &error)) {
+      if (!error.empty()) return UsageError("mask", error);
     } else if (absl::StartsWith(arg, "--tokenizer")) {
       if (!TakeOptionValue(args, &i, "--tokenizer", &tokenizer)) return UsageError("mask", "--tokenizer needs a file");
     } else if (absl::StartsWith(arg, "--prefix")) {

@@ -133,6 +133,9 @@ constexpr std::string_view kHelp =
     "                    after any step, pruning on) and \"max_items_unpruned\" (the\n"
     "                    same with pruning off); human output adds item-count summaries\n"
     "  --no-pruning      decide with pruning off (ablation)\n"
+    "  --indenter=MODE   Lark's Indenter (Python's _INDENT/_DEDENT): auto (default:\n"
+    "                    when the grammar %declares _INDENT and _DEDENT and uses\n"
+    "                    _NL or _NEWLINE), on, off\n"
     "  --lenient         schema:PATH: drop keywords a grammar cannot enforce (each\n"
     "                    reported on stderr) instead of failing\n"
     "  --generation      schema:PATH: parse with the generation grammar (what masks\n"
@@ -166,6 +169,7 @@ struct ParseOptions {
   bool quiet = false;
   bool lenient = false;
   bool generation = false;
+  IndenterOptions indenter;
   std::vector<std::string> texts_files;
   std::vector<std::string> lines_files;
   bool summary = false;  // the summary line on stderr (always with --lines, unless --quiet)
@@ -803,6 +807,8 @@ int RunParse(const std::vector<std::string>& args) {
       options.json = true;
     } else if (arg == "--lenient") {
       options.lenient = true;
+    } else if (std::string error; TakeIndenterOption(args, &i, &options.indenter, &error)) {
+      if (!error.empty()) return UsageError("parse", error);
     } else if (arg == "--generation") {
       options.generation = true;
     } else if (arg == "--texts" || absl::StartsWith(arg, "--texts=")) {
@@ -862,6 +868,7 @@ int RunParse(const std::vector<std::string>& args) {
 
   LoadOptions load_options;
   load_options.schema.lenient = options.lenient;
+  load_options.indenter = options.indenter;
   load_options.schema.purpose =
       options.generation ? SchemaPurpose::kGeneration : SchemaPurpose::kValidation;
   absl::StatusOr<Grammar> grammar = Grammar::Load(positional[0], options.data_root, load_options);

@@ -159,6 +159,22 @@ struct Token {
   bool ignored = false;     // %ignore: lexed, then dropped before the rules see it
   bool in_rules = false;    // some rule refers to it (else it is only ignored)
   SourceLocation loc;
+  // Lark's Indenter post-lexer (parser/indenter.h), when the grammar runs
+  // one: the token's part in it. kIndent and kDedent tokens are %declare'd
+  // (no pattern, never lexed): only the indenter produces them. Carried with
+  // the lexicon through every transform.
+  enum class IndentRole : uint8_t { kNone, kNewline, kIndent, kDedent, kOpenBracket, kCloseBracket };
+  IndentRole indent_role = IndentRole::kNone;
+  uint32_t tab_len = 0;  // kNewline: the columns a tab counts for (Lark's tab_len)
+  // A *lookahead killer* (grammar/lark_patterns.h): not a terminal of its
+  // own but the text that makes a lookahead of tokens[lookahead_of] fail
+  // past its match; it is lexed beside it and only ever kills that token's
+  // tentative ends (parser/lexer.h). -1 for every other token.
+  int32_t lookahead_of = -1;
+  // Code points of the pattern as Lark renders it (to_regexp), for Lark's
+  // try order (parser/lexer.h), when `pattern` was rewritten from it
+  // (grammar/lark_patterns.h); 0: `pattern` itself.
+  uint32_t lark_length = 0;
 };
 
 // A grammar as read. Invariants (checked by Validate()): every ExprId and

@@ -9,6 +9,7 @@
 //    where every terminal becomes a kToken.
 #include "grammar/lark_lowering.h"
 
+#include "grammar/lark_patterns.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/rule_attributes.h"
 #include "grammar/regex_render.h"
@@ -24,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace zapgram::grammar {
 
@@ -110,10 +112,30 @@ class Lowering {
     return absl::StrFormat("%s:%d:%d", arena_.source_name, loc.line, loc.col);
   }
   absl::Status DeclaredTerminalError(SourceLocation loc, std::string_view name) const {
+    if (indenter_on_) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
+          "produce it, and the Indenter (the one zapgram runs) produces only %s and %s",
+          Where(loc), name, options_.indenter.indent_type, options_.indenter.dedent_type));
+    }
+    if (options_.indenter.mode == IndenterOptions::Mode::kOff) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
+          "produce it, and the indenter option is off", Where(loc), name));
+    }
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: terminal %s is %%declare'd and has no definition; Lark expects a postlexer to "
-        "produce it (e.g. an Indenter for _INDENT/_DEDENT), which zapgram does not run",
+        "produce it (for _INDENT/_DEDENT: Lark's Indenter, which zapgram runs when the grammar "
+        "also uses a newline token named _NL or _NEWLINE, or when the indenter option names it)",
         Where(loc), name));
+  }
+  // Whether the Indenter runs (IndenterOptions::mode and the grammar's
+  // %declare's), and its newline terminal's name.
+  absl::Status DecideIndenter();
+  // Marks the newline and bracket tokens with their roles.
+  absl::Status MarkIndenterRoles();
+  bool IsIndenterToken(std::string_view name) const {
+    return indenter_on_ && (name == options_.indenter.indent_type || name == options_.indenter.dedent_type);
   }
 
   const LarkGrammar& lark_;
@@ -133,6 +155,8 @@ class Lowering {
   std::vector<uint8_t> never_;  // per token: can never match (NeverMatchingAssertion)
   static constexpr RuleId kNoNeverRule = static_cast<RuleId>(-1);
   RuleId never_rule_ = kNoNeverRule;
+  bool indenter_on_ = false;
+  std::string nl_name_;  // the Indenter's newline terminal
 };
 
 constexpr uint32_t kNone = 0xFFFFFFFFu;
@@ -232,6 +256,7 @@ absl::Status Lowering::RenderPatterns(ExprId root) {
 uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority,
                             SourceLocation loc) {
   Token t;
+  Token killer;  // the lookahead killer of t, when it has one (grammar/lark_patterns.h)
   bool never = false;
   t.name = std::move(name);
   t.is_string = p.is_string;
@@ -248,6 +273,36 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
     t.pattern = p.regexp;  // joined: the parts' flags are scoped groups inside
   }
   if (!t.is_string) {
+    // Lark orders terminals by the length of the pattern it renders: the one
+    // before the rewrites below.
+    const std::string rendered = t.pattern;
+    // Lazy quantifiers inside greedy repetitions (python.lark's _NL):
+    // rewritten to what Python's first-match reading takes
+    // (grammar/lark_patterns.h).
+    if (std::optional<std::string> greedy = RewriteLazyQuantifiers(t.pattern)) t.pattern = *std::move(greedy);
+    // Negative lookaheads of a literal that only look past the match
+    // (python.lark's `"(?!"").*?"`): dropped, with a warning
+    // (grammar/lark_patterns.h).
+    if (std::optional<DroppedLookaheads> dropped = DropPastMatchLookaheads(t.pattern, t.flags)) {
+      if (dropped->killer.empty()) {
+        out_.warnings.push_back(absl::StrFormat(
+            "%s: terminal %s: lookahead %s reads past the match only; read without it (a match "
+            "whose end the lookahead's text would continue is taken; Lark does not take it)",
+            Where(loc), t.name, dropped->what));
+      } else {
+        killer.name = t.name + "__lookahead";
+        killer.pattern = std::move(dropped->killer);
+        killer.flags = t.flags;
+        killer.priority = t.priority;
+        killer.loc = loc;
+      }
+      t.pattern = std::move(dropped->pattern);
+    }
+    if (t.pattern != rendered) {
+      size_t length = 0;
+      for (unsigned char c : rendered) length += (c & 0xC0) != 0x80;
+      t.lark_length = static_cast<uint32_t>(length);
+    }
     // A regex whose assertions keep it from matching anything (/a(?=b)c/,
     // /a^b$c/): Lark compiles it and its lexer never produces the terminal;
     // so does this, with a pattern of no string, and says so.
@@ -262,12 +317,30 @@ uint32_t Lowering::AddToken(const Pattern& p, std::string name, int32_t priority
   }
   out_.tokens.push_back(std::move(t));
   never_.push_back(never);
-  return static_cast<uint32_t>(out_.tokens.size() - 1);
+  const uint32_t token = static_cast<uint32_t>(out_.tokens.size() - 1);
+  if (!killer.name.empty() && !never) {
+    killer.lookahead_of = static_cast<int32_t>(token);
+    out_.tokens.push_back(std::move(killer));
+    never_.push_back(false);
+  }
+  return token;
 }
 
 absl::StatusOr<uint32_t> Lowering::TokenForTerminal(RuleId rule) {
   if (token_of_rule_[rule] != kNone) return token_of_rule_[rule];
   const LarkTerminal& terminal = lark_.terminals[lark_.index_of[rule]];
+  if (terminal.declared && IsIndenterToken(arena_.rules[rule].name)) {
+    // Produced by the Indenter only: a token no pattern matches, never lexed.
+    Token t;
+    t.name = arena_.rules[rule].name;
+    t.loc = terminal.loc;
+    t.indent_role = t.name == options_.indenter.indent_type ? Token::IndentRole::kIndent
+                                                            : Token::IndentRole::kDedent;
+    out_.tokens.push_back(std::move(t));
+    never_.push_back(false);
+    token_of_rule_[rule] = static_cast<uint32_t>(out_.tokens.size() - 1);
+    return token_of_rule_[rule];
+  }
   if (terminal.declared) return DeclaredTerminalError(terminal.loc, arena_.rules[rule].name);
   const ExprId body = arena_.rules[rule].body;
   absl::Status st = RenderPatterns(body);
@@ -405,8 +478,10 @@ absl::StatusOr<Grammar> Lowering::Run() {
     const Pattern& p = patterns_[arena_.rules[r].body];
     named_by_pattern_[std::make_tuple(p.is_string, p.value, p.flags)] = r;
   }
-  absl::Status st = CopyRules();
+  absl::Status st = DecideIndenter();
   if (!st.ok()) return st;
+  if (!(st = CopyRules()).ok()) return st;
+  if (!(st = MarkIndenterRoles()).ok()) return st;
   out_.root = 0;
   for (const LarkIgnore& ignore : lark_.ignores) {
     absl::StatusOr<uint32_t> token = TokenForExpr(ignore.expr);
@@ -426,7 +501,162 @@ absl::StatusOr<Grammar> Lowering::Run() {
   return std::move(out_);
 }
 
+absl::Status Lowering::DecideIndenter() {
+  const IndenterOptions& o = options_.indenter;
+  if (o.mode == IndenterOptions::Mode::kOff) return absl::OkStatus();
+  auto declared = [&](std::string_view name) {
+    return std::find(lark_.declared.begin(), lark_.declared.end(), name) != lark_.declared.end();
+  };
+  auto defined_terminal = [&](std::string_view name) {
+    const int64_t r = arena_.FindRule(name);
+    return r >= 0 && lark_.is_terminal[r] && !lark_.terminals[lark_.index_of[r]].declared;
+  };
+  const bool both_declared = declared(o.indent_type) && declared(o.dedent_type);
+  std::vector<std::string> candidates;
+  if (!o.nl_type.empty()) {
+    candidates.push_back(o.nl_type);
+  } else {
+    candidates = {"_NL", "_NEWLINE"};
+  }
+  for (const std::string& name : candidates) {
+    if (defined_terminal(name)) {
+      nl_name_ = name;
+      break;
+    }
+  }
+  if (o.mode == IndenterOptions::Mode::kAuto) {
+    indenter_on_ = both_declared && !nl_name_.empty();
+    return absl::OkStatus();
+  }
+  // kOn: every name must be there.
+  if (nl_name_.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: the indenter is on but the grammar defines no newline terminal %s",
+        arena_.source_name, absl::StrJoin(candidates, " or ")));
+  }
+  if (o.tab_len == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(arena_.source_name, ": the indenter's tab_len must be positive"));
+  }
+  for (const std::string* name : {&o.indent_type, &o.dedent_type}) {
+    if (!declared(*name)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: the indenter is on but the grammar does not %%declare %s", arena_.source_name, *name));
+    }
+  }
+  indenter_on_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::MarkIndenterRoles() {
+  if (!indenter_on_) return absl::OkStatus();
+  const IndenterOptions& o = options_.indenter;
+  if (o.tab_len == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(arena_.source_name, ": the indenter's tab_len must be positive"));
+  }
+  // A kept rule's token by Lark's name: a named terminal, or an anonymous
+  // one-character string Lark names so ("(" is LPAR).
+  auto find = [&](std::string_view name) -> uint32_t {
+    for (uint32_t t = 0; t < out_.tokens.size(); ++t) {
+      if (out_.tokens[t].name == name) return t;
+    }
+    for (uint32_t t = 0; t < out_.tokens.size(); ++t) {
+      const Token& token = out_.tokens[t];
+      if (token.is_string && token.flags == 0 && token.name.starts_with("__ANON_") &&
+          LarkPunctuationName(token.text) == name) {
+        return t;
+      }
+    }
+    return kNone;
+  };
+  auto mark = [&](uint32_t t, Token::IndentRole role) -> absl::Status {
+    Token& token = out_.tokens[t];
+    if (token.indent_role != Token::IndentRole::kNone && token.indent_role != role) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: token %s has two parts in the indenter", Where(token.loc), token.name));
+    }
+    token.indent_role = role;
+    return absl::OkStatus();
+  };
+  const uint32_t nl = find(nl_name_);
+  if (nl == kNone || !out_.tokens[nl].in_rules) {
+    // No kept rule uses the newline: nothing for the indenter to do, but
+    // its tokens may still be used.
+    if (o.mode == IndenterOptions::Mode::kOn) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: the indenter is on but no rule reachable from the start uses %s",
+          arena_.source_name, nl_name_));
+    }
+  } else {
+    if (absl::Status st = mark(nl, Token::IndentRole::kNewline); !st.ok()) return st;
+    out_.tokens[nl].tab_len = o.tab_len;
+  }
+  for (const auto& [names, role] : {std::pair{&o.open_paren_types, Token::IndentRole::kOpenBracket},
+                                    std::pair{&o.close_paren_types, Token::IndentRole::kCloseBracket}}) {
+    for (const std::string& name : *names) {
+      const uint32_t t = find(name);
+      if (t == kNone) continue;
+      if (absl::Status st = mark(t, role); !st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string_view LarkPunctuationName(std::string_view text) {
+  // Lark's names for one-character terminals (its grammar compiler's table).
+  static constexpr std::pair<char, std::string_view> kNames[] = {
+      {'.', "DOT"},        {',', "COMMA"},      {':', "COLON"},     {';', "SEMICOLON"},
+      {'+', "PLUS"},       {'-', "MINUS"},      {'*', "STAR"},      {'/', "SLASH"},
+      {'\\', "BACKSLASH"}, {'|', "VBAR"},       {'?', "QMARK"},     {'!', "BANG"},
+      {'@', "AT"},         {'#', "HASH"},       {'$', "DOLLAR"},    {'%', "PERCENT"},
+      {'^', "CIRCUMFLEX"}, {'&', "AMPERSAND"},  {'_', "UNDERSCORE"}, {'<', "LESSTHAN"},
+      {'>', "MORETHAN"},   {'=', "EQUAL"},      {'"', "DBLQUOTE"},  {'\'', "QUOTE"},
+      {'`', "BACKQUOTE"},  {'~', "TILDE"},      {'(', "LPAR"},      {')', "RPAR"},
+      {'{', "LBRACE"},     {'}', "RBRACE"},     {'[', "LSQB"},      {']', "RSQB"},
+      {'\n', "NEWLINE"},   {'\t', "TAB"},       {' ', "SPACE"}};
+  if (text.size() != 1) return {};
+  for (const auto& [c, name] : kNames) {
+    if (c == text[0]) return name;
+  }
+  return {};
+}
+
+std::string DescribeIndenter(const Grammar& g) {
+  std::string nl, indent, dedent, open, close;
+  uint32_t tab_len = 0;
+  for (const Token& t : g.tokens) {
+    switch (t.indent_role) {
+      case Token::IndentRole::kNone:
+        break;
+      case Token::IndentRole::kNewline:
+        nl = t.name;
+        tab_len = t.tab_len;
+        break;
+      case Token::IndentRole::kIndent:
+        indent = t.name;
+        break;
+      case Token::IndentRole::kDedent:
+        dedent = t.name;
+        break;
+      case Token::IndentRole::kOpenBracket:
+      case Token::IndentRole::kCloseBracket: {
+        // Lark's name of an anonymous bracket ("(" is LPAR).
+        const std::string_view lark_name = t.is_string && t.name.starts_with("__ANON_")
+                                               ? LarkPunctuationName(t.text)
+                                               : std::string_view();
+        std::string& list = t.indent_role == Token::IndentRole::kOpenBracket ? open : close;
+        absl::StrAppend(&list, list.empty() ? "" : " ", lark_name.empty() ? t.name : std::string(lark_name));
+        break;
+      }
+    }
+  }
+  if (nl.empty()) return "indenter: off";
+  return absl::StrFormat("indenter: on (newline %s, indent %s, dedent %s, open brackets [%s], "
+                         "close brackets [%s], tab %d)",
+                         nl, indent.empty() ? "-" : indent, dedent.empty() ? "-" : dedent, open, close,
+                         tab_len);
+}
 
 absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options) {
   if (lark.llguidance) return LowerLlguidanceLark(lark, options);

@@ -15,8 +15,14 @@
 //    parts kept as scoped groups `(?i:...)`. A token written as a single
 //    string stays a *string* token (text and flags), which is what lets the
 //    lexer treat keywords as Lark does ("unless").
-// A %declare'd terminal used by a kept rule is refused: Lark expects a
-// postlexer to produce it (Python's _INDENT/_DEDENT), which zapgram lacks.
+// A %declare'd terminal used by a kept rule has no pattern: Lark expects a
+// postlexer to produce it. The one postlexer zapgram runs is Lark's
+// Indenter (parser/indenter.h): with LarkLoweringOptions::indenter on (or
+// detected: the grammar %declares the indent and dedent tokens and uses a
+// newline token), the indent and dedent tokens become tokens no pattern
+// matches, and the newline and bracket tokens are marked with their roles
+// (grammar::Token::indent_role). Any other %declare'd terminal a kept rule
+// uses is refused, naming it.
 //
 // Tests: tests/parser/lexer_test.cc (Lark semantics end to end),
 // tests/data/lark_data_test.cc (SynCode's grammars on real code).
@@ -29,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
 #include "grammar/lark_reader.h"
+#include "zapgram/grammar.h"
 
 namespace zapgram::grammar {
 
@@ -45,11 +52,22 @@ struct LarkLoweringOptions {
   // start rule may reach, one grammar rule each (a rule of n alternatives
   // costs about n expression nodes per instance).
   uint32_t max_parametric_instances = 100000;
+  // Lark's Indenter post-lexer: auto-detected by default.
+  IndenterOptions indenter;
 };
+
+// Lark's name of an anonymous string token of one punctuation character
+// ("(" -> "LPAR"), as Lark's grammar compiler names it; empty otherwise.
+std::string_view LarkPunctuationName(std::string_view text);
+
+// One line for `zapgram check`: "indenter: off" or "indenter: on (newline
+// _NL, indent _INDENT, dedent _DEDENT, brackets LPAR/RPAR ..., tab 8)".
+std::string DescribeIndenter(const Grammar& g);
 
 // A grammar in llguidance's dialect (lark.llguidance) is lowered byte by
 // byte by LowerLlguidanceLark (grammar/lark_llguidance_lowering.cc); any
 // other through Lark's lexer, as above.
+
 absl::StatusOr<Grammar> LowerLark(const LarkGrammar& lark, const LarkLoweringOptions& options = {});
 absl::StatusOr<Grammar> LowerLlguidanceLark(const LarkGrammar& lark, const LarkLoweringOptions& options = {});
 

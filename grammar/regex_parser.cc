@@ -26,6 +26,8 @@
 // MalformedPatterns; RegexDifferential against RE2).
 #include "grammar/regex_parser.h"
 
+#include <optional>
+
 #include <unicode/uchar.h>
 
 #include <algorithm>
@@ -401,6 +403,38 @@ absl::Status Parser::ApplyQuantifier(size_t offset, uint32_t min, uint32_t max) 
   return absl::OkStatus();
 }
 
+std::optional<size_t> Parser::VacuousLookbehind(size_t offset) const {
+  // The group at `offset` is `(?<=c)` or `(?<!c)` with one literal
+  // character c (itself or backslash-escaped punctuation); the pattern
+  // character before it is a literal punctuation character that no
+  // backslash escapes (so it is the match's previous byte wherever the
+  // group is reached); neither is a letter (case-insensitive flags cannot
+  // change them). Returns the offset past the group when the assertion
+  // holds there.
+  auto punctuation = [](char c) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    return u < 0x80 && u > 0x20 && !IsAsciiAlnum(c) && c != '_';
+  };
+  constexpr std::string_view kSpecial = ".^$*+?()[]{}|\\";
+  if (offset == 0 || (offset >= 2 && p_[offset - 2] == '\\')) return std::nullopt;
+  const char before = p_[offset - 1];
+  if (!punctuation(before) || kSpecial.find(before) != std::string_view::npos) return std::nullopt;
+  size_t at = offset + 4;  // past "(?<=" or "(?<!"
+  if (at >= p_.size()) return std::nullopt;
+  char c = p_[at];
+  if (c == '\\') {
+    if (at + 1 >= p_.size() || !punctuation(p_[at + 1])) return std::nullopt;
+    c = p_[++at];
+  } else if (kSpecial.find(c) != std::string_view::npos || !punctuation(c)) {
+    return std::nullopt;
+  }
+  if (at + 1 >= p_.size() || p_[at + 1] != ')') return std::nullopt;
+  const bool negative = p_[offset + 3] == '!';
+  const bool holds = negative ? before != c : before == c;
+  if (!holds) return std::nullopt;  // never holds: refused as any lookbehind
+  return at + 2;
+}
+
 absl::Status Parser::ParseGroupOpen() {
   const size_t offset = pos_;
   ++pos_;  // '('
@@ -426,6 +460,15 @@ absl::Status Parser::ParseGroupOpen() {
     } else if (starts("?=") || starts("?!") || starts("?<=") || starts("?<!")) {
       const bool behind = starts("?<");
       const size_t length = behind ? 3 : 2;
+      if (behind && !read_lookarounds_) {
+        // A lookbehind of one character right after a literal character
+        // (SynCode's LONG_STRING: `"""(?<!\\).*?"""`) tests a character of
+        // the match itself: it always holds, and is read as the empty string.
+        if (std::optional<size_t> end = VacuousLookbehind(offset)) {
+          pos_ = *end;
+          return absl::OkStatus();
+        }
+      }
       if (!read_lookarounds_) {
         return Error(offset, absl::StrFormat("%s (%s is not supported",
                                              behind ? "lookbehind" : "lookahead",

@@ -11,6 +11,7 @@
 #define ZAPGRAM_GRAMMAR_REGEX_PARSER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -197,6 +198,9 @@ class Parser {
   const RegexLimits& limits_;
   RegexPieces* pieces_;
   bool read_lookarounds_ = false;
+  // A lookbehind at `offset` that tests a character of the match itself and
+  // holds: the offset past it (see regex_parser.cc), else nullopt.
+  std::optional<size_t> VacuousLookbehind(size_t offset) const;
   std::vector<Node> nodes_;
   std::vector<Frame> frames_;
 };

@@ -91,13 +91,13 @@ std::vector<uint32_t> CompiledGrammar::BuildGuardFailures(uint32_t guard_state, 
     // The recognizer's order (BuildNextLexedSets): dead = holds, then fire,
     // then nothing good enough reachable = holds.
     const uint32_t g = lexer.Step(state.back(), node.byte);
-    const bool fires = g != 0 && lexer.min_accepting_rank[g] <= rank;
+    const bool fires = g != 0 && lexer.GuardFires(g, rank);
     if (fires) {
       for (uint32_t k = i; k < node.subtree_end; ++k) {
         for (TokenId id : trie_->TokensAt(k)) SetBit(fire.data(), id);
       }
     }
-    if (fires || g == 0 || lexer.min_rank_later[g] > rank) {
+    if (fires || g == 0 || !lexer.GuardPending(g, rank)) {
       i = node.subtree_end;
       continue;
     }
@@ -201,9 +201,9 @@ void CompiledGrammar::WalkLexedSubtree(uint32_t root, uint32_t lexer_state, absl
       const uint32_t guard = lexer.Step(guard_stack[k], node.byte);
       const uint32_t rank = guard_stack[k + 1];
       if (guard == 0) continue;  // no longer match possible: the guard holds
-      if (lexer.min_accepting_rank[guard] <= rank) {
+      if (lexer.GuardFires(guard, rank)) {
         killed = true;
-      } else if (lexer.min_rank_later[guard] <= rank) {
+      } else if (lexer.GuardPending(guard, rank)) {
         guard_stack.push_back(guard);
         guard_stack.push_back(rank);
       }
@@ -470,7 +470,8 @@ const std::vector<parser::Recognizer::LaneView>& Matcher::LexedViewsAt(uint32_t 
     const uint32_t step = ancestors_[--n];
     const uint32_t d = nodes[step].depth;
     step_deep_ = false;
-    parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[step].byte, advance, &view_stack_[d]);
+    parser::Recognizer::StepLaneViews(lexer, view_stack_[d - 1], nodes[step].byte, advance, &view_stack_[d],
+                                      recognizer_.options().limits.max_indent_levels);
     view_deep_[d] = view_deep_[d - 1] | static_cast<uint8_t>(step_deep_);
     view_path_.push_back(step);
   }

@@ -585,11 +585,22 @@ size_t Matcher::MaskFromTokenSets(uint32_t* words, const PartialMasks::Partial* 
     // Per lane: the union of its items' sets, minus the tokens that make one
     // of its guards fire (the lane dies on them whatever the parser does).
     recognizer_.CollectLanes(&lanes_);
+    const parser::LexerTable& lexer = *g.grammar().lexer;
     for (const parser::Recognizer::LaneView& lane : lanes_) {
       lane_words_.assign(n_words, 0u);
-      parser::ForEachToken(lane.tokens, [&](uint32_t token) {
-        AddTokenSets(g.LexedTokenSets(lane.lexer_state, token), lane_words_.data());
-      });
+      if (lexer.ignored_can_continue[lane.lexer_state]) {
+        // Inside an ignored token that may go on (a comment, a docstring):
+        // every awaited token's walk would cover the whole trie below the
+        // open token; one walk for all of them is the same union (the
+        // tokens a lane may still become only shrink along a path), cached
+        // per (state, awaited tokens).
+        AddTokenSets(*g.LexedSubtreeSets(TokenTrie::kRoot, lane.lexer_state, {}, lane.tokens),
+                     lane_words_.data());
+      } else {
+        parser::ForEachToken(lane.tokens, [&](uint32_t token) {
+          AddTokenSets(g.LexedTokenSets(lane.lexer_state, token), lane_words_.data());
+        });
+      }
       if (lane.accepting) {
         AddTokenSets(g.LexedTokenSets(lane.lexer_state, CompiledGrammar::kIgnoredOnly),
                      lane_words_.data());

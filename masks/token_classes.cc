@@ -651,6 +651,13 @@ TokenClasses LexedBehaviourClasses::Run() {
 TokenClasses ComputeTokenClasses(const CompiledGrammar& g) {
   const parser::FlatGrammar& flat = g.grammar();
   const parser::TerminalTable& t = flat.terminals;
+  // Lark's Indenter reads spaces, tabs and newlines that the lexer may step
+  // alike (they count toward the indentation), and a lookahead killer fires
+  // guards of one rank only (not a threshold): byte-class strings, whose
+  // classes keep those bytes apart (parser/lexer.h), are exact there.
+  if (flat.lexed() && (flat.lexer->indenter.on() || !flat.lexer->kill_rank.empty())) {
+    return ByteClassStringClasses(g);
+  }
   if (flat.lexed()) return LexedBehaviourClasses(g).Run();
   if (t.lazy != nullptr) return ByteClassStringClasses(g);
   return BehaviourClasses(g).Run();
@@ -662,7 +669,9 @@ struct TokenClassesInProgress::Lexed {
 };
 
 TokenClassesInProgress::TokenClassesInProgress(const CompiledGrammar& g) : g_(g) {
-  if (g.grammar().lexed()) lexed_ = std::make_unique<Lexed>(g);
+  if (g.grammar().lexed() && !g.grammar().lexer->indenter.on() && g.grammar().lexer->kill_rank.empty()) {
+    lexed_ = std::make_unique<Lexed>(g);
+  }
 }
 
 TokenClassesInProgress::~TokenClassesInProgress() = default;

@@ -63,7 +63,9 @@
 // Lexer states alike in everything a key reads, up to the trie's depth
 // (BoundedEquivalence over the lexer table), are visited once.
 //
-// Byte-level grammars with lazy terminals (huge regexes) get *byte-class
+// Byte-level grammars with lazy terminals (huge regexes), and Lark grammars
+// with an Indenter (parser/indenter.h: it counts spaces and tabs the lexer
+// may step alike, so lexer keys cannot tell " " from "\t"), get *byte-class
 // strings*: two bytes are one class when every state of every automaton
 // that reads bytes (the terminal table and each counted automaton) steps
 // them alike, and two tokens are one class when their bytes spell the same

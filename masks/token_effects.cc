@@ -24,7 +24,8 @@
 // for ends, the parser closes the items over it once per distinct history,
 // memoized), in trie order so that tokens share the views of their common
 // prefix. The label spells those lanes, sorted: lexer state, guards,
-// accepting flag, awaited tokens, and the *history* of each (the set of S
+// accepting flag, indentation state (Lark's Indenter), awaited tokens, and
+// the *history* of each (the set of S
 // it descends from and the tokens that ended since). The chart after t
 // holds, per lane, exactly the items of its history's set that wait for a
 // token the lane can still end, over the same older sets, whatever bytes
@@ -112,6 +113,9 @@ void Matcher::LexedTokenEffects(absl::Span<const TokenId> ids, std::vector<uint3
       out.assign({lane.lexer_state, lane.source, lane.accepting ? 1u : 0u,
                   static_cast<uint32_t>(lane.guards.size())});
       out.insert(out.end(), lane.guards.begin(), lane.guards.end());
+      // Lark's Indenter: the indentation state (count, depth, levels).
+      out.push_back(static_cast<uint32_t>(lane.indent.size()));
+      out.insert(out.end(), lane.indent.begin(), lane.indent.end());
       parser::ForEachToken(lane.tokens, [&](uint32_t token) { out.push_back(token); });
     }
     std::sort(spelled_lanes.begin(), spelled_lanes.end());

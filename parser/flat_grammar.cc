@@ -1061,7 +1061,8 @@ size_t FlatGrammar::memory_bytes() const {
     const LexerTable& x = *lexer;
     bytes += HeapBytes(x.names) + HeapBytes(x.rank) + HeapBytes(x.ignored) + HeapBytes(x.in_lexer) +
              HeapBytes(x.next) + HeapBytes(x.emit) + HeapBytes(x.emit_rank) +
-             HeapBytes(x.min_accepting_rank) + HeapBytes(x.min_rank_later) +
+             HeapBytes(x.min_accepting_rank) + HeapBytes(x.min_rank_later) + HeapBytes(x.kill_rank) +
+             HeapBytes(x.kill_later) +
              HeapBytes(x.ignored_can_continue) + HeapBytes(x.continue_bits);
   }
   return bytes;

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/byte_automaton.h"
+#include "grammar/lark_patterns.h"
 #include "grammar/regex_compiler.h"
 
 namespace zapgram::parser {
@@ -32,35 +33,6 @@ namespace zapgram::parser {
 namespace {
 
 constexpr uint64_t kUnboundedWidth = ~uint64_t{0};
-
-// Whether a pattern has a lazy quantifier (`*?`, `+?`, `??`, `{m,n}?`).
-bool HasLazyQuantifier(std::string_view p) {
-  bool after_quantifier = false;
-  for (size_t i = 0; i < p.size(); ++i) {
-    char c = p[i];
-    if (c == '\\') {
-      ++i;
-      after_quantifier = false;
-      continue;
-    }
-    if (c == '[') {  // skip the class; a leading ] (after an optional ^) is literal
-      size_t j = i + 1;
-      if (j < p.size() && p[j] == '^') ++j;
-      if (j < p.size() && p[j] == ']') ++j;
-      while (j < p.size() && p[j] != ']') j += p[j] == '\\' ? 2 : 1;
-      i = j;
-      after_quantifier = false;
-      continue;
-    }
-    if (c == '?') {
-      if (after_quantifier) return true;
-      after_quantifier = i > 0 && p[i - 1] != '(';
-      continue;
-    }
-    after_quantifier = c == '*' || c == '+' || c == '}';
-  }
-  return false;
-}
 
 size_t CodepointCount(std::string_view s) {
   size_t n = 0;
@@ -135,10 +107,15 @@ class LexerBuilder {
  private:
   absl::Status CompileTokens();
   void RankTokens();
+  void SetUpIndenter();
   void ComputeByteClasses();
   absl::Status BuildProduct();
   uint32_t Intern(std::vector<uint32_t> key);
   void DescribeState(uint32_t id);
+  // Records a killer's terminal rank in a state's slot (two terminals'
+  // killers in one state are refused: overlapping_kills_).
+  void NoteKill(uint32_t* slot, uint32_t rank);
+  bool overlapping_kills_ = false;
 
   const grammar::Grammar& g_;
   const CompileLimits& limits_;
@@ -147,6 +124,8 @@ class LexerBuilder {
   std::vector<std::vector<uint32_t>> retypes_;  // per host token: its keywords, in Lark order
   std::vector<uint32_t> effective_rank_;        // rank, or the best host's for a retype target
   std::vector<uint8_t> representative_;         // per byte class: one byte of it
+  bool has_killers_ = false;                    // some lookahead killer is lexed
+  std::vector<uint32_t> killer_of_;             // per token: its killer, or kNoToken
   // Product states: key = {best, token, state, token, state, ...}.
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> ids_;
   std::vector<std::vector<uint32_t>> keys_;
@@ -165,6 +144,14 @@ absl::Status LexerBuilder::CompileTokens() {
     out_->names[t] = token.name;
     out_->ignored[t] = token.ignored;
     out_->in_lexer[t] = token.ignored || token.in_rules;
+    if (token.lookahead_of >= 0) {
+      const grammar::Token& of = g_.tokens[static_cast<size_t>(token.lookahead_of)];
+      out_->in_lexer[t] = of.ignored || of.in_rules;  // a killer is lexed where its terminal is
+    }
+    if (token.indent_role == grammar::Token::IndentRole::kIndent ||
+        token.indent_role == grammar::Token::IndentRole::kDedent) {
+      out_->in_lexer[t] = 0;  // produced by the Indenter, never lexed
+    }
     if (!out_->in_lexer[t]) continue;
     absl::StatusOr<grammar::ByteDfa> dfa = grammar::CompileRegex(token.pattern, token.flags, limits);
     if (!dfa.ok()) {
@@ -190,7 +177,7 @@ absl::Status LexerBuilder::CompileTokens() {
     }
     TokenAutomaton& a = automata_[t];
     a.dfa = *std::move(dfa);
-    if (HasLazyQuantifier(token.pattern)) {
+    if (grammar::HasLazyQuantifier(token.pattern)) {
       // Shortest match: the token ends at its first accepting state.
       for (uint32_t s = 1; s < a.dfa.num_states(); ++s) {
         if (a.dfa.accepting[s]) a.dfa.next[s].fill(0);
@@ -210,7 +197,7 @@ void LexerBuilder::RankTokens() {
   retypes_.assign(n, {});
   for (size_t r = 0; r < n; ++r) {
     const grammar::Token& host = g_.tokens[r];
-    if (!out_->in_lexer[r] || host.is_string) continue;
+    if (!out_->in_lexer[r] || host.is_string || host.lookahead_of >= 0) continue;
     for (size_t k = 0; k < n; ++k) {
       const grammar::Token& kw = g_.tokens[k];
       if (!out_->in_lexer[k] || !kw.is_string || kw.priority != host.priority) continue;
@@ -228,11 +215,11 @@ void LexerBuilder::RankTokens() {
   };
   std::vector<SortKey> keys;
   for (size_t t = 0; t < n; ++t) {
-    if (!out_->in_lexer[t] || embedded[t]) continue;
+    if (!out_->in_lexer[t] || embedded[t] || g_.tokens[t].lookahead_of >= 0) continue;
     const grammar::Token& token = g_.tokens[t];
-    keys.push_back({token.priority, MaxWidth(automata_[t].dfa),
-                    CodepointCount(token.is_string ? token.text : token.pattern), token.name,
-                    static_cast<uint32_t>(t)});
+    const size_t length = token.lark_length != 0 ? token.lark_length
+                                                 : CodepointCount(token.is_string ? token.text : token.pattern);
+    keys.push_back({token.priority, MaxWidth(automata_[t].dfa), length, token.name, static_cast<uint32_t>(t)});
   }
   std::sort(keys.begin(), keys.end(), [](const SortKey& a, const SortKey& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
@@ -258,10 +245,59 @@ void LexerBuilder::RankTokens() {
     return x.name < y.name;
   };
   for (auto& list : retypes_) std::stable_sort(list.begin(), list.end(), string_order);
+  // A killer has no rank; it lives in the product as long as its terminal could win.
+  killer_of_.assign(n, kNoToken);
+  for (size_t t = 0; t < n; ++t) {
+    if (g_.tokens[t].lookahead_of >= 0) {
+      effective_rank_[t] = effective_rank_[static_cast<size_t>(g_.tokens[t].lookahead_of)];
+      has_killers_ = has_killers_ || out_->in_lexer[t];
+      killer_of_[static_cast<size_t>(g_.tokens[t].lookahead_of)] = static_cast<uint32_t>(t);
+    }
+  }
+}
+
+void LexerBuilder::SetUpIndenter() {
+  IndenterTable& ind = out_->indenter;
+  for (uint32_t t = 0; t < g_.tokens.size(); ++t) {
+    const grammar::Token& token = g_.tokens[t];
+    using Role = grammar::Token::IndentRole;
+    switch (token.indent_role) {
+      case Role::kNone:
+        break;
+      case Role::kNewline:
+        ind.nl = t;
+        ind.tab_len = token.tab_len;
+        break;
+      case Role::kIndent:
+        ind.indent = t;
+        break;
+      case Role::kDedent:
+        ind.dedent = t;
+        break;
+      case Role::kOpenBracket:
+      case Role::kCloseBracket:
+        ind.bracket.resize(g_.tokens.size(), 0);
+        ind.bracket[t] = token.indent_role == Role::kOpenBracket ? 1 : -1;
+        break;
+    }
+  }
+  if (!ind.on()) {
+    out_->indenter = IndenterTable{};
+    return;
+  }
+  ind.bracket.resize(g_.tokens.size(), 0);
 }
 
 void LexerBuilder::ComputeByteClasses() {
   grammar::ByteClassPartition classes;
+  if (out_->indenter.on()) {
+    // ' ', '\t' and '\n' count differently toward the indentation.
+    std::array<uint32_t, 256> apart{};
+    apart[' '] = 1;
+    apart['\t'] = 2;
+    apart['\n'] = 3;
+    classes.Refine(apart);
+  }
   for (const TokenAutomaton& a : automata_) {
     for (uint32_t s = 1; s < a.dfa.num_states() && !classes.all_distinct(); ++s) {
       classes.Refine(a.dfa.next[s]);
@@ -279,6 +315,11 @@ uint32_t LexerBuilder::Intern(std::vector<uint32_t> key) {
   return it->second;
 }
 
+void LexerBuilder::NoteKill(uint32_t* slot, uint32_t rank) {
+  if (*slot != kNoRank && *slot != rank) overlapping_kills_ = true;
+  *slot = rank;
+}
+
 void LexerBuilder::DescribeState(uint32_t id) {
   const std::vector<uint32_t>& key = keys_[id];
   const uint32_t best = key[0];
@@ -290,6 +331,13 @@ void LexerBuilder::DescribeState(uint32_t id) {
     const uint32_t t = key[i], s = key[i + 1];
     const TokenAutomaton& a = automata_[t];
     const uint32_t rank = L.rank[t];
+    if (g_.tokens[t].lookahead_of >= 0) {
+      // A killer: the rank of its terminal, where it accepts or still can.
+      const uint32_t of = L.rank[static_cast<size_t>(g_.tokens[t].lookahead_of)];
+      if (a.dfa.accepting[s]) NoteKill(&L.kill_rank[id], of);
+      if (a.has_next[s]) NoteKill(&L.kill_later[id], of);
+      continue;
+    }
     if (a.dfa.accepting[s] && rank < min_accepting) {
       min_accepting = rank;
       host = t;
@@ -347,25 +395,46 @@ absl::Status LexerBuilder::BuildProduct() {
       const uint8_t byte = representative_[c];
       const std::vector<uint32_t>& from = keys_[id];
       key.assign(1, from[0]);
-      uint32_t min_accepting = kNoRank;
+      uint32_t min_accepting = kNoRank, accepting_token = kNoToken;
       for (size_t i = 1; i + 1 < from.size(); i += 2) {
         const uint32_t t = from[i];
         const uint32_t s = automata_[t].dfa.next[from[i + 1]][byte];
         if (s == 0) continue;
         key.push_back(t);
         key.push_back(s);
-        if (automata_[t].dfa.accepting[s]) min_accepting = std::min(min_accepting, L.rank[t]);
+        if (automata_[t].dfa.accepting[s] && L.rank[t] < min_accepting) {
+          min_accepting = L.rank[t];
+          accepting_token = t;
+        }
       }
       const uint32_t best = std::min(from[0], min_accepting);
       key[0] = best;
       // Drop components that can no longer win.
       size_t w = 1;
+      bool dropped = false;
       for (size_t i = 1; i + 1 < key.size(); i += 2) {
-        if (effective_rank_[key[i]] > best) continue;
+        if (effective_rank_[key[i]] > best) {
+          dropped = true;
+          continue;
+        }
         key[w++] = key[i];
         key[w++] = key[i + 1];
       }
       key.resize(w);
+      // A terminal whose killer is still alive has not surely matched: Lark
+      // would try the terminals after it where its lookahead fails, and the
+      // product has just dropped some of them. Not supported.
+      if (dropped && best < from[0] && killer_of_[accepting_token] != kNoToken) {
+        bool killer_alive = false;
+        for (size_t i = 1; i + 1 < key.size(); i += 2) killer_alive = killer_alive || key[i] == killer_of_[accepting_token];
+        if (killer_alive) {
+          return absl::UnimplementedError(absl::StrFormat(
+              "%s:%d:%d: terminal %s has a lookahead that reads past its match, and a terminal Lark tries "
+              "after it could match where that lookahead fails: unsupported",
+              g_.source_name, g_.tokens[accepting_token].loc.line, g_.tokens[accepting_token].loc.col,
+              g_.tokens[accepting_token].name));
+        }
+      }
       const uint32_t to = Intern(key);
       L.next[static_cast<size_t>(id) * L.num_classes + c] = to;
     }
@@ -378,7 +447,16 @@ absl::Status LexerBuilder::BuildProduct() {
   L.min_rank_later.assign(states, kNoRank);
   L.ignored_can_continue.assign(states, 0);
   L.continue_bits.assign(states * L.words_per_state, 0);
+  if (has_killers_) {
+    L.kill_rank.assign(states, kNoRank);
+    L.kill_later.assign(states, kNoRank);
+  }
   for (uint32_t id = 1; id < states; ++id) DescribeState(id);
+  if (overlapping_kills_) {
+    return absl::UnimplementedError(absl::StrCat(
+        g_.source_name, ": the lookaheads of two terminals can fail on one text; zapgram checks "
+        "one terminal's past-the-match lookahead at a time"));
+  }
   return absl::OkStatus();
 }
 
@@ -386,6 +464,7 @@ absl::StatusOr<std::shared_ptr<const LexerTable>> LexerBuilder::Run() {
   absl::Status st = CompileTokens();
   if (!st.ok()) return st;
   RankTokens();
+  SetUpIndenter();
   ComputeByteClasses();
   if (!(st = BuildProduct()).ok()) return st;
   return std::shared_ptr<const LexerTable>(out_);

@@ -28,6 +28,13 @@
 // like /a|ab/, where it picks a shorter alternative first, is the exception,
 // documented in docs/lark-lexing.md).
 //
+// A terminal whose lookahead reads past its match (grammar/lark_patterns.h:
+// python.lark's `"(?!"").*?"`, whose `""` must not be followed by `"`)
+// comes with a *killer* token: the text that makes its lookahead fail. The
+// killer rides in the product like a terminal but never ends a token; where
+// it accepts, the tentative ends of its terminal from the same start die,
+// through the guard that such an end carries (kill_rank, kill_later).
+//
 // Built eagerly, capped by CompileLimits::max_lexer_states.
 //
 // Tests: tests/parser/lexer_test.cc.
@@ -44,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "parser/indenter.h"
 #include "zapgram/limits.h"
 
 namespace zapgram::parser {
@@ -73,6 +81,24 @@ struct LexerTable {
   uint32_t words_per_state = 0;
   std::vector<uint64_t> continue_bits;       // [state * words + t / 64]: token t may still end later
 
+  // Lookahead killers (grammar::Token::lookahead_of): per state, the rank of
+  // the terminal whose tentative end a killer accepting here refutes, and
+  // the rank of the one a killer can still refute after more bytes
+  // (kNoRank: none). Both empty when the grammar has no killer. A killer
+  // never ends a token, never sets `best`, and has no rank of its own.
+  std::vector<uint32_t> kill_rank;
+  std::vector<uint32_t> kill_later;
+  bool Kills(uint32_t state, uint32_t rank) const { return !kill_rank.empty() && kill_rank[state] == rank; }
+  bool KillsLater(uint32_t state, uint32_t rank) const {
+    return !kill_later.empty() && kill_later[state] == rank;
+  }
+
+  // Lark's Indenter, when the grammar runs one (parser/indenter.h). Its
+  // indent and dedent tokens are not in the lexer; with it on, ' ', '\t'
+  // and '\n' each have a byte class of their own (the indentation count
+  // tells them apart where the token automata do not).
+  IndenterTable indenter;
+
   uint32_t Step(uint32_t state, uint8_t byte) const {
     return next[static_cast<size_t>(state) * num_classes + byte_class[byte]];
   }
@@ -81,7 +107,18 @@ struct LexerTable {
             (token % 64)) & 1;
   }
   // Whether a token emitted at `state` still needs a guard.
-  bool NeedsGuard(uint32_t state) const { return min_rank_later[state] <= emit_rank[state]; }
+  bool NeedsGuard(uint32_t state) const {
+    return min_rank_later[state] <= emit_rank[state] || KillsLater(state, emit_rank[state]);
+  }
+  // Whether a guard of rank `rank` that reached `state` fires (a terminal
+  // ranked as well matched longer, or the emitted terminal's lookahead
+  // failed), and whether it can still fire after more bytes.
+  bool GuardFires(uint32_t state, uint32_t rank) const {
+    return min_accepting_rank[state] <= rank || Kills(state, rank);
+  }
+  bool GuardPending(uint32_t state, uint32_t rank) const {
+    return min_rank_later[state] <= rank || KillsLater(state, rank);
+  }
   uint32_t num_states() const { return static_cast<uint32_t>(emit.size()); }
 };
 
@@ -106,8 +143,9 @@ void ForEachToken(const TokenBits& bits, F f) {
 }
 
 // Steps a lane's guards ((lexer state, rank) pairs, parser/recognizer.h) by
-// `byte`: false when one fires (a longer or better-ranked match: the token
-// that left the guard did not end there, and the lane dies); else appends to
+// `byte`: false when one fires (a longer or better-ranked match, or the
+// emitted terminal's lookahead failed: the token that left the guard did
+// not end there, and the lane dies); else appends to
 // `out` the pairs still pending (a guard that dies or can no longer reach an
 // acceptance good enough is dropped).
 inline bool StepGuards(const LexerTable& lexer, const uint32_t* guards, size_t size, uint8_t byte,
@@ -116,8 +154,8 @@ inline bool StepGuards(const LexerTable& lexer, const uint32_t* guards, size_t s
     const uint32_t guard = lexer.Step(guards[k], byte);
     const uint32_t rank = guards[k + 1];
     if (guard == 0) continue;  // no terminal can match longer: the guard holds
-    if (lexer.min_accepting_rank[guard] <= rank) return false;
-    if (lexer.min_rank_later[guard] > rank) continue;
+    if (lexer.GuardFires(guard, rank)) return false;
+    if (!lexer.GuardPending(guard, rank)) continue;
     out->push_back(guard);
     out->push_back(rank);
   }

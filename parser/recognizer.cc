@@ -43,6 +43,19 @@
 
 namespace zapgram::parser {
 
+namespace {
+
+// Inside brackets the Indenter drops the newline token: a lane's view
+// counts it among the tokens its open token may become, as an ignored one
+// (so masks keep the tokens inside it and walk where it ends).
+void AddDroppedNewline(const LexerTable& lexer, absl::Span<const uint32_t> indent, uint32_t state,
+                       TokenBits* tokens) {
+  if (indent.empty() || indent[kIndentDepth] == 0) return;
+  if (lexer.CanContinue(state, lexer.indenter.nl)) AddToken(tokens, lexer.indenter.nl);
+}
+
+}  // namespace
+
 Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& options,
                        std::unique_ptr<ChartCompactor> compactor)
     : grammar_(grammar), options_(options), compactor_(std::move(compactor)) {
@@ -52,7 +65,15 @@ Recognizer::Recognizer(const FlatGrammar* grammar, const RecognizerOptions& opti
   group_of_nt_.assign(grammar_->num_nonterminals(), kNoParent);
   dot_stamp_.assign(grammar_->rhs.size(), 0);
   pending_stamp_.assign(grammar_->rhs.size(), 0);
-  if (grammar_->lexed()) InternLane(/*lexer_state=*/1, {});  // lane 0: a token boundary
+  if (grammar_->lexed()) {
+    indenting_ = grammar_->lexer->indenter.on();
+    // Lane 0: a token boundary (with the Indenter's initial state).
+    InternLane(/*lexer_state=*/1, {}, indenting_ ? InitialIndentState() : std::vector<uint32_t>{});
+    // The lane of the Indenter's interior sets (one per indent or dedent
+    // token before the last of a newline's run): lexer state 0 (dead), so
+    // no byte steps it.
+    if (indenting_) interior_lane_ = InternLane(/*lexer_state=*/0, {}, {});
+  }
   in_place_steps_ = options_.in_place_terminal_steps && compactor_ != nullptr &&
                     options_.max_rollback == 0 && !grammar_->lexed();
   Reset();
@@ -381,13 +402,17 @@ bool Recognizer::BuildNextSet(Chart& chart, uint8_t byte, TokenMark mark) {
   return true;
 }
 
-uint32_t Recognizer::InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards) {
-  // Most lanes have no guards: those are found by lexer state, no hashing.
-  if (guards.empty() && lexer_state < plain_lane_.size() && plain_lane_[lexer_state] != kNoLane) {
+uint32_t Recognizer::InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards,
+                                const std::vector<uint32_t>& indent) {
+  // Most lanes have no guards (and no indentation state): those are found
+  // by lexer state, no hashing.
+  const bool plain = guards.empty() && indent.empty();
+  if (plain && lexer_state < plain_lane_.size() && plain_lane_[lexer_state] != kNoLane) {
     return plain_lane_[lexer_state];
   }
-  lane_key_.assign(1, lexer_state);
+  lane_key_.assign({lexer_state, static_cast<uint32_t>(guards.size())});
   lane_key_.insert(lane_key_.end(), guards.begin(), guards.end());
+  lane_key_.insert(lane_key_.end(), indent.begin(), indent.end());
   uint32_t id;
   if (auto it = lane_ids_.find(lane_key_); it != lane_ids_.end()) {
     id = it->second;
@@ -396,11 +421,78 @@ uint32_t Recognizer::InternLane(uint32_t lexer_state, const std::vector<uint32_t
     lane_ids_.emplace(lane_key_, id);
     lanes_.push_back(lane_key_);
   }
-  if (guards.empty()) {
+  if (plain) {
     if (plain_lane_.size() <= lexer_state) plain_lane_.resize(2 * lexer_state + 2, kNoLane);
     plain_lane_[lexer_state] = id;
   }
   return id;
+}
+
+bool Recognizer::AdvanceChain(uint32_t source, absl::Span<const uint32_t> chain, uint64_t position,
+                              std::vector<PendingItem>* out) {
+  // The items of `source` on chain[0], advanced; then for each further token
+  // an interior set: those items closed, and its items on the next token
+  // advanced. The interior sets keep their groups (the advanced items' parents
+  // may lie there) but no items on tokens: their lane is never stepped.
+  Chart& chart = current();
+  const FlatGrammar& g = *grammar_;
+  chain_items_.clear();
+  {
+    const Symbol symbol = kTerminalTag | chain[0];
+    for (uint32_t i = chart.sets[source].scan_begin; i < chart.sets[source].scan_end; ++i) {
+      const Item& item = chart.scan[i];
+      if (g.rhs[item.dot] == symbol) chain_items_.push_back({item.dot + 1, item.parent});
+    }
+  }
+  size_t interior = 0;
+  for (size_t k = 1; k < chain.size() && !chain_items_.empty(); ++k) {
+    BeginSet();
+    set_index_ = static_cast<uint32_t>(chart.sets.size());
+    for (const PendingItem& item : chain_items_) AddItem(item.dot, item.parent);
+    CloseSet();
+    if (budget_hit_) {
+      for (; interior > 0; --interior) chart.PopSet();
+      status_ = SetBudgetError(position);
+      return false;
+    }
+    FinishSet(chart, position, interior_lane_);
+    ++interior;
+    EarleySet& set = chart.sets.back();
+    set.accepting = 0;  // tokens are still to come
+    const Symbol symbol = kTerminalTag | chain[k];
+    chain_items_.clear();
+    for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
+      const Item& item = chart.scan[i];
+      if (g.rhs[item.dot] == symbol) chain_items_.push_back({item.dot + 1, item.parent});
+    }
+    chart.scan.resize(set.scan_begin);
+    set.scan_end = set.scan_begin;
+  }
+  if (chain_items_.empty()) {
+    for (; interior > 0; --interior) chart.PopSet();  // the run dies: nothing refers to them
+    return true;
+  }
+  out->insert(out->end(), chain_items_.begin(), chain_items_.end());
+  return true;
+}
+
+bool Recognizer::DedentsAccept(uint32_t set, uint32_t dedents) {
+  // At the end of the input the Indenter emits one dedent per level: the
+  // set accepts when the start symbol completes after them. Speculative
+  // closures on top of the chart, popped again.
+  const uint32_t dedent = grammar_->lexer->indenter.dedent;
+  if (dedent == kNoIndentToken) return false;
+  uint32_t pushed = 0;
+  uint32_t source = set;
+  bool accepting = false;
+  for (uint32_t k = 0; k < dedents; ++k) {
+    if (!PushTokenEnd(source, dedent)) break;
+    ++pushed;
+    source = NumSets() - 1;
+    accepting = k + 1 == dedents && (chart_.sets.back().accepting & kAccepting) != 0;
+  }
+  for (; pushed > 0; --pushed) Pop();
+  return accepting;
 }
 
 bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
@@ -437,18 +529,35 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
   };
   // Step each lane; route its items to the lane going on (token still open)
   // and, where the lexer emits a token, to the boundary lane after it.
+  const IndenterTable& indenter = lexer.indenter;
+  eof_checks_.clear();
   for (uint32_t si = first; si < end; ++si) {
-    const EarleySet& set = chart.sets[si];
+    // Copied: the Indenter's interior sets may be pushed below (chart.sets
+    // grows) and lanes interned (lanes_ grows).
+    const EarleySet set = chart.sets[si];
     const std::vector<uint32_t>& lane = lanes_[set.lane];
     const uint32_t state = lexer.Step(lane[0], byte);
     if (state == 0) continue;
     guard_scratch_.clear();
-    if (!StepGuards(lexer, lane.data() + 1, lane.size() - 1, byte, &guard_scratch_)) continue;
+    if (!StepGuards(lexer, lane.data() + 2, lane[1], byte, &guard_scratch_)) continue;
     const bool accept_before = set.accepting != 0;
-    const bool ignored_open = lexer.ignored_can_continue[state] != 0;
+    // The Indenter: the open token's count, and whether a newline is
+    // dropped here (inside brackets), i.e. acts as an ignored token.
+    uint32_t count = kNoCount;
+    bool nl_dropped = false;
+    if (indenting_) {
+      indent_before_.assign(lane.begin() + 2 + lane[1], lane.end());
+      count = StepIndentCount(indenter, indent_before_[kIndentCount], byte);
+      nl_dropped = indent_before_[kIndentDepth] > 0;
+    }
+    const bool ignored_open = lexer.ignored_can_continue[state] != 0 ||
+                              (nl_dropped && lexer.CanContinue(state, indenter.nl));
     // The token goes on.
     {
-      const uint32_t open_lane = InternLane(state, guard_scratch_);
+      if (indenting_) {
+        OpenIndentState(indent_before_, count, lexer.CanContinue(state, indenter.nl), &indent_after_);
+      }
+      const uint32_t open_lane = InternLane(state, guard_scratch_, indent_after_);
       LaneTarget& t = target(open_lane);
       t.accept_if_ignored |= accept_before && ignored_open;
       ++t.scan_sources;
@@ -463,8 +572,21 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
     const uint32_t token = lexer.emit[state];
     if (token == kNoToken) continue;
     AddEmitGuard(lexer, state, &guard_scratch_);
-    LaneTarget& t = target(InternLane(/*lexer_state=*/1, guard_scratch_));
-    if (lexer.ignored[token]) {
+    IndentEffect effect;
+    if (indenting_) {
+      effect = IndentAfterToken(indenter, indent_before_, token, count, options_.limits.max_indent_levels,
+                                &indent_after_);
+      if (effect.kind == IndentEffect::kDead) continue;
+      if (effect.kind == IndentEffect::kOverBudget) {
+        while (chart.sets.size() > end) chart.PopSet();
+        status_ = absl::ResourceExhaustedError(absl::StrCat(
+            "byte ", position, ": the indentation stack exceeds max_indent_levels = ",
+            options_.limits.max_indent_levels));
+        return false;
+      }
+    }
+    if (lexer.ignored[token] || effect.kind == IndentEffect::kDropped) {
+      LaneTarget& t = target(InternLane(/*lexer_state=*/1, guard_scratch_, indent_after_));
       t.accept |= accept_before;
       ++t.scan_sources;
       for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
@@ -472,6 +594,23 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
       }
       continue;
     }
+    const uint32_t boundary = InternLane(/*lexer_state=*/1, guard_scratch_, indent_after_);
+    if (effect.indents + effect.dedents > 0) {
+      // A newline followed by indent or dedent tokens: interior sets, then
+      // the items after the last token go into the boundary lane.
+      chain_.assign(1, token);
+      chain_.insert(chain_.end(), effect.indents, indenter.indent);
+      chain_.insert(chain_.end(), effect.dedents, indenter.dedent);
+      chain_advance_.clear();
+      if (!AdvanceChain(si, chain_, position, &chain_advance_)) {
+        while (chart.sets.size() > end) chart.PopSet();
+        return false;
+      }
+      LaneTarget& t = target(boundary);
+      t.advance.insert(t.advance.end(), chain_advance_.begin(), chain_advance_.end());
+      continue;
+    }
+    LaneTarget& t = target(boundary);
     const Symbol symbol = kTerminalTag | token;
     for (uint32_t i = set.scan_begin; i < set.scan_end; ++i) {
       const Item& item = chart.scan[i];
@@ -507,10 +646,28 @@ bool Recognizer::BuildNextLexedSets(Chart& chart, uint8_t byte) {
       status_ = SetBudgetError(position);
       return false;
     }
+    // With levels left on the Indenter's stack, the start symbol completed
+    // here does not accept: the end of the input emits dedents first
+    // (DedentsAccept below decides).
+    const uint32_t levels = indenting_ ? IndentLevels(LaneIndent(t.lane)) : 0;
+    if (levels > 0) new_accepting_ = false;
+    const bool check_eof = levels > 0 && !t.advance.empty();
     new_accepting_ |= t.accept;
     if (new_scan_.empty() && !new_accepting_ && !t.accept_if_ignored) continue;
     FinishSet(chart, position, t.lane, t.accept_if_ignored);
+    if (check_eof) eof_checks_.push_back({static_cast<uint32_t>(chart.sets.size() - 1), levels});
     pushed = true;
+  }
+  if (!pushed) {
+    while (chart.sets.size() > end) chart.PopSet();  // interior sets of runs that led nowhere
+    return false;
+  }
+  for (const auto& [set, levels] : eof_checks_) {
+    if (DedentsAccept(set, levels)) chart.sets[set].accepting |= kAccepting;
+    if (!status_.ok()) {
+      while (chart.sets.size() > end) chart.PopSet();
+      return false;
+    }
   }
   return pushed;
 }
@@ -761,19 +918,22 @@ void Recognizer::CollectLanes(std::vector<LaneView>* out) const {
   for (uint32_t s = chart.NewestFirst(); s < chart.sets.size(); ++s) {
     const EarleySet& set = chart.sets[s];
     const std::vector<uint32_t>& lane = lanes_[set.lane];
+    if (lane[0] == 0) continue;  // an Indenter's interior set: never stepped
     if (out->size() == n) out->emplace_back();
     LaneView& view = (*out)[n++];
     view.lexer_state = lane[0];
-    view.guards.assign(lane.begin() + 1, lane.end());
+    view.guards.assign(lane.begin() + 2, lane.begin() + 2 + lane[1]);
+    view.indent.assign(lane.begin() + 2 + lane[1], lane.end());
     view.accepting = set.accepting != 0;
     view.source = s;
     AwaitedTokens(chart, set, &view.tokens);
+    if (indenting_) AddDroppedNewline(*grammar_->lexer, view.indent, view.lexer_state, &view.tokens);
   }
   out->resize(n);
 }
 
 void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneView> in, uint8_t byte,
-                               AdvanceFn advance, std::vector<LaneView>* out) {
+                               AdvanceFn advance, std::vector<LaneView>* out, uint32_t max_indent_levels) {
   // BuildNextLexedSets on views: the same rules, lane by lane. The views of
   // the last call are reused (their vectors keep their capacity).
   size_t n = 0;
@@ -784,21 +944,32 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
     return view;
   };
   const uint32_t words = lexer.words_per_state;
-  thread_local std::vector<uint32_t> stepped;
+  const IndenterTable& indenter = lexer.indenter;
+  const bool indenting = indenter.on();
+  thread_local std::vector<uint32_t> stepped, indent_after;
+  thread_local LaneView scratch;
   for (const LaneView& lane : in) {
     const uint32_t state = lexer.Step(lane.lexer_state, byte);
     if (state == 0) continue;
     stepped.clear();
     if (!StepGuards(lexer, lane.guards.data(), lane.guards.size(), byte, &stepped)) continue;
+    uint32_t count = kNoCount;
+    bool nl_dropped = false;
+    if (indenting) {
+      count = StepIndentCount(indenter, lane.indent[kIndentCount], byte);
+      nl_dropped = lane.indent[kIndentDepth] > 0;
+    }
+    const bool ignored_open = lexer.ignored_can_continue[state] != 0 ||
+                              (nl_dropped && lexer.CanContinue(state, indenter.nl));
     {
       // The token goes on: items whose token can still end later (all of
       // them while an ignored token is open).
       LaneView& open = next_view();
-      const bool ignored_open = lexer.ignored_can_continue[state] != 0;
       open.guards = stepped;
       open.lexer_state = state;
       open.source = lane.source;
       open.accepting = lane.accepting && ignored_open;
+      if (indenting) OpenIndentState(lane.indent, count, lexer.CanContinue(state, indenter.nl), &open.indent);
       bool any = true;
       if (ignored_open || (state == lane.lexer_state && state != 1)) {
         // Nothing to filter: a lane whose token is open (lexer state past
@@ -821,7 +992,14 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
     // The token ends here: a boundary lane with the guard of the choice.
     const uint32_t token = lexer.emit[state];
     if (token == kNoToken) continue;
-    const bool ignored = lexer.ignored[token] != 0;
+    IndentEffect effect;
+    if (indenting) {
+      effect = IndentAfterToken(indenter, lane.indent, token, count, max_indent_levels, &indent_after);
+      // Over the budget: the recognizer stops with an error, so no token
+      // gets through here either.
+      if (effect.kind == IndentEffect::kDead || effect.kind == IndentEffect::kOverBudget) continue;
+    }
+    const bool ignored = lexer.ignored[token] != 0 || effect.kind == IndentEffect::kDropped;
     if (ignored ? !lane.accepting && !AnyToken(lane.tokens) : !HasToken(lane.tokens, token)) {
       continue;  // nothing goes into it
     }
@@ -835,8 +1013,36 @@ void Recognizer::StepLaneViews(const LexerTable& lexer, absl::Span<const LaneVie
     } else if (!advance(lane.source, token, &boundary)) {
       --n;
       continue;
+    } else if (indenting) {
+      // The Indenter's tokens after a newline, each closed in turn.
+      bool alive = true;
+      for (uint32_t k = 0; k < effect.indents + effect.dedents && alive; ++k) {
+        const uint32_t next = k < effect.indents ? indenter.indent : indenter.dedent;
+        alive = next != kNoIndentToken && HasToken(boundary.tokens, next) &&
+                advance(boundary.source, next, &boundary);
+      }
+      if (!alive) {
+        --n;
+        continue;
+      }
+      // The end of the input emits a dedent per level left: accepting then.
+      const uint32_t levels = IndentLevels(indent_after);
+      if (levels > 0) {
+        bool accepting = indenter.dedent != kNoIndentToken;
+        scratch.tokens = boundary.tokens;
+        scratch.source = boundary.source;
+        for (uint32_t k = 0; k < levels && accepting; ++k) {
+          accepting = HasToken(scratch.tokens, indenter.dedent) && advance(scratch.source, indenter.dedent, &scratch);
+        }
+        boundary.accepting = accepting && scratch.accepting;
+      }
     }
     boundary.lexer_state = 1;
+    if (indenting) {
+      boundary.indent = ignored ? lane.indent : indent_after;
+      boundary.indent[kIndentCount] = kNoCount;
+      AddDroppedNewline(lexer, boundary.indent, 1, &boundary.tokens);
+    }
     AddEmitGuard(lexer, state, &boundary.guards);
   }
   out->resize(n);
@@ -1002,9 +1208,10 @@ std::string Recognizer::DumpChart() const {
     if (g.lexed()) {
       const std::vector<uint32_t>& lane = lanes_[s.lane];
       absl::StrAppend(&out, " lane ", s.lane, " (lexer state ", lane[0]);
-      for (size_t k = 1; k + 1 < lane.size(); k += 2) {
+      for (size_t k = 2; k + 1 < 2 + lane[1]; k += 2) {
         absl::StrAppend(&out, ", guard ", lane[k], "/rank ", lane[k + 1]);
       }
+      if (lane.size() > 2 + lane[1]) absl::StrAppend(&out, ", ", DumpIndentState(LaneIndent(s.lane)));
       out += ")";
     }
     out += "\n";

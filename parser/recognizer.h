@@ -60,6 +60,7 @@
 #include "absl/types/span.h"
 #include "parser/chart.h"
 #include "parser/flat_grammar.h"
+#include "parser/indenter.h"
 #include "zapgram/limits.h"
 
 namespace zapgram::parser {
@@ -199,6 +200,10 @@ class Recognizer {
   struct LaneView {
     uint32_t lexer_state = 0;
     std::vector<uint32_t> guards;
+    // Lark's Indenter (parser/indenter.h): the lane's indentation state
+    // words; empty without one. Where a newline is dropped (inside
+    // brackets), `tokens` also holds the newline token, as an ignored one.
+    std::vector<uint32_t> indent;
     bool accepting = false;
     TokenBits tokens;
     // StepLaneViews: the caller's tag of the lane's items (CollectLanes: the
@@ -217,9 +222,15 @@ class Recognizer {
   // would merge (equal lexer state and guards) may come out apart, with the
   // union of the tokens between them. Empty `out`: Push(byte) would fail.
   // Budgets are not consulted. Tests: tests/masks/lexed_masks_test.cc.
+  // With Lark's Indenter, a newline followed by indent or dedent tokens
+  // calls `advance` for each in turn (each boundary's source the next
+  // call's), and a boundary with levels left on the stack is accepting when
+  // as many dedents would make it so (advance again); a run over
+  // `max_indent_levels` is dropped (the recognizer stops there with an error).
   using AdvanceFn = absl::FunctionRef<bool(uint32_t source, uint32_t token, LaneView* boundary)>;
   static void StepLaneViews(const LexerTable& lexer, absl::Span<const LaneView> in, uint8_t byte,
-                            AdvanceFn advance, std::vector<LaneView>* out);
+                            AdvanceFn advance, std::vector<LaneView>* out,
+                            uint32_t max_indent_levels = ParserLimits{}.max_indent_levels);
   // Lexed grammars, speculative: pushes a position holding one boundary set
   // (lexer state start, no guards): the items of set `source` (of the
   // newest position) that wait for `token`, advanced over it and closed, as
@@ -359,7 +370,15 @@ class Recognizer {
   void LogCompletion(const Chart& chart, uint32_t dot, uint32_t parent);
   // Lexed grammars: builds the sets of the next position (one per lane).
   bool BuildNextLexedSets(Chart& chart, uint8_t byte);
-  uint32_t InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards);
+  uint32_t InternLane(uint32_t lexer_state, const std::vector<uint32_t>& guards,
+                      const std::vector<uint32_t>& indent);
+  // A lane's Indenter state words (empty without an Indenter).
+  absl::Span<const uint32_t> LaneIndent(uint32_t lane) const {
+    const std::vector<uint32_t>& l = lanes_[lane];
+    return absl::MakeConstSpan(l).subspan(2 + l[1]);
+  }
+  // Whether set `set` accepts once `dedents` dedent tokens end the input.
+  bool DedentsAccept(uint32_t set, uint32_t dedents);
   uint32_t ScanState(Symbol terminal) const {
     return grammar_->lexed() ? 0 : grammar_->terminals.start[Payload(terminal)];
   }
@@ -428,6 +447,12 @@ class Recognizer {
   struct PendingWaiting {
     uint32_t nt, dot, parent;
   };
+  // Lark's Indenter: the items of set `source` advanced over chain[0], then
+  // through an interior set per further token (closed, its items on the
+  // next token advanced), appended to `out` after the last token. False
+  // (nothing left pushed) when a budget ran out.
+  bool AdvanceChain(uint32_t source, absl::Span<const uint32_t> chain, uint64_t position,
+                    std::vector<PendingItem>* out);
   std::vector<uint32_t> group_of_nt_;  // per nonterminal: its group in the set being finished
   uint32_t set_index_ = 0;
   uint64_t closing_position_ = 0;  // the position of the set being built
@@ -461,9 +486,11 @@ class Recognizer {
   uint32_t lowest_consulted_ = kNoParent;  // see LowestConsultedGroup
   uint64_t dedup_probes_ = 0;
 
-  // Lexed grammars. A lane: the lexer state of the token in progress, then
-  // its guards as (lexer state, rank) pairs, sorted. Lane 0 is (start, no
-  // guards). Lanes are interned for the recognizer's lifetime.
+  // Lexed grammars. A lane: the lexer state of the token in progress, the
+  // number of guard words, its guards as (lexer state, rank) pairs, sorted,
+  // then Lark's Indenter state words (parser/indenter.h; none without one).
+  // Lane 0 is (start, no guards, initial indentation). Lanes are interned
+  // for the recognizer's lifetime.
   std::vector<std::vector<uint32_t>> lanes_;
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> lane_ids_;
   struct LaneTarget {
@@ -483,6 +510,16 @@ class Recognizer {
   std::vector<uint32_t> plain_lane_;  // per lexer state: its lane without guards, or kNoLane
   std::vector<uint32_t> lane_key_;    // InternLane scratch
   std::vector<uint32_t> guard_scratch_;
+  // Lark's Indenter (parser/indenter.h).
+  bool indenting_ = false;
+  uint32_t interior_lane_ = 0;  // the lane of interior sets (lexer state 0)
+  std::vector<uint32_t> indent_before_, indent_after_;  // scratch of BuildNextLexedSets
+  std::vector<uint32_t> chain_;                         // a newline and its indent/dedent tokens
+  std::vector<PendingItem> chain_advance_, chain_items_;
+  struct EofCheck {
+    uint32_t set, levels;
+  };
+  std::vector<EofCheck> eof_checks_;  // boundary sets with levels left (DedentsAccept)
 };
 
 }  // namespace zapgram::parser

@@ -92,6 +92,32 @@ struct SchemaOptions {
   bool any_order = false;
 };
 
+// Lark's Indenter post-lexer (docs/lark-lexing.md, "Indentation"): the
+// newline token drives a stack of indentation levels; the indenter emits
+// the indent token when a line is indented deeper, one dedent token per
+// level left when it is indented less (a line between two levels is an
+// error), nothing inside brackets (where the newline token itself is
+// dropped), and the remaining dedents at the end of the input. Python
+// grammars (SynCode's python.lark, Lark's python.lark) need it.
+struct IndenterOptions {
+  enum class Mode : uint8_t {
+    // On for a Lark grammar that %declares `indent_type` and `dedent_type`
+    // and uses a newline token (`nl_type`, or _NL / _NEWLINE when empty).
+    kAuto,
+    kOn,   // required: a grammar that lacks one of the tokens is an error
+    kOff,  // never: %declare'd tokens used by a rule are an error
+  };
+  Mode mode = Mode::kAuto;
+  std::string nl_type;  // empty: _NL, else _NEWLINE (SynCode's and Lark's names)
+  std::string indent_type = "_INDENT";
+  std::string dedent_type = "_DEDENT";
+  // Token names as Lark gives them (an anonymous "(" is LPAR); names the
+  // grammar does not have are skipped.
+  std::vector<std::string> open_paren_types = {"LPAR", "LSQB", "LBRACE"};
+  std::vector<std::string> close_paren_types = {"RPAR", "RSQB", "RBRACE"};
+  uint32_t tab_len = 8;  // Lark's PythonIndenter: a tab counts 8 columns
+};
+
 struct LoadOptions {
   CompileLimits limits;
   SchemaOptions schema;
@@ -105,6 +131,8 @@ struct LoadOptions {
   // states made on demand); compile and masks together take 3% less. On
   // by default; false compiles every terminal ahead of time.
   bool lazy_terminals = true;
+  // Lark grammars: the Indenter post-lexer (auto-detected by default).
+  IndenterOptions indenter;
 };
 
 // The kinds of grammar text Grammar::FromText reads (no file involved).

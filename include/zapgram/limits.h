@@ -30,6 +30,10 @@ struct ParserLimits {
   // Distinct lexer lanes (token in progress + pending guards) a lexed
   // grammar's recognizer may meet; each costs a few dozen bytes.
   uint32_t max_lanes = 1u << 20;
+  // Levels on a Lark Indenter's indentation stack (parser/indenter.h; one
+  // word per level in every lane that carries it). CPython's tokenizer
+  // stops at 100.
+  uint32_t max_indent_levels = 256;
 };
 
 struct RecognizerOptions {

@@ -53,6 +53,10 @@ typedef struct zapgram_grammar_options {
   /* schema:PATH: 1 = drop keywords a grammar cannot enforce (the grammar
    * then accepts more than the schema) instead of failing. Default 0. */
   int schema_lenient;
+  /* Lark grammars: Lark's Indenter post-lexer (Python's _INDENT/_DEDENT,
+   * zapgram/grammar.h IndenterOptions): 0 auto (default: on when the grammar
+   * %declares _INDENT and _DEDENT and uses _NL or _NEWLINE), 1 on, 2 off. */
+  int lark_indenter;
 } zapgram_grammar_options;
 
 ZAPGRAM_EXPORT void zapgram_grammar_options_init(zapgram_grammar_options* options);

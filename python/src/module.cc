@@ -450,9 +450,17 @@ GrammarFormat ParseFormat(const std::string& name) {
                         "' (gbnf, ebnf, lark, llguidance, regex, json_schema or structural_tags)");
 }
 
+IndenterOptions::Mode ParseIndenter(const std::string& mode) {
+  if (mode == "auto") return IndenterOptions::Mode::kAuto;
+  if (mode == "on") return IndenterOptions::Mode::kOn;
+  if (mode == "off") return IndenterOptions::Mode::kOff;
+  throw py::value_error("indenter must be 'auto', 'on' or 'off', not '" + mode + "'");
+}
+
 LoadOptions MakeLoadOptions(bool lenient, bool compact, uint32_t max_whitespace, bool any_order,
-                            bool validation) {
+                            bool validation, const std::string& indenter = "auto") {
   LoadOptions options;
+  options.indenter.mode = ParseIndenter(indenter);
   options.schema.purpose = validation ? SchemaPurpose::kValidation : SchemaPurpose::kGeneration;
   options.schema.lenient = lenient;
   options.schema.compact = compact;
@@ -497,25 +505,27 @@ PYBIND11_MODULE(_core, m) {
       .def_static(
           "from_text",
           [](const std::string& format, const std::string& text, bool lenient, bool compact,
-             uint32_t max_whitespace, bool any_order, const std::string& source_name, bool validation) {
+             uint32_t max_whitespace, bool any_order, const std::string& source_name, bool validation,
+             const std::string& indenter) {
             const GrammarFormat f = ParseFormat(format);
             const LoadOptions options =
-                MakeLoadOptions(lenient, compact, max_whitespace, any_order, validation);
+                MakeLoadOptions(lenient, compact, max_whitespace, any_order, validation, indenter);
             return WithoutGil([&] { return Grammar::FromText(f, text, options, source_name); });
           },
           py::arg("format"), py::arg("text"), py::arg("lenient") = false, py::arg("compact") = false,
           py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("source_name") = "<text>",
-          py::arg("validation") = false)
+          py::arg("validation") = false, py::arg("indenter") = "auto")
       .def_static(
           "load",
           [](const std::string& spec, const std::string& data_root, bool lenient, bool compact,
-             uint32_t max_whitespace, bool any_order, bool validation) {
+             uint32_t max_whitespace, bool any_order, bool validation, const std::string& indenter) {
             const LoadOptions options =
-                MakeLoadOptions(lenient, compact, max_whitespace, any_order, validation);
+                MakeLoadOptions(lenient, compact, max_whitespace, any_order, validation, indenter);
             return WithoutGil([&] { return Grammar::Load(spec, data_root, options); });
           },
           py::arg("spec"), py::arg("data_root") = "", py::arg("lenient") = false, py::arg("compact") = false,
-          py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("validation") = false)
+          py::arg("max_whitespace") = 2, py::arg("any_order") = false, py::arg("validation") = false,
+          py::arg("indenter") = "auto")
       .def_property_readonly("warnings", &Grammar::warnings);
 
   py::class_<CompiledGrammar>(m, "CompiledGrammar", py::dynamic_attr())

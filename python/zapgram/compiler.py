@@ -358,8 +358,16 @@ class GrammarCompiler:
         text = _json_text({"format": format, "tools": items}, "tools")
         return self._compile(("structural_tags", text), lambda: _core.Grammar.from_text("structural_tags", text))
 
-    def compile_lark(self, grammar: str) -> CompiledGrammar:
-        return self.compile_grammar(grammar, format="lark")
+    def compile_lark(self, grammar: str, *, indenter: str = "auto") -> CompiledGrammar:
+        """Lark text. `indenter`: Lark's Indenter post-lexer (Python's
+        _INDENT/_DEDENT): "auto" (on when the grammar %declares _INDENT and
+        _DEDENT and uses _NL or _NEWLINE), "on" or "off"."""
+        if indenter not in ("auto", "on", "off"):
+            raise ValueError(f"indenter must be 'auto', 'on' or 'off', not {indenter!r}")
+        if indenter == "auto":
+            return self.compile_grammar(grammar, format="lark")
+        return self._compile(("lark", grammar, indenter),
+                             lambda: _core.Grammar.from_text("lark", grammar, indenter=indenter))
 
     def compile_regex(self, regex: str) -> CompiledGrammar:
         return self.compile_grammar(regex, format="regex")

@@ -181,7 +181,7 @@ static void check_schema_purpose(const zapgram_vocab* vocab, const char* schema_
   snprintf(spec, sizeof spec, "schema:%s", schema_path);
   zapgram_grammar_options options;
   zapgram_grammar_options_init(&options);
-  CHECK(options.schema_validation == 0 && options.schema_lenient == 0);
+  CHECK(options.schema_validation == 0 && options.schema_lenient == 0 && options.lark_indenter == 0);
   const char* canonical = "{\"id\": 1, \"name\": \"ab\"}";
   const char* pretty = "\n{\n    \"name\": \"a\\u00e9\",\n    \"id\": 1\n}\n";
   const char* invalid = "{\n    \"name\": \"A\",\n    \"id\": 1\n}";

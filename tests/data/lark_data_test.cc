@@ -1,5 +1,5 @@
-// SynCode's Lark grammars on real code: every trace record of the java, go
-// and sql sets (../shared/data/traces/llama3) is accepted exactly when its
+// SynCode's Lark grammars on real code: every trace record of the java, go,
+// sql, c and python sets (python with Lark's Indenter, parser/indenter.h) (../shared/data/traces/llama3) is accepted exactly when its
 // label says `valid`. Labels come from Lark's own LALR(1) parse with the
 // basic lexer (../shared/data/README.md), so this checks the grammar reading,
 // the lowering and the lexing semantics together, on thousands of files.
@@ -82,6 +82,36 @@ bool LalrTrailingCommaArtifact(const std::string& error, const std::string& text
   return !before.empty() && before.back() == ',';
 }
 
+// SynCode's python.lark folds docstrings into its newline token _NL (its
+// COMMENT includes LONG_STRING). A class or def whose body is only a
+// docstring then has a suite `_NL _INDENT stmt+ _DEDENT` with no statement:
+// the docstring and the blank lines after it are one _NL whose last line
+// is not indented, so no _INDENT comes and the next statement is refused.
+// Lark's own LALR parse (Debian's python3-lark, the differential test
+// tests/data/lark_indenter_differential.py) rejects these files at the same
+// place; SynCode's vendored Lark labelled them valid. A disagreement counts as
+// this case only when zapgram stops at the first byte of a line whose
+// previous non-blank line is a docstring alone, after a line ending in ':'.
+bool DocstringOnlySuite(const std::string& text, size_t offset) {
+  if (offset == 0 || offset >= text.size() || text[offset - 1] != '\n') return false;
+  std::vector<std::string> lines;  // the non-blank lines before `offset`, last first
+  size_t end = offset - 1;         // the '\n' that ends the line before
+  while (lines.size() < 2) {
+    const size_t nl = end == 0 ? std::string::npos : text.rfind('\n', end - 1);
+    const size_t from = nl == std::string::npos ? 0 : nl + 1;
+    const std::string line = text.substr(from, end - from);
+    const size_t first = line.find_first_not_of(" \t\r"), last = line.find_last_not_of(" \t\r");
+    if (first != std::string::npos) lines.push_back(line.substr(first, last - first + 1));
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  if (lines.size() < 2) return false;
+  const std::string& doc = lines[0];
+  const bool docstring = doc.size() >= 6 && (doc.starts_with("\"\"\"") || doc.starts_with("'''")) &&
+                         doc.ends_with(doc.substr(0, 3));
+  return docstring && lines[1].back() == ':';
+}
+
 struct Tally {
   int records = 0, valid = 0, invalid = 0, valid_accepted = 0, invalid_rejected = 0;
   size_t bytes = 0;
@@ -99,6 +129,7 @@ TEST_P(LarkTraceTest, AcceptedExactlyWhenLabelledValid) {
   std::string line;
   std::vector<std::string> disagreements;
   int lalr_artifacts = 0;  // label invalid only through Lark's LALR(1) conflict resolution
+  int docstring_suites = 0;  // python: labelled valid by SynCode's Lark only (DocstringOnlySuite)
   while (std::getline(in, line)) {
     const nlohmann::json record = nlohmann::json::parse(line);
     if (record.value("roundtrip_mismatch", false)) continue;
@@ -124,6 +155,8 @@ TEST_P(LarkTraceTest, AcceptedExactlyWhenLabelledValid) {
     if (pruned.accepted && !valid &&
         LalrTrailingCommaArtifact(record.value("error", std::string()), text)) {
       ++lalr_artifacts;
+    } else if (!pruned.accepted && valid && set == "python" && DocstringOnlySuite(text, pruned.offset)) {
+      ++docstring_suites;
     } else if (pruned.accepted != valid) {
       disagreements.push_back(absl::StrFormat(
           "%s: label %s, zapgram %s at byte %d of %d; Lark: %s", std::string(record.at("id")),
@@ -138,16 +171,21 @@ TEST_P(LarkTraceTest, AcceptedExactlyWhenLabelledValid) {
     }
   }
   std::printf("%s: %d records (%zu bytes): %d/%d valid accepted, %d/%d invalid rejected "
-              "(%d more accepted: LALR(1) trailing-comma artifacts), %zu unexplained "
-              "disagreements\n",
+              "(%d more accepted: LALR(1) trailing-comma artifacts; %d more rejected: docstring-only "
+              "suites, as Debian's Lark), %zu unexplained disagreements\n",
               set.c_str(), tally.records, tally.bytes, tally.valid_accepted, tally.valid,
-              tally.invalid_rejected, tally.invalid, lalr_artifacts, disagreements.size());
+              tally.invalid_rejected, tally.invalid, lalr_artifacts, docstring_suites, disagreements.size());
+  if (set == "python") {
+    // Issue 33: at least 98% agreement with the labels, each other case explained.
+    const int agree = tally.valid_accepted + tally.invalid_rejected;
+    EXPECT_GE(100 * agree, 98 * tally.records) << agree << " of " << tally.records;
+  }
   for (const std::string& d : disagreements) std::printf("  %s\n", d.c_str());
   EXPECT_GT(tally.records, 0);
   EXPECT_TRUE(disagreements.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(SynCode, LarkTraceTest, ::testing::Values("java", "go", "sql", "c"));
+INSTANTIATE_TEST_SUITE_P(SynCode, LarkTraceTest, ::testing::Values("java", "go", "sql", "c", "python"));
 
 }  // namespace
 }  // namespace zapgram

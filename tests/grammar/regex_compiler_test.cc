@@ -204,11 +204,23 @@ TEST(RegexCompilerTest, Anchors) {
   Refused(R"([\A])", "anchor \\A inside a class", 1);
 }
 
+// A one-character lookbehind right after a literal punctuation character
+// tests the match's own previous byte (SynCode's LONG_STRING:
+// `"""(?<!\\).*?"""`): when it holds it is the empty string.
+TEST(RegexCompilerTest, LookbehindOnTheMatchsOwnCharacterHolds) {
+  Check(R"x("""(?<!\\).*?""")x", {R"("""a""")", R"("""""")"}, {R"("""a)", "a"});
+  Check(R"x(a"(?<=")b)x", {"a\"b"}, {"ab"});
+  Check(R"x(a-(?<!\+)b)x", {"a-b"}, {"ab"});
+}
+
 TEST(RegexCompilerTest, RefusedConstructsNameThemselves) {
   Refused("a(?=b)", "lookahead (?=", 1);
   Refused("a(?!b)", "lookahead (?!", 1);
   Refused("(?<=a)b", "lookbehind (?<=", 0);
   Refused("(?<!a)b", "lookbehind (?<!", 0);
+  Refused("x(?<!\\\\)y", "lookbehind (?<!", 1);       // a letter before: refused
+  Refused("\"(?<!\")y", "lookbehind (?<!", 1);          // never holds: refused
+  Refused("\\.(?<!\\\\)y", "lookbehind (?<!", 2);     // an escaped character before
   Refused(R"((a)\1)", "backreference", 3);
   Refused("(?P<x>a)(?P=x)", "backreference (?P=name)", 8);
   Refused(R"((?<x>a)\k<x>)", "backreference \\k", 7);

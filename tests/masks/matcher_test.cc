@@ -805,6 +805,91 @@ TEST(MatcherLexed, MasksInsideCommentsMatchBruteForce) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// SynCode's python.lark with Lark's Indenter (parser/indenter.h): masks
+// against the brute force where the Indenter decides: right after a newline
+// (the next line's indentation being read: an indent, dedents, a level
+// between two), inside brackets (newlines dropped), in or after a comment
+// (comments fold into the newline token), and the first steps of each
+// document. With the cache on (keys carry the indentation state), and a
+// second pass with it off. ZAPGRAM_PYTHON_DOCS / ZAPGRAM_PYTHON_PER_KIND
+// widen the sample for long offline runs.
+enum PythonPosition { kAfterNewline, kInBrackets, kAfterComment, kStart, kNumPositions };
+
+PythonPosition ClassifyPython(const std::string& text, size_t step) {
+  const size_t line = text.rfind('\n');
+  if (line != std::string::npos && text.find_first_not_of(" \t", line + 1) == std::string::npos) {
+    // The last line so far is blank: after a comment when the line before
+    // ends in one.
+    const size_t prev = line == 0 ? std::string::npos : text.rfind('\n', line - 1);
+    const std::string before = text.substr(prev == std::string::npos ? 0 : prev + 1,
+                                           line - (prev == std::string::npos ? 0 : prev + 1));
+    return before.find('#') != std::string::npos ? kAfterComment : kAfterNewline;
+  }
+  if (line != std::string::npos && text.find('#', line) != std::string::npos) return kAfterComment;
+  int depth = 0;
+  for (char c : text) depth += (c == '(' || c == '[' || c == '{') - (c == ')' || c == ']' || c == '}');
+  if (depth > 0) return kInBrackets;
+  return step < 8 ? kStart : kNumPositions;
+}
+
+void CheckPython(const MatcherOptions& options, size_t docs, int per_kind, const char* label) {
+  if (const char* d = std::getenv("ZAPGRAM_PYTHON_DOCS")) docs = std::strtoull(d, nullptr, 10);
+  if (const char* k = std::getenv("ZAPGRAM_PYTHON_PER_KIND")) per_kind = std::atoi(k);
+  auto vocab = LoadVocabulary("llama3");
+  std::shared_ptr<const CompiledGrammar> g;
+  int checked[kNumPositions] = {}, mismatches = 0, eos_checked = 0, rejected_valid = 0;
+  for (const TraceRecord& rec : ReadTrace("llama3", "python", docs)) {
+    if (g == nullptr) g = CompileFor(rec.grammar, vocab);
+    ASSERT_TRUE(g->grammar().lexer->indenter.on());
+    Matcher m(g, options);
+    std::vector<uint32_t> words(g->mask_words());
+    std::string text;
+    int taken[kNumPositions] = {};
+    for (size_t k = 0; k <= rec.tokens.size(); ++k) {
+      const PythonPosition kind = ClassifyPython(text, k);
+      const bool at_end = k == rec.tokens.size();
+      if (at_end || (kind != kNumPositions && taken[kind] < per_kind)) {
+        m.ComputeMask(words.data());
+        mismatches += CompareMasks(*g, words, ReferenceMask(*g, text),
+                                   std::string(label) + " " + rec.id + " step " + std::to_string(k));
+        if (at_end) {
+          ++eos_checked;
+          break;
+        }
+        ++taken[kind];
+        ++checked[kind];
+      }
+      if (!m.AcceptToken(rec.tokens[k])) {
+        // Verdicts against the labels: tests/data/lark_data_test.cc (one
+        // valid-labelled document, a docstring-only class body, is rejected
+        // as Debian's Lark rejects it).
+        rejected_valid += rec.valid;
+        break;
+      }
+      text += vocab->token_bytes(rec.tokens[k]);
+    }
+  }
+  std::printf("python (%s): %d documents labelled valid rejected on the way\n", label, rejected_valid);
+  std::printf("python (%s): masks against the brute force after a newline %d, in brackets %d, after a "
+              "comment %d, at the start %d, at the end %d; %d mismatches\n",
+              label, checked[kAfterNewline], checked[kInBrackets], checked[kAfterComment], checked[kStart],
+              eos_checked, mismatches);
+  EXPECT_GT(checked[kAfterNewline], 0);
+  EXPECT_GT(checked[kInBrackets], 0);
+  EXPECT_GT(checked[kAfterComment], 0);
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(MatcherPython, IndentationMasksMatchBruteForce) {
+  CheckPython({}, testing::Scaled<size_t>(3, 1), testing::Scaled(2, 1), "cached");
+}
+
+TEST(MatcherPython, UncachedIndentationMasksMatchBruteForce) {
+  MatcherOptions uncached;
+  uncached.use_cache = false;
+  CheckPython(uncached, testing::Scaled<size_t>(2, 1), testing::Scaled(2, 1), "uncached");
+}
+
 // Lexed (Lark) grammars: random walks with the cache off, so the per-lane
 // token sets and guard sets answer every step.
 TEST(MatcherRandomWalk, LexedGrammarsMatchBruteForce) {

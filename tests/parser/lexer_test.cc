@@ -23,44 +23,19 @@
 #include "pruning/compact.h"
 #include "api/grammar_data.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/ir_compile.h"
 #include "tests/support/test_paths.h"
 #include "zapgram/grammar.h"
 
 namespace zapgram::parser {
 namespace {
 
-FlatGrammar Compile(std::string_view lark) {
-  absl::StatusOr<grammar::Grammar> g = grammar::ReadLarkGrammar(lark, "test.lark");
-  EXPECT_TRUE(g.ok()) << g.status();
-  absl::StatusOr<FlatGrammar> flat = BuildFlatGrammar(*g);
-  EXPECT_TRUE(flat.ok()) << flat.status();
-  return *std::move(flat);
-}
+FlatGrammar Compile(std::string_view lark) { return testing::CompileLarkText(lark); }
 
 // Whether `input` is a sentence; checked with pruning on and off, and
 // through NextBytes (each accepted byte must have been announced, and a
 // rejected one must not have been).
-bool Accepts(const FlatGrammar& flat, std::string_view input) {
-  bool results[2];
-  for (bool pruning : {true, false}) {
-    RecognizerOptions options;
-    options.pruning = pruning;
-    Recognizer r = pruning::MakeRecognizer(&flat, options);
-    bool alive = true;
-    for (char c : input) {
-      const bool announced = r.NextBytes().test(static_cast<uint8_t>(c));
-      const bool fed = r.Feed(static_cast<uint8_t>(c));
-      EXPECT_EQ(announced, fed) << "byte '" << c << "' of \"" << input << "\"";
-      if (!fed) {
-        alive = false;
-        break;
-      }
-    }
-    results[pruning] = alive && r.IsAccepting();
-  }
-  EXPECT_EQ(results[0], results[1]) << input;
-  return results[1];
-}
+bool Accepts(const FlatGrammar& flat, std::string_view input) { return testing::AcceptsByteByByte(flat, input); }
 
 constexpr std::string_view kReturnGrammar = R"(
 start: stmt+

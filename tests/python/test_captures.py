@@ -94,3 +94,28 @@ def test_draft_tree_temperatures(small_compiler):
     assert m.traverse_draft_tree(first, sibling, tokens, bitmask, temperatures=temperatures)
     assert temperatures.tolist() == pytest.approx([-1.0, 0.7, -1.0, 0.7, -1.0])
     assert m.get_captures() == []
+
+
+INDENTED = '''
+start: (_NL | stmt)*
+?stmt: NAME _NL | NAME ":" suite
+suite: _NL _INDENT stmt+ _DEDENT
+NAME: /[a-z]+/
+_NL: /(\\r?\\n[\\t ]*)+/
+%ignore " "
+%declare _INDENT _DEDENT
+'''
+
+
+def test_lark_indenter(small_compiler):
+    # Lark's Indenter (docs/lark-lexing.md "Indentation"): detected by default.
+    g = small_compiler.compile_lark(INDENTED)
+    m = zapgram.GrammarMatcher(g)
+    assert m.accept_string("a:\n  b\n  c\nd\n")
+    assert m.is_completed()
+    assert not zapgram.GrammarMatcher(g).accept_string("a:\n  b\n c")  # between two levels
+    assert small_compiler.compile_lark(INDENTED, indenter="on") is not None
+    with pytest.raises(Exception, match="is %declare'd and has no definition"):
+        small_compiler.compile_lark(INDENTED, indenter="off")
+    with pytest.raises(ValueError, match="indenter must be"):
+        small_compiler.compile_lark(INDENTED, indenter="sometimes")
