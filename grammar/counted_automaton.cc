@@ -243,12 +243,6 @@ bool CountedAutomaton::IsUnitStart(uint32_t local) const {
   return !has_body() && local >= p && local < SuffixBase() && (local - p) % walk_states_ == 0;
 }
 
-uint32_t CountedAutomaton::UnitsLeft(uint32_t local) const {
-  const uint32_t p = static_cast<uint32_t>(parts_.prefix.size());
-  if (local < p || local >= SuffixBase()) return 0;
-  return parts_.max - (local - p) / walk_states_;
-}
-
 const std::array<uint64_t, 4>& CountedAutomaton::TickLoops(uint32_t local) const {
   const uint32_t p = static_cast<uint32_t>(parts_.prefix.size());
   if (local < p || local >= SuffixBase()) return no_loops_;

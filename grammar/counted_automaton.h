@@ -120,8 +120,6 @@ class CountedAutomaton {
   // Walk helpers (masks/token_sets.cc, masks/matcher.cc). A unit start:
   // body (c, 1) without a body automaton (the profile of U and S serves it).
   bool IsUnitStart(uint32_t local) const;
-  // Units that may still be read from body state `local` (max - c).
-  uint32_t UnitsLeft(uint32_t local) const;
   // The bytes that take body (c, k) to (c + 1, k), and how many such steps
   // in a row stay live (max - c - need(k)); 0 outside the body.
   const std::array<uint64_t, 4>& TickLoops(uint32_t local) const;
